@@ -1,0 +1,198 @@
+"""Typed events of the input contract (events.md), as the parser produces them.
+
+Field names are the wire names. Lists become tuples so that events are immutable and
+hashable. ``controller_id`` / ``controller_epoch`` are set when the controller produced
+the event; the model fences events whose ``controller_epoch`` is older than the newest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+NO_LEADER = -1
+"""``leader`` of a partition that has no leader (OfflinePartition)."""
+
+LEADER_DURING_DELETE = -2
+"""``leader`` in an UpdateMetadata partition state: the partition is being deleted."""
+
+FETCH_ERROR_NONE = "NONE"
+
+
+class Source(StrEnum):
+    """The two input streams, by their logical (default topic) names."""
+
+    CONTROLLER_EVENTS = "controller-events"
+    FETCH_RESPONSES = "fetch-responses"
+
+
+@dataclass(frozen=True, slots=True)
+class TopicPartition:
+    topic: str
+    partition: int
+
+    def key(self) -> str:
+        """The record key of events about this partition: ``"<topic>:<partition>"``."""
+        return f"{self.topic}:{self.partition}"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerEvent:
+    """Fields common to every controller event."""
+
+    ts: int
+    controller_id: int | None = None
+    controller_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaderAndIsr(ControllerEvent):
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    partition_epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IsrChange(ControllerEvent):
+    topic: str
+    partition: int
+    leader: int
+    old_isr: tuple[int, ...]
+    new_isr: tuple[int, ...]
+    leader_epoch: int | None = None
+    partition_epoch: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class IsrChangePropagation(ControllerEvent):
+    broker: int
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetadataPartitionState:
+    """One partition state of an UpdateMetadata request, as a broker cached it."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateMetadata(ControllerEvent):
+    broker: int
+    partitions: tuple[MetadataPartitionState, ...]
+    live_brokers: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerRegistration:
+    id: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerChange(ControllerEvent):
+    live: tuple[BrokerRegistration, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ControllerChange(ControllerEvent):
+    """A controller failover; here ``controller_id`` and ``controller_epoch`` are required."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicChange(ControllerEvent):
+    created: Mapping[str, Mapping[int, tuple[int, ...]]] = field(default_factory=dict)
+    deleted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicConfig(ControllerEvent):
+    topic: str
+    min_insync_replicas: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BrokerConfig(ControllerEvent):
+    broker: int
+    replica_lag_time_max_ms: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FetchResponse:
+    """One follower fetch of one partition served by a leader."""
+
+    ts: int
+    topic: str
+    partition: int
+    leader: int
+    follower: int
+    leader_epoch: int
+    fetch_offset: int
+    leader_leo: int
+    high_watermark: int
+    log_start_offset: int | None = None
+    error: str = FETCH_ERROR_NONE
+    bytes: int | None = None
+
+
+CONTROLLER_EVENT_TYPES: Mapping[str, type[ControllerEvent]] = {
+    cls.__name__: cls
+    for cls in (
+        LeaderAndIsr,
+        IsrChange,
+        IsrChangePropagation,
+        UpdateMetadata,
+        BrokerChange,
+        ControllerChange,
+        TopicChange,
+        TopicConfig,
+        BrokerConfig,
+    )
+}
+"""The ``type`` field of a controller event names its class."""
+
+Event = ControllerEvent | FetchResponse
+
+
+class DeadLetterReason(StrEnum):
+    """Why an input record was not applied. Every rejected record carries one."""
+
+    # The parser's reasons: the record does not meet the contract.
+    INVALID_JSON = "invalid_json"
+    NOT_AN_OBJECT = "not_an_object"
+    MISSING_FIELD = "missing_field"
+    WRONG_TYPE = "wrong_type"
+    INVALID_VALUE = "invalid_value"
+    UNKNOWN_TYPE = "unknown_type"
+    # The model's reasons: a valid event that Kafka itself would ignore.
+    STALE_CONTROLLER_EPOCH = "stale_controller_epoch"
+    STALE_LEADER_EPOCH = "stale_leader_epoch"
+    STALE_PARTITION_EPOCH = "stale_partition_epoch"
+    NOT_LEADER = "not_leader"
+    UNKNOWN_PARTITION = "unknown_partition"
+    UNKNOWN_LEADER_EPOCH = "unknown_leader_epoch"
+    NOT_ASSIGNED_REPLICA = "not_assigned_replica"
+    # The streaming job's reasons (event time and delivery).
+    LATE = "late"
+    DUPLICATE = "duplicate"
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetter:
+    """A record that was not applied, kept with its raw value and the reason."""
+
+    source: str  # a Source, or the file the record came from
+    raw: str
+    reason: DeadLetterReason
+    detail: str

@@ -1,0 +1,320 @@
+"""The replication model of one shard: controller events and fetch responses in, health out.
+
+Events are applied in the order given. Consecutive fetch responses are applied as one
+vectorised batch (follower_fetch_state); controller events, which are rare, one at a
+time. The result is the same for any batching of the same sequence.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+import numpy as np
+
+from state.cluster_state import ClusterState
+from state.events import (
+    LEADER_DURING_DELETE,
+    NO_LEADER,
+    BrokerChange,
+    BrokerConfig,
+    ControllerChange,
+    ControllerEvent,
+    DeadLetterReason,
+    Event,
+    FetchResponse,
+    IsrChange,
+    IsrChangePropagation,
+    LeaderAndIsr,
+    TopicChange,
+    TopicConfig,
+    TopicPartition,
+    UpdateMetadata,
+)
+from state.follower_fetch_state import (
+    REJECT_REASONS,
+    FetchBatch,
+    apply_fetches,
+    reset_on_become_leader,
+)
+from state.metadata_cache import MetadataCaches
+from state.partition_health import HealthFrame, evaluate
+from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
+from state.propagation_window import PropagationWindows
+from state.settings import PropagationMode, RuleSettings
+
+
+class IsrChangeKind(StrEnum):
+    SHRINK = "shrink"
+    EXPAND = "expand"
+    OTHER = "other"  # neither a subset nor a superset (a controller reassignment, say)
+
+
+@dataclass(frozen=True)
+class IsrTransition:
+    """An ISR change the model applied."""
+
+    topic: str
+    partition: int
+    leader: int
+    kind: IsrChangeKind
+    by_controller: bool  # LeaderAndIsr; else the leader's own shrink/expand (IsrChange)
+    ts: int
+
+
+@dataclass
+class ApplyReport:
+    """What one :meth:`ReplicationModel.apply` did, for metrics and dead letters."""
+
+    applied: Counter[str] = field(default_factory=Counter)  # by event type
+    rejected_ids: list[int] = field(default_factory=list)
+    rejected_reasons: list[DeadLetterReason] = field(default_factory=list)
+    fetch_error_responses: int = 0
+    isr_transitions: list[IsrTransition] = field(default_factory=list)
+    propagation_delays_ms: list[int] = field(default_factory=list)
+    bounced_brokers: list[int] = field(default_factory=list)
+    ignored_metadata_entries: int = 0  # UpdateMetadata states of partitions not known
+
+    def reject(self, source_id: int, reason: DeadLetterReason) -> None:
+        self.rejected_ids.append(source_id)
+        self.rejected_reasons.append(reason)
+
+    def rejections_by_reason(self) -> Counter[DeadLetterReason]:
+        return Counter(self.rejected_reasons)
+
+
+def isr_change_kind(old: Sequence[int], new: Sequence[int]) -> IsrChangeKind:
+    before, after = set(old), set(new)
+    if after < before:
+        return IsrChangeKind.SHRINK
+    if after > before:
+        return IsrChangeKind.EXPAND
+    return IsrChangeKind.OTHER
+
+
+class ReplicationModel:
+    """Partition, follower and metadata state of the partitions it is given events for."""
+
+    def __init__(self, settings: RuleSettings) -> None:
+        self.settings = settings
+        self.cluster = ClusterState()
+        self.table = PartitionTable()
+        self.caches = MetadataCaches(self.table)
+        self.windows = PropagationWindows(settings.propagation)
+
+    @property
+    def _zk(self) -> bool:
+        return self.settings.propagation.mode is PropagationMode.ZK
+
+    # ------------------------------------------------------------------ apply
+
+    def apply(self, events: Iterable[tuple[int, Event | FetchBatch]]) -> ApplyReport:
+        """Apply ``(source_id, event)`` pairs in order; runs of fetches go as one batch."""
+        report = ApplyReport()
+        run: list[FetchResponse] = []
+        run_ids: list[int] = []
+        for source_id, event in events:
+            if isinstance(event, FetchResponse):
+                run.append(event)
+                run_ids.append(source_id)
+                continue
+            if run:
+                self.apply_fetch_batch(FetchBatch.from_events(run, run_ids), report)
+                run, run_ids = [], []
+            if isinstance(event, FetchBatch):
+                self.apply_fetch_batch(event, report)
+            else:
+                self.apply_controller_event(source_id, event, report)
+        if run:
+            self.apply_fetch_batch(FetchBatch.from_events(run, run_ids), report)
+        return report
+
+    def apply_fetch_batch(self, batch: FetchBatch, report: ApplyReport) -> None:
+        outcome = apply_fetches(self.table, batch)
+        rejected = outcome.rejected()
+        report.applied["FetchResponse"] += len(batch) - len(rejected)
+        report.fetch_error_responses += outcome.error_responses
+        report.rejected_ids.extend(batch.source_id[rejected].tolist())
+        report.rejected_reasons.extend(
+            REJECT_REASONS[code - 1] for code in outcome.code[rejected].tolist()
+        )
+
+    def apply_controller_event(
+        self, source_id: int, event: ControllerEvent, report: ApplyReport
+    ) -> None:
+        if not self.cluster.admits_controller_epoch(event.controller_epoch):
+            report.reject(source_id, DeadLetterReason.STALE_CONTROLLER_EPOCH)
+            return
+        reason: DeadLetterReason | None = None
+        match event:
+            case LeaderAndIsr():
+                reason = self._leader_and_isr(event, report)
+            case IsrChange():
+                reason = self._isr_change(event, report)
+            case IsrChangePropagation():
+                self._propagation(event)
+            case UpdateMetadata():
+                self._update_metadata(event, report)
+            case BrokerChange():
+                change = self.cluster.apply_broker_change(event)
+                self.caches.drop_brokers(change.restarted_caches)
+                report.bounced_brokers.extend(sorted(change.bounced))
+            case ControllerChange():
+                pass  # the epoch is observed below, as for every controller event
+            case TopicChange():
+                self._topic_change(event)
+            case TopicConfig():
+                self.cluster.min_insync_replicas[event.topic] = event.min_insync_replicas
+            case BrokerConfig():
+                self.cluster.lag_time_max_ms[event.broker] = event.replica_lag_time_max_ms
+        if reason is not None:
+            report.reject(source_id, reason)
+            return
+        self.cluster.observe_controller(event.controller_id, event.controller_epoch)
+        report.applied[type(event).__name__] += 1
+
+    def _leader_and_isr(self, event: LeaderAndIsr, report: ApplyReport) -> DeadLetterReason | None:
+        table = self.table
+        row = table.live_row_of(event.topic, event.partition)
+        if row >= 0:
+            if event.leader_epoch < table.leader_epoch[row]:
+                return DeadLetterReason.STALE_LEADER_EPOCH
+            if (
+                event.leader_epoch == table.leader_epoch[row]
+                and event.partition_epoch < table.partition_epoch[row]
+            ):
+                return DeadLetterReason.STALE_PARTITION_EPOCH
+        if event.leader == LEADER_DURING_DELETE:
+            if row >= 0:
+                self._delete(row)
+            return None
+        if row < 0:
+            row = table.create(event.topic, event.partition, event.replicas)
+        old_isr = table.isr[row]
+        new_epoch = event.leader_epoch > table.leader_epoch[row]
+        table.set_replicas(row, event.replicas)
+        table.set_isr(row, event.isr)
+        table.leader[row] = event.leader
+        table.leader_epoch[row] = event.leader_epoch
+        table.partition_epoch[row] = event.partition_epoch
+        if set(old_isr) != set(event.isr):
+            self._record_isr_change(row, event.ts, ChangeOrigin.CONTROLLER, event.leader)
+            if old_isr:
+                report.isr_transitions.append(
+                    self._transition(row, old_isr, event.isr, event.ts, by_controller=True)
+                )
+        if new_epoch and event.leader != NO_LEADER:
+            reset_on_become_leader(table, row, event.ts)
+        self.caches.refresh(row)
+        return None
+
+    def _isr_change(self, event: IsrChange, report: ApplyReport) -> DeadLetterReason | None:
+        table = self.table
+        row = table.live_row_of(event.topic, event.partition)
+        if row < 0:
+            return DeadLetterReason.UNKNOWN_PARTITION
+        if event.leader_epoch is not None:
+            if event.leader_epoch < table.leader_epoch[row]:
+                return DeadLetterReason.STALE_LEADER_EPOCH
+            if event.leader_epoch > table.leader_epoch[row]:
+                return DeadLetterReason.UNKNOWN_LEADER_EPOCH
+        if event.partition_epoch is not None and event.partition_epoch < table.partition_epoch[row]:
+            return DeadLetterReason.STALE_PARTITION_EPOCH
+        if event.leader != table.leader[row]:
+            return DeadLetterReason.NOT_LEADER
+        table.set_isr(row, event.new_isr)
+        if event.partition_epoch is not None:
+            table.partition_epoch[row] = event.partition_epoch
+        self._record_isr_change(row, event.ts, ChangeOrigin.LEADER, event.leader)
+        report.isr_transitions.append(
+            self._transition(row, event.old_isr, event.new_isr, event.ts, by_controller=False)
+        )
+        self.caches.refresh(row)
+        return None
+
+    def _transition(
+        self, row: int, old: Sequence[int], new: Sequence[int], ts: int, *, by_controller: bool
+    ) -> IsrTransition:
+        tp = self.table.topic_partition(row)
+        leader = int(self.table.leader[row])
+        kind = isr_change_kind(old, new)
+        return IsrTransition(tp.topic, tp.partition, leader, kind, by_controller, ts)
+
+    def _record_isr_change(self, row: int, ts: int, origin: int, leader: int) -> None:
+        table = self.table
+        tp = table.topic_partition(row)
+        table.isr_changed_ms[row] = ts
+        table.change_broker[row] = leader
+        if not self._zk:
+            table.change_origin[row] = ChangeOrigin.METADATA_LOG
+        elif origin == ChangeOrigin.LEADER:
+            table.change_origin[row] = ChangeOrigin.LEADER
+            self.windows.record_isr_change(leader, tp, ts)
+        else:
+            # The controller sends UpdateMetadata along with its own LeaderAndIsr; a change
+            # the leader made before stays in that leader's isrChangeSet until propagated.
+            table.change_origin[row] = ChangeOrigin.CONTROLLER
+
+    def _propagation(self, event: IsrChangePropagation) -> None:
+        frozen = self.windows.record_propagation(event.broker, event.partitions, event.ts)
+        for tp, window in frozen.items():
+            row = self.table.live_row_of(tp.topic, tp.partition)
+            if row >= 0 and self.table.change_origin[row] == ChangeOrigin.LEADER:
+                self.table.change_origin[row] = ChangeOrigin.PROPAGATED
+                self.table.frozen_earliest_ms[row] = window.earliest_ms
+                self.table.frozen_latest_ms[row] = window.latest_ms
+
+    def _update_metadata(self, event: UpdateMetadata, report: ApplyReport) -> None:
+        touched: dict[int, bool] = {}  # row -> was stale (for a live broker) before
+        for state in event.partitions:
+            row = self.table.live_row_of(state.topic, state.partition)
+            if row < 0:
+                report.ignored_metadata_entries += 1
+                continue
+            if row not in touched:
+                touched[row] = bool(self.caches.stale_brokers(row, self.cluster))
+            if state.leader == LEADER_DURING_DELETE:
+                self.caches.evict(row, event.broker)
+            else:
+                self.caches.store(row, event.broker, frozenset(state.isr))
+        for row, was_stale in touched.items():
+            self.caches.refresh(row)
+            if was_stale and not self.caches.stale_brokers(row, self.cluster):
+                self._observe_propagated(row, event.ts, report)
+
+    def _observe_propagated(self, row: int, ts: int, report: ApplyReport) -> None:
+        """The observed end of the blackout: every live cache now has the change."""
+        changed = int(self.table.isr_changed_ms[row])
+        if changed != NO_TIME:
+            report.propagation_delays_ms.append(ts - changed)
+        if self.table.change_origin[row] == ChangeOrigin.LEADER:
+            # Its propagation happened though no IsrChangePropagation event said so.
+            self.windows.forget(self.table.topic_partition(row))
+
+    def _topic_change(self, event: TopicChange) -> None:
+        for topic, partitions in event.created.items():
+            for partition, replicas in partitions.items():
+                if self.table.live_row_of(topic, partition) < 0:
+                    self.table.create(topic, partition, tuple(replicas))
+        for topic in event.deleted:
+            for row in self.table.rows_of_topic(topic):
+                self._delete(row)
+
+    def _delete(self, row: int) -> None:
+        self.windows.forget(self.table.topic_partition(row))
+        self.caches.forget_row(row)
+        self.table.delete(row)
+
+    # --------------------------------------------------------------- evaluate
+
+    def evaluate(self, now_ms: int) -> HealthFrame:
+        """The health of every partition of this shard at ``now_ms``."""
+        return evaluate(self.table, self.cluster, self.caches, self.windows, self.settings, now_ms)
+
+    def partition_count(self) -> int:
+        return int(np.count_nonzero(self.table.exists))
+
+    def partitions(self) -> list[TopicPartition]:
+        return [self.table.topic_partition(int(r)) for r in self.table.live_rows()]

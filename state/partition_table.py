@@ -1,0 +1,267 @@
+"""Columnar storage of the partitions of one shard and of their replicas.
+
+One row per partition, one column slot per assigned replica (in assignment order), so
+that the per-follower fetch state is a set of ``(partitions x replication factor)``
+arrays that vectorised numpy code can update for a whole batch at once. Topic/partition
+names map to rows through dense per-topic slot ranges, which stay valid while rows are
+added one at a time (no index rebuild between controller events).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+import pandas as pd
+
+from state.events import NO_LEADER, TopicPartition
+
+I64 = npt.NDArray[np.int64]
+I32 = npt.NDArray[np.int32]
+BOOL = npt.NDArray[np.bool_]
+
+UNKNOWN_OFFSET = -1
+"""``log_end_offset`` of a follower whose fetch offset has not been seen (since election)."""
+
+NEVER = 0
+"""``last_caught_up_ms`` of a follower that was never caught up (semantics.md section 2)."""
+
+NO_TIME = -1
+"""Any other time column that has no value."""
+
+
+class ChangeOrigin:
+    """Who made the latest change of a partition's ISR; decides its propagation window."""
+
+    NONE = 0
+    CONTROLLER = 1  # LeaderAndIsr: the controller sends UpdateMetadata itself
+    LEADER = 2  # IsrChange by the leader, waiting in its isrChangeSet (zk mode)
+    PROPAGATED = 3  # IsrChange whose propagation was seen: window frozen at that moment
+    METADATA_LOG = 4  # kraft mode: any change, applied by brokers replaying the log
+
+
+@dataclass
+class TopicSlots:
+    topic_id: int
+    base: int
+    capacity: int
+
+
+class PartitionTable:
+    """Partition rows and replica slots of one shard; see the module docstring."""
+
+    def __init__(self, partition_capacity: int = 1024, replica_capacity: int = 4) -> None:
+        self.size = 0
+        self._topic_ids: dict[str, TopicSlots] = {}
+        self.topic_names: list[str] = []
+        self._slot_to_row: I64 = np.full(0, -1, dtype=np.int64)
+        self._alloc(partition_capacity, replica_capacity)
+
+    # ----------------------------------------------------------------- storage
+
+    def _alloc(self, p_cap: int, r_cap: int) -> None:
+        self.exists: BOOL = np.zeros(p_cap, dtype=np.bool_)
+        self.topic_id: I32 = np.full(p_cap, -1, dtype=np.int32)
+        self.partition: I32 = np.full(p_cap, -1, dtype=np.int32)
+        self.leader: I32 = np.full(p_cap, NO_LEADER, dtype=np.int32)
+        self.leader_epoch: I32 = np.full(p_cap, -1, dtype=np.int32)
+        self.partition_epoch: I32 = np.full(p_cap, -1, dtype=np.int32)
+        self.leader_leo: I64 = np.zeros(p_cap, dtype=np.int64)
+        self.high_watermark: I64 = np.zeros(p_cap, dtype=np.int64)
+        self.epoch_start_offset: I64 = np.zeros(p_cap, dtype=np.int64)
+        self.n_replicas: I32 = np.zeros(p_cap, dtype=np.int32)
+        self.n_isr: I32 = np.zeros(p_cap, dtype=np.int32)
+        self.isr_changed_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
+        self.change_origin: I32 = np.zeros(p_cap, dtype=np.int32)
+        self.change_broker: I32 = np.full(p_cap, -1, dtype=np.int32)
+        self.frozen_earliest_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
+        self.frozen_latest_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
+        self.isr: list[tuple[int, ...]] = [() for _ in range(p_cap)]
+        self.replicas: list[tuple[int, ...]] = [() for _ in range(p_cap)]
+        # Per broker: the ISR its MetadataCache holds (UpdateMetadata), per row.
+        self.cached_isr: list[dict[int, frozenset[int]]] = [{} for _ in range(p_cap)]
+        shape = (p_cap, r_cap)
+        self.replica_broker: I32 = np.full(shape, -1, dtype=np.int32)
+        self.in_isr: BOOL = np.zeros(shape, dtype=np.bool_)
+        self.log_end_offset: I64 = np.full(shape, UNKNOWN_OFFSET, dtype=np.int64)
+        self.last_fetch_time_ms: I64 = np.zeros(shape, dtype=np.int64)
+        self.last_fetch_leader_leo: I64 = np.zeros(shape, dtype=np.int64)
+        self.last_caught_up_ms: I64 = np.full(shape, NEVER, dtype=np.int64)
+
+    _ROW_ARRAYS = (
+        "exists", "topic_id", "partition", "leader", "leader_epoch", "partition_epoch",
+        "leader_leo", "high_watermark", "epoch_start_offset", "n_replicas", "n_isr",
+        "isr_changed_ms", "change_origin", "change_broker", "frozen_earliest_ms",
+        "frozen_latest_ms",
+    )  # fmt: skip
+    _ROW_LISTS = ("isr", "replicas", "cached_isr")
+    _REPLICA_ARRAYS = (
+        "replica_broker", "in_isr", "log_end_offset", "last_fetch_time_ms",
+        "last_fetch_leader_leo", "last_caught_up_ms",
+    )  # fmt: skip
+
+    @property
+    def partition_capacity(self) -> int:
+        return len(self.exists)
+
+    @property
+    def replica_capacity(self) -> int:
+        return int(self.replica_broker.shape[1])
+
+    def _grow(self, p_cap: int, r_cap: int) -> None:
+        old = {name: getattr(self, name) for name in self._ROW_ARRAYS + self._REPLICA_ARRAYS}
+        old_lists = {name: getattr(self, name) for name in self._ROW_LISTS}
+        old_p, old_r = self.partition_capacity, self.replica_capacity
+        self._alloc(p_cap, r_cap)
+        for name in self._ROW_ARRAYS:
+            getattr(self, name)[:old_p] = old[name]
+        for name in self._REPLICA_ARRAYS:
+            getattr(self, name)[:old_p, :old_r] = old[name]
+        for name in self._ROW_LISTS:
+            getattr(self, name)[:old_p] = old_lists[name]
+
+    def ensure_replica_capacity(self, replication_factor: int) -> None:
+        if replication_factor > self.replica_capacity:
+            self._grow(self.partition_capacity, max(replication_factor, 2 * self.replica_capacity))
+
+    # ---------------------------------------------------------------- lookup
+
+    def row_of(self, topic: str, partition: int) -> int:
+        """The row of a partition, live or deleted; -1 if it never had one."""
+        slots = self._topic_ids.get(topic)
+        if slots is None or not 0 <= partition < slots.capacity:
+            return -1
+        return int(self._slot_to_row[slots.base + partition])
+
+    def live_row_of(self, topic: str, partition: int) -> int:
+        row = self.row_of(topic, partition)
+        return row if row >= 0 and self.exists[row] else -1
+
+    def live_rows_of(self, topics: npt.ArrayLike, partitions: I64) -> I64:
+        """Vectorised :meth:`live_row_of` for a batch: -1 where the partition is unknown."""
+        codes, uniques = pd.factorize(np.asarray(topics, dtype=object), use_na_sentinel=True)
+        bases = np.full(len(uniques) + 1, -1, dtype=np.int64)
+        caps = np.zeros(len(uniques) + 1, dtype=np.int64)
+        for i, name in enumerate(uniques):
+            slots = self._topic_ids.get(str(name))
+            if slots is not None:
+                bases[i], caps[i] = slots.base, slots.capacity
+        codes = np.where(codes < 0, len(uniques), codes)
+        base, cap = bases[codes], caps[codes]
+        valid = (base >= 0) & (partitions >= 0) & (partitions < cap)
+        rows = np.full(len(partitions), -1, dtype=np.int64)
+        rows[valid] = self._slot_to_row[base[valid] + partitions[valid]]
+        known = rows >= 0
+        rows[known] = np.where(self.exists[rows[known]], rows[known], -1)
+        return rows
+
+    def rows_of_topic(self, topic: str) -> list[int]:
+        slots = self._topic_ids.get(topic)
+        if slots is None:
+            return []
+        rows = self._slot_to_row[slots.base : slots.base + slots.capacity]
+        return [int(r) for r in rows if r >= 0 and self.exists[r]]
+
+    def live_rows(self) -> I64:
+        return np.flatnonzero(self.exists[: self.size]).astype(np.int64)
+
+    def topic_partition(self, row: int) -> TopicPartition:
+        return TopicPartition(self.topic_names[self.topic_id[row]], int(self.partition[row]))
+
+    # ------------------------------------------------------------ row life
+
+    def _topic_slots(self, topic: str, partition: int) -> TopicSlots:
+        slots = self._topic_ids.get(topic)
+        if slots is None:
+            slots = TopicSlots(len(self.topic_names), len(self._slot_to_row), 0)
+            self._topic_ids[topic] = slots
+            self.topic_names.append(topic)
+        if partition >= slots.capacity:
+            # Move the topic's slot range to the end with room to spare (amortised O(1)).
+            new_cap = max(partition + 1, 2 * slots.capacity, 8)
+            new_base = len(self._slot_to_row)
+            region = np.full(new_cap, -1, dtype=np.int64)
+            region[: slots.capacity] = self._slot_to_row[slots.base : slots.base + slots.capacity]
+            self._slot_to_row[slots.base : slots.base + slots.capacity] = -1
+            self._slot_to_row = np.concatenate([self._slot_to_row, region])
+            slots.base, slots.capacity = new_base, new_cap
+        return slots
+
+    def create(self, topic: str, partition: int, replicas: tuple[int, ...]) -> int:
+        """A row for a new partition (or a recreated one: its old row, reset)."""
+        row = self.row_of(topic, partition)
+        if row < 0:
+            slots = self._topic_slots(topic, partition)
+            if self.size == self.partition_capacity:
+                self._grow(2 * self.partition_capacity, self.replica_capacity)
+            row = self.size
+            self.size += 1
+            self._slot_to_row[slots.base + partition] = row
+            self.topic_id[row] = slots.topic_id
+            self.partition[row] = partition
+        self._clear(row)
+        self.exists[row] = True
+        self.set_replicas(row, replicas)
+        return row
+
+    def delete(self, row: int) -> None:
+        self._clear(row)
+
+    def _clear(self, row: int) -> None:
+        for name in self._ROW_ARRAYS:
+            if name not in ("topic_id", "partition"):
+                getattr(self, name)[row] = self._ROW_DEFAULTS[name]
+        self.isr[row] = ()
+        self.replicas[row] = ()
+        self.cached_isr[row] = {}
+        self.replica_broker[row] = -1
+        self._reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
+
+    _ROW_DEFAULTS: dict[str, int] = {  # noqa: RUF012 - read-only table of defaults
+        "exists": 0, "leader": NO_LEADER, "leader_epoch": -1, "partition_epoch": -1,
+        "leader_leo": 0, "high_watermark": 0, "epoch_start_offset": 0, "n_replicas": 0,
+        "n_isr": 0, "isr_changed_ms": NO_TIME, "change_origin": ChangeOrigin.NONE,
+        "change_broker": -1, "frozen_earliest_ms": NO_TIME, "frozen_latest_ms": NO_TIME,
+    }  # fmt: skip
+
+    def _reset_replica_state(self, row: int, slots: BOOL) -> None:
+        self.log_end_offset[row, slots] = UNKNOWN_OFFSET
+        self.last_fetch_time_ms[row, slots] = 0
+        self.last_fetch_leader_leo[row, slots] = 0
+        self.last_caught_up_ms[row, slots] = NEVER
+
+    # ------------------------------------------------------ assignment, ISR
+
+    def set_replicas(self, row: int, replicas: tuple[int, ...]) -> None:
+        """Assign replicas in order; a replica that stays keeps its fetch state."""
+        if replicas == self.replicas[row]:
+            return
+        self.ensure_replica_capacity(len(replicas))
+        old_slot = {int(b): k for k, b in enumerate(self.replica_broker[row]) if b >= 0}
+        kept = [old_slot.get(b, -1) for b in replicas]
+        columns = ("log_end_offset", "last_fetch_time_ms", "last_fetch_leader_leo",
+                   "last_caught_up_ms")  # fmt: skip
+        saved = {name: getattr(self, name)[row].copy() for name in columns}
+        self.replica_broker[row] = -1
+        self._reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
+        for k, (broker, old_k) in enumerate(zip(replicas, kept, strict=True)):
+            self.replica_broker[row, k] = broker
+            if old_k >= 0:
+                for name in columns:
+                    getattr(self, name)[row, k] = saved[name][old_k]
+        self.replicas[row] = replicas
+        self.n_replicas[row] = len(replicas)
+        self.set_isr(row, self.isr[row])
+
+    def set_isr(self, row: int, isr: tuple[int, ...]) -> None:
+        self.isr[row] = isr
+        self.n_isr[row] = len(isr)
+        members = np.asarray(isr, dtype=np.int32)
+        self.in_isr[row] = np.isin(self.replica_broker[row], members) & (
+            self.replica_broker[row] >= 0
+        )
+
+    def slot_of(self, row: int, broker: int) -> int:
+        hits = np.flatnonzero(self.replica_broker[row] == broker)
+        return int(hits[0]) if len(hits) else -1

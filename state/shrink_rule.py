@@ -1,0 +1,92 @@
+"""Follower status under Kafka's ISR shrink rule (semantics.md section 3).
+
+A follower in the ISR is out of sync when it is not at the leader's LEO and
+``now - last_caught_up_ms > T`` (T = replica.lag.time.max.ms of the leader, strictly
+greater). The leader's isr-expiration task runs every T / 2, so Kafka removes it no
+later than ``last_caught_up_ms + 1.5 T``; past that it should already have.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+
+import numpy as np
+import numpy.typing as npt
+
+from state.partition_table import BOOL, I64
+
+
+class FollowerStatus(IntEnum):
+    IN_SYNC = 0
+    LAGGING = 1
+    SHRINK_ELIGIBLE = 2
+    SHRINK_OVERDUE = 3
+    CATCHING_UP = 4
+    OUT_OF_SYNC = 5
+    OFFLINE = 6
+
+
+STATUS_NAMES: tuple[str, ...] = tuple(s.name for s in FollowerStatus)
+
+
+@dataclass(frozen=True)
+class FollowerFacts:
+    """What the rule looks at, one element per follower (any array shape)."""
+
+    in_isr: BOOL
+    broker_live: BOOL
+    leader_live: BOOL
+    log_end_offset: I64  # -1: unknown, never at the leader's LEO
+    leader_leo: I64
+    high_watermark: I64
+    epoch_start_offset: I64
+    last_caught_up_ms: I64
+    lag_time_max_ms: I64  # T of the partition's leader
+
+
+def lag_time_ms(facts: FollowerFacts, now_ms: int) -> I64:
+    """0 for a follower at the leader's LEO (it has everything), else now - last caught up."""
+    at_leo = facts.log_end_offset == facts.leader_leo
+    return np.where(at_leo, 0, now_ms - facts.last_caught_up_ms)
+
+
+def shrink_deadline_ms(last_caught_up_ms: I64, lag_time_max_ms: I64) -> I64:
+    """``last_caught_up_ms + 1.5 T``, in whole ms: the last ms it may still be in the ISR."""
+    return last_caught_up_ms + (3 * lag_time_max_ms) // 2
+
+
+def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArray[np.int8]:
+    """The FollowerStatus of every follower, as int8 codes.
+
+    In the ISR: IN_SYNC when at the leader's LEO or ``lag <= warn_ratio T``; LAGGING up to
+    ``T``; SHRINK_ELIGIBLE up to ``1.5 T``; SHRINK_OVERDUE beyond. Out of the ISR: OFFLINE
+    when its broker is not live, CATCHING_UP when the leader would add it back on its next
+    fetch (offset at least the HW and the start offset of the leader epoch: Kafka's
+    isFollowerInSync), OUT_OF_SYNC otherwise. Without a live leader no isr-expiration
+    task runs, so ISR followers stay IN_SYNC (the partition is reported offline).
+    """
+    lag = lag_time_ms(facts, now_ms)
+    t = facts.lag_time_max_ms
+    judged = facts.in_isr & facts.leader_live
+    caught_up_offset = np.maximum(facts.high_watermark, facts.epoch_start_offset)
+    status = np.select(
+        [
+            judged & (lag > t) & (2 * lag > 3 * t),
+            judged & (lag > t),
+            judged & (lag > warn_ratio * t),
+            facts.in_isr,
+            ~facts.broker_live,
+            (facts.log_end_offset >= 0) & (facts.log_end_offset >= caught_up_offset),
+        ],
+        [
+            FollowerStatus.SHRINK_OVERDUE,
+            FollowerStatus.SHRINK_ELIGIBLE,
+            FollowerStatus.LAGGING,
+            FollowerStatus.IN_SYNC,
+            FollowerStatus.OFFLINE,
+            FollowerStatus.CATCHING_UP,
+        ],
+        default=FollowerStatus.OUT_OF_SYNC,
+    )
+    return status.astype(np.int8)
