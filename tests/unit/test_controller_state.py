@@ -1,0 +1,151 @@
+"""semantics.md section 1: controller decisions, fencing, membership and topic lifecycle."""
+
+from __future__ import annotations
+
+from state.events import (
+    ControllerChange,
+    DeadLetterReason,
+    TopicChange,
+)
+from state.model import IsrChangeKind
+from tests.unit.builders import (
+    apply,
+    brokers,
+    fetch,
+    follower,
+    health,
+    isr_change,
+    leader_and_isr,
+    model,
+)
+
+
+def test_events_of_an_older_controller_epoch_are_ignored_and_counted() -> None:
+    m = model()
+    apply(m, ControllerChange(ts=0, controller_id=1, controller_epoch=7), leader_and_isr(0))
+    report = apply(
+        m,
+        leader_and_isr(1_000, leader=2, epoch=1, controller_epoch=6),  # a zombie controller
+        leader_and_isr(2_000, leader=3, epoch=1, controller_epoch=7),
+    )
+    assert report.rejected_ids == [0]
+    assert report.rejected_reasons == [DeadLetterReason.STALE_CONTROLLER_EPOCH]
+    assert health(m, 2_000)["leader"] == 3
+    assert m.cluster.controller_epoch == 7
+
+
+def test_newer_controller_epoch_fences_the_old_one() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, controller_epoch=3), leader_and_isr(1, epoch=1, controller_epoch=4))
+    report = apply(m, ControllerChange(ts=2, controller_id=9, controller_epoch=3))
+    assert report.rejected_reasons == [DeadLetterReason.STALE_CONTROLLER_EPOCH]
+    assert m.cluster.controller_epoch == 4
+
+
+def test_older_leader_epoch_is_stale() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, leader=1, epoch=5))
+    report = apply(m, leader_and_isr(1_000, leader=2, epoch=4))
+    assert report.rejected_reasons == [DeadLetterReason.STALE_LEADER_EPOCH]
+    assert (health(m, 1_000)["leader"], health(m, 1_000)["leader_epoch"]) == (1, 5)
+
+
+def test_same_leader_epoch_with_older_partition_epoch_is_stale() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, epoch=5, partition_epoch=9))
+    report = apply(m, leader_and_isr(1_000, epoch=5, partition_epoch=8, isr=(1,)))
+    assert report.rejected_reasons == [DeadLetterReason.STALE_PARTITION_EPOCH]
+    assert health(m, 1_000)["isr"] == [1, 2, 3]
+
+
+def test_isr_change_fencing() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, leader=1, epoch=3, partition_epoch=10))
+    report = apply(
+        m,
+        isr_change(1_000, (1, 2, 3), (1, 2), epoch=2),  # older leader epoch
+        isr_change(1_000, (1, 2, 3), (1, 2), epoch=4),  # a leader epoch not seen yet
+        isr_change(1_000, (1, 2, 3), (1, 2), epoch=None, leader=2),  # not the leader
+        isr_change(1_000, (1, 2, 3), (1, 2), partition=5),  # unknown partition
+    )
+    assert report.rejected_reasons == [
+        DeadLetterReason.STALE_LEADER_EPOCH,
+        DeadLetterReason.UNKNOWN_LEADER_EPOCH,
+        DeadLetterReason.NOT_LEADER,
+        DeadLetterReason.UNKNOWN_PARTITION,
+    ]
+    assert health(m, 1_000)["isr"] == [1, 2, 3]
+
+
+def test_log_derived_isr_change_without_epochs_applies_to_the_current_epoch() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, leader=1, epoch=3))
+    report = apply(m, isr_change(1_000, (1, 2, 3), (1, 3), epoch=None))
+    assert report.rejected_ids == []
+    assert [(t.kind, t.by_controller) for t in report.isr_transitions] == [
+        (IsrChangeKind.SHRINK, False)
+    ]
+    record = health(m, 1_000)
+    assert record["isr"] == [1, 3]
+    assert follower(record, 2)["in_isr"] is False
+
+
+def test_expansion_is_counted_as_an_expand() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, isr=(1, 2)))
+    report = apply(m, isr_change(1_000, (1, 2), (1, 2, 3)))
+    assert [t.kind for t in report.isr_transitions] == [IsrChangeKind.EXPAND]
+    assert follower(health(m, 1_000), 3)["in_isr"] is True
+
+
+def test_topic_creation_then_election() -> None:
+    m = model()
+    apply(m, TopicChange(ts=0, created={"new": {0: (1, 2), 1: (2, 1)}}))
+    record = health(m, 0, topic="new")
+    assert (record["leader"], record["offline"], record["isr"]) == (-1, True, [])
+    apply(m, leader_and_isr(100, topic="new", replicas=(1, 2), isr=(1, 2)))
+    assert health(m, 100, topic="new")["offline"] is False
+
+
+def test_topic_deletion_removes_its_partitions() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, topic="gone"), leader_and_isr(0, topic="gone", partition=1),
+          leader_and_isr(0, topic="kept"))  # fmt: skip
+    apply(m, TopicChange(ts=1, deleted=("gone",)))
+    assert m.partitions() == [m.table.topic_partition(m.table.live_row_of("kept", 0))]
+    report = apply(m, fetch(2, follower=2, offset=1, leader_leo=1, topic="gone"))
+    assert report.rejected_reasons == [DeadLetterReason.UNKNOWN_PARTITION]
+
+
+def test_leader_minus_two_deletes_and_a_recreated_topic_starts_fresh() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, epoch=7), fetch(10, follower=2, offset=50, leader_leo=50, epoch=7))
+    apply(m, leader_and_isr(20, leader=-2, epoch=8))
+    assert m.partition_count() == 0
+    apply(m, leader_and_isr(30, epoch=0))  # recreated: epoch 0 is not stale any more
+    record = health(m, 30)
+    assert (record["leader_epoch"], record["leader_leo"]) == (0, 0)
+    assert follower(record, 2)["fetch_offset"] is None
+
+
+def test_reassignment_keeps_the_state_of_replicas_that_stay() -> None:
+    m = model()
+    apply(
+        m,
+        leader_and_isr(0, replicas=(1, 2, 3)),
+        fetch(1_000, follower=2, offset=10, leader_leo=10),
+        leader_and_isr(2_000, epoch=0, partition_epoch=1, replicas=(1, 4, 2), isr=(1, 2)),
+    )
+    record = health(m, 2_000)
+    assert [f["broker"] for f in record["followers"]] == [4, 2]
+    assert follower(record, 2)["last_caught_up_ms"] == 1_000
+    assert follower(record, 4)["fetch_offset"] is None
+
+
+def test_bounced_and_dead_brokers() -> None:
+    m = model()
+    apply(m, brokers(0, (1, 10), (2, 10), (3, 10)))
+    report = apply(m, brokers(1, (1, 10), (2, 11)))
+    assert report.bounced_brokers == [2]
+    assert m.cluster.is_live(3) is False
+    assert m.cluster.is_live(2) is True

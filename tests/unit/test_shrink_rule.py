@@ -1,0 +1,132 @@
+"""semantics.md section 3: follower status under the 1.5 x replica.lag.time.max.ms rule.
+
+Set-up used by most tests: leader 1 elected at 0 with ISR [1, 2, 3]; follower 2 fetches
+at 10 000 with offset 500 while the leader has 500 (caught up at 10 000); the leader then
+appends, so follower 2 stays at 500 while the leader is at 600. Default T = 30 000 ms,
+warn_ratio = 0.5: IN_SYNC up to lag 15 000, LAGGING up to 30 000, SHRINK_ELIGIBLE up to
+45 000, SHRINK_OVERDUE beyond; the lag is now - 10 000.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from state.events import BrokerConfig
+from tests.unit.builders import apply, brokers, fetch, follower, health, leader_and_isr, model
+
+CAUGHT_UP = 10_000
+
+
+def lagging_follower_model(**settings: object):  # type: ignore[no-untyped-def]
+    m = model(**settings)
+    apply(
+        m,
+        leader_and_isr(0),
+        fetch(CAUGHT_UP, follower=2, offset=500, leader_leo=500),
+        fetch(CAUGHT_UP, follower=3, offset=600, leader_leo=600),  # leader now at 600
+    )
+    return m
+
+
+@pytest.mark.parametrize(
+    ("lag", "status"),
+    [
+        (0, "IN_SYNC"),
+        (15_000, "IN_SYNC"),  # = warn_ratio x T: not beyond it
+        (15_001, "LAGGING"),
+        (30_000, "LAGGING"),  # = T: strictly greater is needed to be out of sync
+        (30_001, "SHRINK_ELIGIBLE"),
+        (45_000, "SHRINK_ELIGIBLE"),  # = 1.5 T: the last isr-expiration may still be due
+        (45_001, "SHRINK_OVERDUE"),
+    ],
+)
+def test_status_boundaries_with_default_t(lag: int, status: str) -> None:
+    record = health(lagging_follower_model(), CAUGHT_UP + lag)
+    f = follower(record, 2)
+    assert f["status"] == status
+    assert f["lag_time_ms"] == lag
+    assert f["lag_messages"] == 100
+    assert record["predicted_under_replicated"] is (status.startswith("SHRINK"))
+
+
+def test_shrink_by_is_last_caught_up_plus_one_and_a_half_t() -> None:
+    f = follower(health(lagging_follower_model(), CAUGHT_UP + 30_001), 2)
+    assert f["shrink_by_ms"] == 10_000 + 45_000
+    in_sync = follower(health(lagging_follower_model(), CAUGHT_UP + 30_001), 3)
+    assert "shrink_by_ms" not in in_sync
+
+
+def test_follower_at_the_leader_leo_is_never_out_of_sync() -> None:
+    m = lagging_follower_model()
+    # Follower 3 has everything the leader has (600) and has not fetched for an hour.
+    f = follower(health(m, CAUGHT_UP + 3_600_000), 3)
+    assert (f["status"], f["lag_time_ms"], f["lag_messages"]) == ("IN_SYNC", 0, 0)
+
+
+def test_t_is_the_leaders_replica_lag_time_max() -> None:
+    m = lagging_follower_model()
+    # Leader 1 runs with replica.lag.time.max.ms = 10 000 (the pre-2.5 default).
+    apply(m, BrokerConfig(ts=CAUGHT_UP, broker=1, replica_lag_time_max_ms=10_000))
+    assert follower(health(m, CAUGHT_UP + 5_000), 2)["status"] == "IN_SYNC"
+    assert follower(health(m, CAUGHT_UP + 5_001), 2)["status"] == "LAGGING"
+    assert follower(health(m, CAUGHT_UP + 10_001), 2)["status"] == "SHRINK_ELIGIBLE"
+    assert follower(health(m, CAUGHT_UP + 15_001), 2)["status"] == "SHRINK_OVERDUE"
+    # A follower's own broker setting does not matter.
+    apply(m, BrokerConfig(ts=CAUGHT_UP, broker=2, replica_lag_time_max_ms=1))
+    assert follower(health(m, CAUGHT_UP + 5_000), 2)["status"] == "IN_SYNC"
+
+
+def test_odd_t_keeps_the_strict_one_and_a_half_boundary() -> None:
+    # T = 10 001: 1.5 T = 15 001.5 ms, so lag 15 001 is still eligible, 15 002 overdue.
+    m = lagging_follower_model(replica_lag_time_max_ms=10_001)
+    assert follower(health(m, CAUGHT_UP + 15_001), 2)["status"] == "SHRINK_ELIGIBLE"
+    assert follower(health(m, CAUGHT_UP + 15_001), 2)["shrink_by_ms"] == CAUGHT_UP + 15_001
+    assert follower(health(m, CAUGHT_UP + 15_002), 2)["status"] == "SHRINK_OVERDUE"
+
+
+def test_warn_ratio_setting_moves_only_the_early_warning() -> None:
+    m = lagging_follower_model(warn_ratio=0.8)
+    assert follower(health(m, CAUGHT_UP + 24_000), 2)["status"] == "IN_SYNC"
+    assert follower(health(m, CAUGHT_UP + 24_001), 2)["status"] == "LAGGING"
+    assert follower(health(m, CAUGHT_UP + 30_001), 2)["status"] == "SHRINK_ELIGIBLE"
+
+
+def test_followers_out_of_the_isr() -> None:
+    m = model()
+    apply(
+        m,
+        brokers(0, (1, 1), (2, 1), (3, 1), (4, 1)),
+        leader_and_isr(0, isr=(1,), replicas=(1, 2, 3, 4)),
+        fetch(1_000, follower=2, offset=800, leader_leo=900, hw=800),  # at the HW
+        fetch(1_000, follower=3, offset=799, leader_leo=900, hw=800),  # below the HW
+        brokers(1_500, (1, 1), (2, 1), (3, 1)),  # broker 4 dies
+    )
+    record = health(m, 2_000)
+    assert follower(record, 2)["status"] == "CATCHING_UP"
+    assert follower(record, 3)["status"] == "OUT_OF_SYNC"
+    assert follower(record, 4)["status"] == "OFFLINE"
+
+
+def test_catching_up_needs_the_start_offset_of_the_leader_epoch() -> None:
+    m = model()
+    apply(
+        m,
+        leader_and_isr(0, isr=(1, 2), replicas=(1, 2, 3)),
+        fetch(1_000, follower=2, offset=900, leader_leo=900, hw=400),
+        # Broker 2 becomes leader when the latest leader LEO seen is 900: its epoch starts at
+        # offset 900. Follower 3 at 500 is above the HW (400) but below 900.
+        leader_and_isr(2_000, leader=2, epoch=1, isr=(2,), replicas=(1, 2, 3)),
+        fetch(3_000, follower=3, offset=500, leader_leo=950, hw=400, leader=2, epoch=1),
+        fetch(3_000, follower=1, offset=900, leader_leo=950, hw=400, leader=2, epoch=1),
+    )
+    record = health(m, 3_000)
+    assert follower(record, 3)["status"] == "OUT_OF_SYNC"
+    assert follower(record, 1)["status"] == "CATCHING_UP"
+
+
+def test_silent_follower_reaches_shrink_eligible_by_time_alone() -> None:
+    m = model()
+    apply(m, leader_and_isr(0), fetch(1_000, follower=2, offset=10, leader_leo=20))
+    # Elected at 0 (caught up at 0 by the reset); no fetch ever again.
+    statuses = [follower(health(m, now), 3)["status"] for now in (15_000, 15_001, 30_001, 45_001)]
+    assert statuses == ["IN_SYNC", "LAGGING", "SHRINK_ELIGIBLE", "SHRINK_OVERDUE"]
