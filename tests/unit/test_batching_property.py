@@ -1,0 +1,161 @@
+"""Feeding the same events in batches of any size gives the result of one at a time."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from state.events import (
+    BrokerChange,
+    BrokerConfig,
+    BrokerRegistration,
+    ControllerChange,
+    Event,
+    FetchResponse,
+    IsrChange,
+    IsrChangePropagation,
+    LeaderAndIsr,
+    MetadataPartitionState,
+    TopicChange,
+    TopicConfig,
+    TopicPartition,
+    UpdateMetadata,
+)
+from state.model import ReplicationModel
+from state.settings import PropagationMode, PropagationSettings, RuleSettings
+
+TOPICS = ("a", "b")
+BROKERS = (1, 2, 3)
+ts = st.integers(0, 200_000)
+topic = st.sampled_from(TOPICS)
+partition = st.integers(0, 1)
+broker = st.sampled_from(BROKERS)
+epoch = st.integers(0, 3)
+broker_set = st.lists(broker, unique=True, max_size=3).map(tuple)
+replica_set = st.permutations(BROKERS).map(tuple)
+offset = st.integers(0, 120)
+
+controller_epoch = st.none() | st.integers(0, 3)
+
+
+def leader_and_isr() -> st.SearchStrategy[LeaderAndIsr]:
+    return st.builds(
+        LeaderAndIsr, ts=ts, topic=topic, partition=partition,
+        leader=st.sampled_from((-2, -1, *BROKERS)), leader_epoch=epoch, isr=broker_set,
+        replicas=replica_set, partition_epoch=epoch, controller_epoch=controller_epoch,
+    )  # fmt: skip
+
+
+def fetches() -> st.SearchStrategy[FetchResponse]:
+    return st.builds(
+        FetchResponse, ts=ts, topic=topic, partition=partition, leader=broker,
+        follower=broker, leader_epoch=epoch, fetch_offset=offset, leader_leo=offset,
+        high_watermark=offset, error=st.sampled_from(("NONE", "NONE", "NONE", "NOT_LEADER")),
+    )  # fmt: skip
+
+
+def metadata_state() -> st.SearchStrategy[MetadataPartitionState]:
+    return st.builds(
+        MetadataPartitionState, topic=topic, partition=partition,
+        leader=st.sampled_from((-2, 1, 2, 3)), leader_epoch=epoch, isr=broker_set,
+        replicas=replica_set, offline_replicas=st.just(()),
+    )  # fmt: skip
+
+
+controller_events = st.one_of(
+    leader_and_isr(),
+    st.builds(IsrChange, ts=ts, topic=topic, partition=partition, leader=broker,
+              old_isr=broker_set, new_isr=broker_set, leader_epoch=st.none() | epoch,
+              partition_epoch=st.none() | epoch),
+    st.builds(IsrChangePropagation, ts=ts, broker=broker,
+              partitions=st.lists(st.builds(TopicPartition, topic, partition), max_size=3)
+              .map(tuple)),
+    st.builds(UpdateMetadata, ts=ts, broker=broker,
+              partitions=st.lists(metadata_state(), max_size=3).map(tuple),
+              controller_epoch=controller_epoch),
+    st.builds(BrokerChange, ts=ts,
+              live=st.lists(st.builds(BrokerRegistration, id=broker, epoch=epoch),
+                            unique_by=lambda r: r.id, max_size=3).map(tuple)),
+    st.builds(ControllerChange, ts=ts, controller_id=broker, controller_epoch=epoch),
+    st.builds(TopicChange, ts=ts,
+              created=st.dictionaries(topic, st.dictionaries(partition, replica_set)),
+              deleted=st.lists(topic, max_size=1).map(tuple)),
+    st.builds(TopicConfig, ts=ts, topic=topic, min_insync_replicas=st.integers(1, 3)),
+    st.builds(BrokerConfig, ts=ts, broker=broker,
+              replica_lag_time_max_ms=st.sampled_from((1_000, 10_000, 30_000))),
+)  # fmt: skip
+
+
+@st.composite
+def events(draw: st.DrawFn) -> list[Event]:
+    """Mostly fetches that Kafka would accept (current leader and epoch, an assigned
+    follower, offsets that grow), mixed with any controller event and stray fetches."""
+    sequence: list[Event] = []
+    current: dict[tuple[str, int], LeaderAndIsr] = {}
+    leo: Counter[tuple[str, int]] = Counter()
+    clock = 0
+    for _ in range(draw(st.integers(0, 80))):
+        clock += draw(st.integers(0, 4_000))
+        kind = draw(st.sampled_from(("fetch",) * 6 + ("elect", "any", "stray")))
+        if kind == "elect":
+            event: Event = draw(leader_and_isr())
+            current[(event.topic, event.partition)] = event
+        elif kind == "any":
+            event = draw(controller_events)
+        elif kind == "stray" or not current:
+            event = draw(fetches())
+        else:
+            key = draw(st.sampled_from(sorted(current)))
+            decision = current[key]
+            leo[key] += draw(st.integers(0, 30))
+            followers = [b for b in decision.replicas if b != decision.leader] or [1]
+            event = FetchResponse(
+                ts=clock, topic=key[0], partition=key[1], leader=decision.leader,
+                follower=draw(st.sampled_from(followers)), leader_epoch=decision.leader_epoch,
+                fetch_offset=leo[key] - draw(st.integers(0, 40)), leader_leo=leo[key],
+                high_watermark=max(0, leo[key] - 40),
+            )  # fmt: skip
+        sequence.append(event)
+    return sequence
+
+
+modes = st.sampled_from(list(PropagationMode))
+
+
+def outcome(
+    sequence: list[Event], chunk_sizes: list[int], mode: PropagationMode, now: int
+) -> tuple[object, ...]:
+    model = ReplicationModel(RuleSettings(propagation=PropagationSettings(mode=mode)))
+    numbered = list(enumerate(sequence))
+    rejected: list[tuple[int, str]] = []
+    applied: Counter[str] = Counter()
+    delays: list[int] = []
+    transitions = []
+    start, sizes = 0, iter(chunk_sizes)
+    while start < len(numbered):
+        size = next(sizes, len(numbered))
+        report = model.apply(numbered[start : start + size])
+        rejected += zip(report.rejected_ids, report.rejected_reasons, strict=True)
+        applied += report.applied
+        delays += report.propagation_delays_ms
+        transitions += report.isr_transitions
+        start += size
+    records = list(model.evaluate(now).records())
+    return records, sorted(rejected), applied, delays, transitions
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    sequence=events(),
+    chunk_sizes=st.lists(st.integers(1, 20), max_size=60),
+    mode=modes,
+    now=st.integers(0, 300_000),
+)
+def test_any_batching_equals_one_event_at_a_time(
+    sequence: list[Event], chunk_sizes: list[int], mode: PropagationMode, now: int
+) -> None:
+    one_at_a_time = outcome(sequence, [1] * len(sequence), mode, now)
+    assert outcome(sequence, chunk_sizes, mode, now) == one_at_a_time
+    assert outcome(sequence, [len(sequence) or 1], mode, now) == one_at_a_time
