@@ -1,9 +1,9 @@
 """The leader's view of each follower: fetch offset, last fetch, last caught-up time.
 
-semantics.md section 2. A batch of fetch responses is applied with numpy, exactly as if
-they were applied one at a time in batch order: the only sequential dependency (a fetch
-compares itself with the previous fetch of the same follower) is resolved by sorting the
-batch by follower, stably, and shifting within each follower's run.
+semantics.md section 2. A batch of fetch responses arrives as columns and is applied by
+one compiled pass (numba) over them in order: each fetch compares itself with the
+previous fetch of the same follower, so order matters, and a compiled loop over the
+columns beats sorting them by follower with numpy (bench/state_bench.py measured both).
 """
 
 from __future__ import annotations
@@ -11,12 +11,22 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
 from state.events import FETCH_ERROR_NONE, DeadLetterReason, FetchResponse
-from state.partition_table import I64, NEVER, UNKNOWN_OFFSET, PartitionTable
+from state.partition_table import (
+    I64,
+    LAST_CAUGHT_UP,
+    LAST_FETCH_LEADER_LEO,
+    LAST_FETCH_TIME,
+    LOG_END_OFFSET,
+    NEVER,
+    UNKNOWN_OFFSET,
+    PartitionTable,
+)
 
 ACCEPTED = 0
 """Reason code of an accepted fetch in :class:`FetchOutcome` (others index REJECT_REASONS)."""
@@ -36,7 +46,8 @@ class FetchBatch:
 
     source_id: I64
     ts: I64
-    topic: npt.NDArray[np.object_]
+    topic_code: npt.NDArray[np.intp]  # index into topic_names
+    topic_names: npt.NDArray[np.object_]
     partition: I64
     leader: I64
     follower: I64
@@ -54,10 +65,12 @@ class FetchBatch:
         def ints(name: str) -> I64:
             return np.fromiter((getattr(e, name) for e in events), np.int64, len(events))
 
+        codes, names = pd.factorize(np.array([e.topic for e in events], dtype=object))
         return FetchBatch(
             source_id=np.asarray(source_ids, dtype=np.int64),
             ts=ints("ts"),
-            topic=np.array([e.topic for e in events], dtype=object),
+            topic_code=codes,
+            topic_names=np.asarray(names, dtype=object),
             partition=ints("partition"),
             leader=ints("leader"),
             follower=ints("follower"),
@@ -85,10 +98,12 @@ class FetchBatch:
         source_id = (
             ints(source_id_column) if source_id_column else np.arange(len(frame), dtype=np.int64)
         )
+        codes, names = pd.factorize(frame["topic"])
         return FetchBatch(
             source_id=source_id,
             ts=ints("ts"),
-            topic=frame["topic"].to_numpy(dtype=object),
+            topic_code=codes,
+            topic_names=np.asarray(names, dtype=object),
             partition=ints("partition"),
             leader=ints("leader"),
             follower=ints("follower"),
@@ -111,84 +126,90 @@ class FetchOutcome:
         return np.flatnonzero(self.code != ACCEPTED)
 
 
-def classify_fetches(table: PartitionTable, batch: FetchBatch) -> tuple[I64, I64, FetchOutcome]:
-    """Find each fetch's partition row and replica slot, and fence stale fetches.
-
-    A fetch that names an older leader epoch, or that a broker served while it was not
-    the leader, is stale and ignored (semantics.md section 2). A fetch that names a
-    newer leader epoch than the monitor knows came before its LeaderAndIsr: Kafka's
-    UNKNOWN_LEADER_EPOCH, kept as a dead letter rather than applied to the wrong epoch.
-    A replica outside the assignment is not recorded by the leader either.
-    """
-    rows = table.live_rows_of(batch.topic, batch.partition)
-    known = rows >= 0
-    r = np.where(known, rows, 0)
-    epoch = table.leader_epoch[r]
-    stale = known & (batch.leader_epoch < epoch)
-    ahead = known & (batch.leader_epoch > epoch)
-    not_leader = known & ~stale & ~ahead & (batch.leader != table.leader[r])
-    match = table.replica_broker[r] == batch.follower[:, None]
-    slot = match.argmax(axis=1).astype(np.int64)
-    not_replica = known & (~match.any(axis=1) | (batch.follower == table.leader[r]))
-    code = np.zeros(len(batch), dtype=np.int8)
-    # Later assignments win: the first matching reason in REJECT_REASONS order.
-    for reason_code, mask in reversed(
-        list(enumerate((~known, stale, ahead, not_leader, not_replica), start=1))
-    ):
-        code[mask] = reason_code
-    error_responses = int(np.count_nonzero((code == ACCEPTED) & ~batch.error_free))
-    return rows, slot, FetchOutcome(code, error_responses)
-
-
 def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
-    """Apply a batch of fetch responses to the follower state and the partitions' LEO/HW.
+    """Apply a batch of fetch responses, in batch order, to the follower state.
 
-    Per follower, in batch order, a successful fetch at ``t`` with offset ``o`` while the
-    leader's LEO is ``L`` does (Kafka's Replica.updateFetchState):
-    ``o >= L`` -> caught up at ``t``; else ``o >= previous L`` -> caught up at the previous
-    fetch time; then ``previous L, previous t, LEO := L, t, o``. Fetches answered with an
-    error change nothing.
+    Per follower, a successful fetch at ``t`` with offset ``o`` while the leader's LEO
+    is ``L`` does (Kafka's Replica.updateFetchState, semantics.md section 2): ``o >= L``
+    -> caught up at ``t``; else ``o >= previous L`` -> caught up at the previous fetch
+    time; then ``previous L, previous t, LEO := L, t, o``. The partition's leader LEO and
+    HW become those of its latest applied fetch. Fetches answered with an error change
+    nothing. Stale fetches are fenced, as the leader would (see ``_fetch_kernel``).
     """
-    rows, slot, outcome = classify_fetches(table, batch)
-    applied = np.flatnonzero((outcome.code == ACCEPTED) & batch.error_free)
-    if len(applied) == 0:
-        return outcome
-    r_cap = table.replica_capacity
-    follower_key = rows[applied] * r_cap + slot[applied]
-    order = np.argsort(follower_key, kind="stable")
-    key = follower_key[order]
-    event = applied[order]
-    t, o, leo = batch.ts[event], batch.fetch_offset[event], batch.leader_leo[event]
+    topic_base = np.full(len(batch.topic_names), -1, dtype=np.int64)
+    topic_capacity = np.zeros(len(batch.topic_names), dtype=np.int64)
+    for i, name in enumerate(batch.topic_names):
+        topic_base[i], topic_capacity[i] = table.topic_slots(str(name))
+    code = np.zeros(len(batch), dtype=np.int8)
+    error_responses = _fetch_kernel(
+        topic_base, topic_capacity, table.slot_to_row, table.exists, table.leader,
+        table.leader_epoch, table.replica_broker, table.fetch_state,
+        table.leader_leo, table.high_watermark,
+        batch.topic_code, batch.partition, batch.leader, batch.follower,
+        batch.leader_epoch, batch.ts, batch.fetch_offset, batch.leader_leo,
+        batch.high_watermark, batch.error_free, code,
+    )  # fmt: skip
+    return FetchOutcome(code, int(error_responses))
 
-    starts = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
-    ends = np.r_[starts[1:], len(key)] - 1
-    followers = key[starts]
-    last_fetch_time = table.last_fetch_time_ms.reshape(-1)
-    last_fetch_leader_leo = table.last_fetch_leader_leo.reshape(-1)
-    last_caught_up = table.last_caught_up_ms.reshape(-1)
-    log_end_offset = table.log_end_offset.reshape(-1)
 
-    prev_leo = np.empty_like(leo)
-    prev_time = np.empty_like(t)
-    prev_leo[1:], prev_time[1:] = leo[:-1], t[:-1]
-    prev_leo[starts] = last_fetch_leader_leo[followers]
-    prev_time[starts] = last_fetch_time[followers]
-    caught_up_at = np.where(o >= leo, t, np.where(o >= prev_leo, prev_time, NEVER))
-    last_caught_up[followers] = np.maximum(
-        last_caught_up[followers], np.maximum.reduceat(caught_up_at, starts)
-    )
-    last_fetch_leader_leo[followers] = leo[ends]
-    last_fetch_time[followers] = t[ends]
-    log_end_offset[followers] = o[ends]
+@numba.njit(cache=True, nogil=True)
+def _fetch_kernel(  # noqa: PLR0913 - columns in, columns out
+    topic_base, topic_capacity, slot_to_row, exists, leader, leader_epoch, replica_broker,
+    fetch_state, partition_leader_leo, partition_high_watermark,
+    topic_code, partition, fetch_leader, follower, fetch_epoch, ts, fetch_offset,
+    fetch_leader_leo, fetch_high_watermark, error_free, code,
+):  # type: ignore[no-untyped-def]  # fmt: skip
+    """One pass over the batch in order; compiled, so a loop per event is the fast way.
 
-    # The partition's leader LEO and HW are those of its latest applied fetch response.
-    partition_of = key // r_cap
-    partition_starts = np.flatnonzero(np.r_[True, partition_of[1:] != partition_of[:-1]])
-    latest = np.maximum.reduceat(event, partition_starts)
-    touched = partition_of[partition_starts]
-    table.leader_leo[touched] = batch.leader_leo[latest]
-    table.high_watermark[touched] = batch.high_watermark[latest]
-    return outcome
+    Fencing (semantics.md section 2): a fetch of an unknown partition, of an older
+    leader epoch, of a newer epoch than the monitor knows (it came before its
+    LeaderAndIsr: Kafka's UNKNOWN_LEADER_EPOCH), served by a broker that is not the
+    leader, or from a replica outside the assignment (or the leader itself) is not
+    applied; ``code`` gets 1 + its index in REJECT_REASONS.
+    """
+    error_responses = 0
+    for i in range(len(ts)):
+        tc = topic_code[i]
+        p = partition[i]
+        if tc < 0 or topic_base[tc] < 0 or p < 0 or p >= topic_capacity[tc]:
+            code[i] = 1
+            continue
+        row = slot_to_row[topic_base[tc] + p]
+        if row < 0 or not exists[row]:
+            code[i] = 1
+            continue
+        if fetch_epoch[i] < leader_epoch[row]:
+            code[i] = 2
+            continue
+        if fetch_epoch[i] > leader_epoch[row]:
+            code[i] = 3
+            continue
+        if fetch_leader[i] != leader[row]:
+            code[i] = 4
+            continue
+        k = -1
+        for slot in range(replica_broker.shape[1]):
+            if replica_broker[row, slot] == follower[i]:
+                k = slot
+                break
+        if k < 0 or follower[i] == leader[row]:
+            code[i] = 5
+            continue
+        if not error_free[i]:
+            error_responses += 1
+            continue
+        t, o, leo = ts[i], fetch_offset[i], fetch_leader_leo[i]
+        state = fetch_state[row, k]
+        if o >= leo:
+            state[LAST_CAUGHT_UP] = max(state[LAST_CAUGHT_UP], t)
+        elif o >= state[LAST_FETCH_LEADER_LEO]:
+            state[LAST_CAUGHT_UP] = max(state[LAST_CAUGHT_UP], state[LAST_FETCH_TIME])
+        state[LAST_FETCH_LEADER_LEO] = leo
+        state[LAST_FETCH_TIME] = t
+        state[LOG_END_OFFSET] = o
+        partition_leader_leo[row] = leo
+        partition_high_watermark[row] = fetch_high_watermark[i]
+    return error_responses
 
 
 def reset_on_become_leader(table: PartitionTable, row: int, now_ms: int) -> None:

@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from state.events import NO_LEADER, TopicPartition
 
@@ -29,6 +28,11 @@ NEVER = 0
 
 NO_TIME = -1
 """Any other time column that has no value."""
+
+
+FETCH_STATE_FIELDS = ("log_end_offset", "last_fetch_time_ms", "last_fetch_leader_leo",
+                      "last_caught_up_ms")  # fmt: skip
+LOG_END_OFFSET, LAST_FETCH_TIME, LAST_FETCH_LEADER_LEO, LAST_CAUGHT_UP = range(4)
 
 
 class ChangeOrigin:
@@ -84,10 +88,27 @@ class PartitionTable:
         shape = (p_cap, r_cap)
         self.replica_broker: I32 = np.full(shape, -1, dtype=np.int32)
         self.in_isr: BOOL = np.zeros(shape, dtype=np.bool_)
-        self.log_end_offset: I64 = np.full(shape, UNKNOWN_OFFSET, dtype=np.int64)
-        self.last_fetch_time_ms: I64 = np.zeros(shape, dtype=np.int64)
-        self.last_fetch_leader_leo: I64 = np.zeros(shape, dtype=np.int64)
-        self.last_caught_up_ms: I64 = np.full(shape, NEVER, dtype=np.int64)
+        # The fetch state of a replica is read and written together on every fetch: one
+        # record of FETCH_STATE_FIELDS per replica keeps it in one cache line.
+        self.fetch_state: I64 = np.zeros((*shape, len(FETCH_STATE_FIELDS)), dtype=np.int64)
+        self.log_end_offset[:] = UNKNOWN_OFFSET
+        self.last_caught_up_ms[:] = NEVER
+
+    @property
+    def log_end_offset(self) -> I64:
+        return self.fetch_state[:, :, LOG_END_OFFSET]
+
+    @property
+    def last_fetch_time_ms(self) -> I64:
+        return self.fetch_state[:, :, LAST_FETCH_TIME]
+
+    @property
+    def last_fetch_leader_leo(self) -> I64:
+        return self.fetch_state[:, :, LAST_FETCH_LEADER_LEO]
+
+    @property
+    def last_caught_up_ms(self) -> I64:
+        return self.fetch_state[:, :, LAST_CAUGHT_UP]
 
     _ROW_ARRAYS = (
         "exists", "topic_id", "partition", "leader", "leader_epoch", "partition_epoch",
@@ -96,10 +117,7 @@ class PartitionTable:
         "frozen_latest_ms",
     )  # fmt: skip
     _ROW_LISTS = ("isr", "replicas", "cached_isr")
-    _REPLICA_ARRAYS = (
-        "replica_broker", "in_isr", "log_end_offset", "last_fetch_time_ms",
-        "last_fetch_leader_leo", "last_caught_up_ms",
-    )  # fmt: skip
+    _REPLICA_ARRAYS = ("replica_broker", "in_isr", "fetch_state")
 
     @property
     def partition_capacity(self) -> int:
@@ -138,23 +156,17 @@ class PartitionTable:
         row = self.row_of(topic, partition)
         return row if row >= 0 and self.exists[row] else -1
 
-    def live_rows_of(self, topics: npt.ArrayLike, partitions: I64) -> I64:
-        """Vectorised :meth:`live_row_of` for a batch: -1 where the partition is unknown."""
-        codes, uniques = pd.factorize(np.asarray(topics, dtype=object), use_na_sentinel=True)
-        bases = np.full(len(uniques) + 1, -1, dtype=np.int64)
-        caps = np.zeros(len(uniques) + 1, dtype=np.int64)
-        for i, name in enumerate(uniques):
-            slots = self._topic_ids.get(str(name))
-            if slots is not None:
-                bases[i], caps[i] = slots.base, slots.capacity
-        codes = np.where(codes < 0, len(uniques), codes)
-        base, cap = bases[codes], caps[codes]
-        valid = (base >= 0) & (partitions >= 0) & (partitions < cap)
-        rows = np.full(len(partitions), -1, dtype=np.int64)
-        rows[valid] = self._slot_to_row[base[valid] + partitions[valid]]
-        known = rows >= 0
-        rows[known] = np.where(self.exists[rows[known]], rows[known], -1)
-        return rows
+    def topic_slots(self, topic: str) -> tuple[int, int]:
+        """``(base, capacity)`` of the topic's slot range; ``(-1, 0)`` for an unknown topic.
+
+        Partition ``p`` of the topic is at ``slot_to_row[base + p]`` when ``p < capacity``.
+        """
+        slots = self._topic_ids.get(topic)
+        return (slots.base, slots.capacity) if slots else (-1, 0)
+
+    @property
+    def slot_to_row(self) -> I64:
+        return self._slot_to_row
 
     def rows_of_topic(self, topic: str) -> list[int]:
         slots = self._topic_ids.get(topic)
@@ -240,16 +252,13 @@ class PartitionTable:
         self.ensure_replica_capacity(len(replicas))
         old_slot = {int(b): k for k, b in enumerate(self.replica_broker[row]) if b >= 0}
         kept = [old_slot.get(b, -1) for b in replicas]
-        columns = ("log_end_offset", "last_fetch_time_ms", "last_fetch_leader_leo",
-                   "last_caught_up_ms")  # fmt: skip
-        saved = {name: getattr(self, name)[row].copy() for name in columns}
+        saved = self.fetch_state[row].copy()
         self.replica_broker[row] = -1
         self._reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
         for k, (broker, old_k) in enumerate(zip(replicas, kept, strict=True)):
             self.replica_broker[row, k] = broker
             if old_k >= 0:
-                for name in columns:
-                    getattr(self, name)[row, k] = saved[name][old_k]
+                self.fetch_state[row, k] = saved[old_k]
         self.replicas[row] = replicas
         self.n_replicas[row] = len(replicas)
         self.set_isr(row, self.isr[row])

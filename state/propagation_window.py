@@ -63,9 +63,7 @@ class LeaderPropagationState:
         if not self.pending or self.latest_change_ms is None:
             return None
         oldest = min(self.pending.values())
-        return zk_blackout_window(
-            oldest, self.latest_change_ms, self.last_propagation_ms, settings
-        )
+        return zk_blackout_window(oldest, self.latest_change_ms, self.last_propagation_ms, settings)
 
 
 class PropagationWindows:
