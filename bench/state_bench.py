@@ -27,6 +27,7 @@ import pandas as pd
 from state.events import LeaderAndIsr
 from state.follower_fetch_state import FetchBatch
 from state.model import ApplyReport, ReplicationModel
+from state.partition_table import PartitionTable
 from state.settings import RuleSettings
 
 REPLICAS = 3
@@ -162,14 +163,10 @@ def baseline_apply(state: dict[tuple[str, int], Partition], fetches: list[Fetch]
 
 def state_bytes(model: ReplicationModel) -> int:
     table = model.table
-    return sum(
-        getattr(table, name).nbytes
-        for name in PartitionTable_columns()
-    )
+    return sum(getattr(table, name).nbytes for name in PartitionTable_columns())
 
 
 def PartitionTable_columns() -> tuple[str, ...]:  # noqa: N802 - mirrors the class name
-    from state.partition_table import PartitionTable
 
     return PartitionTable._ROW_ARRAYS + PartitionTable._REPLICA_ARRAYS
 
@@ -178,16 +175,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--events", type=int, default=1_000_000)
-    parser.add_argument("--batch", type=int, nargs="+", default=[100_000, 1_000_000],
-                        help="micro-batch sizes to measure (1,000,000: every follower 5 "
-                        "times in one batch, as in a 5 s trigger)")
+    parser.add_argument(
+        "--batch",
+        type=int,
+        nargs="+",
+        default=[100_000, 1_000_000],
+        help="micro-batch sizes to measure (1,000,000: every follower 5 "
+        "times in one batch, as in a 5 s trigger)",
+    )
     parser.add_argument("--no-pin", action="store_true", help="do not pin to one core")
     args = parser.parse_args()
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
+    cores = len(os.sched_getaffinity(0))
     print(f"state bench: {args.partitions:,} partitions x {REPLICAS} replicas, "
-          f"{args.events:,} fetch responses, cores used: {len(os.sched_getaffinity(0))}")  # fmt: skip
+          f"{args.events:,} fetch responses, cores used: {cores}")  # fmt: skip
     frames = fetch_frames(args.partitions, args.events, args.events)
 
     elected = ReplicationModel(RuleSettings())
@@ -207,8 +210,10 @@ def main() -> None:
     rate_b = args.events / baseline
     print(f"  one at a time    : {rate_b:12,.0f} events/s  ({baseline:.3f} s)  baseline, "
           f"on parsed events (its best case)")  # fmt: skip
-    print(f"  one at a time    : {args.events / (baseline + reading):12,.0f} events/s  "
-          f"({baseline + reading:.3f} s)  baseline, reading the same frames as the model")
+    print(
+        f"  one at a time    : {args.events / (baseline + reading):12,.0f} events/s  "
+        f"({baseline + reading:.3f} s)  baseline, reading the same frames as the model"
+    )
 
     started = time.perf_counter()
     copy.deepcopy(elected).apply_fetch_batch(FetchBatch.from_frame(frames[0].iloc[:10]),
@@ -237,12 +242,12 @@ def main() -> None:
 
     now = int(frames[-1]["ts"].max())
     started = time.perf_counter()
-    frame = model.evaluate(now)
+    health = model.evaluate(now)
     evaluation = time.perf_counter() - started
 
-    print(f"  evaluate all {len(frame):,} partitions at now: {evaluation * 1000:.0f} ms")
+    print(f"  evaluate all {len(health):,} partitions at now: {evaluation * 1000:.0f} ms")
     print(f"  state size (numpy columns): {state_bytes(model) / 2**20:.1f} MiB")
-    print(f"  follower statuses: {frame.status_counts()}")
+    print(f"  follower statuses: {health.status_counts()}")
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Typed events of the input contract (events.md), as the parser produces them.
 
-Field names are the wire names. Lists become tuples so that events are immutable and
-hashable. ``controller_id`` / ``controller_epoch`` are set when the controller produced
-the event; the model fences events whose ``controller_epoch`` is older than the newest.
+Field names are the wire names; lists become tuples. ``controller_id`` and
+``controller_epoch`` are set when the controller produced the event; the model fences
+events whose ``controller_epoch`` is older than the newest.
 """
 
 from __future__ import annotations

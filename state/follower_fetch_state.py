@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numba
 import numpy as np
@@ -27,6 +28,9 @@ from state.partition_table import (
     UNKNOWN_OFFSET,
     PartitionTable,
 )
+
+Column = npt.NDArray[Any]
+"""Any numpy column handed to the compiled kernel (numba types them at the call)."""
 
 ACCEPTED = 0
 """Reason code of an accepted fetch in :class:`FetchOutcome` (others index REJECT_REASONS)."""
@@ -153,12 +157,14 @@ def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
 
 
 @numba.njit(cache=True, nogil=True)
-def _fetch_kernel(  # noqa: PLR0913 - columns in, columns out
-    topic_base, topic_capacity, slot_to_row, exists, leader, leader_epoch, replica_broker,
-    fetch_state, partition_leader_leo, partition_high_watermark,
-    topic_code, partition, fetch_leader, follower, fetch_epoch, ts, fetch_offset,
-    fetch_leader_leo, fetch_high_watermark, error_free, code,
-):  # type: ignore[no-untyped-def]  # fmt: skip
+def _fetch_kernel(
+    topic_base: Column, topic_capacity: Column, slot_to_row: Column, exists: Column,
+    leader: Column, leader_epoch: Column, replica_broker: Column, fetch_state: Column,
+    partition_leader_leo: Column, partition_high_watermark: Column,
+    topic_code: Column, partition: Column, fetch_leader: Column, follower: Column,
+    fetch_epoch: Column, ts: Column, fetch_offset: Column, fetch_leader_leo: Column,
+    fetch_high_watermark: Column, error_free: Column, code: Column,
+) -> int:  # fmt: skip
     """One pass over the batch in order; compiled, so a loop per event is the fast way.
 
     Fencing (semantics.md section 2): a fetch of an unknown partition, of an older

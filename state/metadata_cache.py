@@ -10,14 +10,13 @@ from __future__ import annotations
 from enum import IntEnum
 
 from state.cluster_state import ClusterState
-from state.partition_table import PartitionTable
+from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
 from state.propagation_window import (
     BlackoutWindow,
     PropagationWindows,
     controller_blackout_window,
     kraft_blackout_window,
 )
-from state.partition_table import ChangeOrigin, NO_TIME
 from state.settings import PropagationSettings
 
 

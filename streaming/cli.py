@@ -41,10 +41,19 @@ def main() -> None:
 
 @main.command(name="replay")
 @click.argument("events_file", type=click.File("r", encoding="utf-8"))
-@click.option("--until-ms", type=int, default=None,
-              help="Evaluate at this time (epoch ms); default: the largest ts in the file.")
-@click.option("--dead-letters", "dead_letters_file", type=click.File("w", encoding="utf-8"),
-              default=None, help="Write records that were not applied here, as JSON lines.")
+@click.option(
+    "--until-ms",
+    type=int,
+    default=None,
+    help="Evaluate at this time (epoch ms); default: the largest ts in the file.",
+)
+@click.option(
+    "--dead-letters",
+    "dead_letters_file",
+    type=click.File("w", encoding="utf-8"),
+    default=None,
+    help="Write records that were not applied here, as JSON lines.",
+)
 @config_option
 def replay_command(
     events_file: TextIO,
@@ -57,12 +66,11 @@ def replay_command(
     One health record per partition, sorted by topic then partition. Records that break
     the event contract or that Kafka would ignore (stale epochs, ...) are counted on
     stderr and, with --dead-letters, written out with their reason.
-    """  # noqa: D301
+    """
     config = _load(config_file)
     result = replay(events_file, config.rules, until_ms)
-    out = click.get_text_stream("stdout")
     for record in result.records:
-        out.write(_dump_line(record) + "\n")
+        click.echo(_dump_line(record))
     if dead_letters_file is not None:
         for line, letter in result.dead_letters:
             dead_letters_file.write(_dump_line({
@@ -72,8 +80,8 @@ def replay_command(
     reasons = ", ".join(f"{r}: {n}" for r, n in sorted(result.dead_letters_by_reason().items()))
     click.echo(
         f"replay: {result.events} events, {len(result.records)} partitions at "
-        f"{result.as_of_ms}, {len(result.dead_letters)} dead letters"
-        + (f" ({reasons})" if reasons else ""),
+        f"{result.as_of_ms}, {result.after_until} events after it not applied, "
+        f"{len(result.dead_letters)} dead letters" + (f" ({reasons})" if reasons else ""),
         err=True,
     )
 

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from state.event_parser import parse_json_line
-from state.events import DeadLetter, DeadLetterReason, Event, Source
+from state.events import DeadLetter, DeadLetterReason, Event, FetchResponse, Source
 from state.model import ApplyReport, ReplicationModel
 from state.partition_health import HealthRecord
 from state.settings import RuleSettings
@@ -27,6 +27,7 @@ class ReplayResult:
     records: list[HealthRecord]
     as_of_ms: int | None
     events: int = 0
+    after_until: int = 0  # valid events later than --until-ms, not applied
     dead_letters: list[tuple[int, DeadLetter]] = field(default_factory=list)  # (line, letter)
     report: ApplyReport = field(default_factory=ApplyReport)
 
@@ -40,7 +41,9 @@ def read_envelope(line_number: int, line: str) -> Event | DeadLetter:
     except ValueError as error:
         return DeadLetter(REPLAY_FILE, line, DeadLetterReason.INVALID_JSON, str(error))
     if not isinstance(envelope, dict):
-        return DeadLetter(REPLAY_FILE, line, DeadLetterReason.NOT_AN_OBJECT, "line is not an object")
+        return DeadLetter(
+            REPLAY_FILE, line, DeadLetterReason.NOT_AN_OBJECT, "line is not an object"
+        )
     for key in ("source", "value"):
         if key not in envelope:
             detail = f"line {line_number} has no {key!r}"
@@ -53,25 +56,38 @@ def read_envelope(line_number: int, line: str) -> Event | DeadLetter:
     return parse_json_line(source, envelope["value"])
 
 
+def source_of(event: Event) -> Source:
+    return Source.FETCH_RESPONSES if isinstance(event, FetchResponse) else Source.CONTROLLER_EVENTS
+
+
 def replay(lines: Iterable[str], settings: RuleSettings, until_ms: int | None) -> ReplayResult:
-    """Parse, apply in file order, evaluate at ``until_ms`` (default: the largest ``ts``)."""
+    """Apply the events in file order and evaluate every partition at ``until_ms``.
+
+    With ``until_ms``, events whose ``ts`` is later are not applied (the state as of
+    that time); by default it is the largest ``ts`` in the file and all are applied.
+    """
     model = ReplicationModel(settings)
     events: list[tuple[int, Event]] = []
     dead: list[tuple[int, DeadLetter]] = []
     raw_lines: dict[int, str] = {}
+    after_until = 0
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         parsed = read_envelope(number, line)
         if isinstance(parsed, DeadLetter):
             dead.append((number, parsed))
+        elif until_ms is not None and parsed.ts > until_ms:
+            after_until += 1
         else:
             events.append((number, parsed))
             raw_lines[number] = line.rstrip("\n")
     report = model.apply(events)
+    by_line = dict(events)
     for number, reason in zip(report.rejected_ids, report.rejected_reasons, strict=True):
-        dead.append((number, DeadLetter(REPLAY_FILE, raw_lines[number], reason, "not applied")))
+        source = source_of(by_line[number])
+        dead.append((number, DeadLetter(source, raw_lines[number], reason, "not applied")))
     dead.sort(key=lambda item: item[0])
     as_of = until_ms if until_ms is not None else max((e.ts for _, e in events), default=None)
     records = list(model.evaluate(as_of).records()) if as_of is not None else []
-    return ReplayResult(records, as_of, len(events), dead, report)
+    return ReplayResult(records, as_of, len(events), after_until, dead, report)

@@ -99,9 +99,11 @@ def events(draw: st.DrawFn) -> list[Event]:
     for _ in range(draw(st.integers(0, 80))):
         clock += draw(st.integers(0, 4_000))
         kind = draw(st.sampled_from(("fetch",) * 6 + ("elect", "any", "stray")))
+        event: Event
         if kind == "elect":
-            event: Event = draw(leader_and_isr())
-            current[(event.topic, event.partition)] = event
+            election = draw(leader_and_isr())
+            current[(election.topic, election.partition)] = election
+            event = election
         elif kind == "any":
             event = draw(controller_events)
         elif kind == "stray" or not current:

@@ -136,7 +136,8 @@ def test_reset_on_become_leader() -> None:
     old_leader, out_of_isr = follower(record, 1), follower(record, 3)
     assert old_leader["last_caught_up_ms"] == 9_000  # in the new ISR: caught up at election
     assert out_of_isr["last_caught_up_ms"] == 0  # not in the ISR: never
-    assert old_leader["fetch_offset"] is None and out_of_isr["fetch_offset"] is None
+    assert old_leader["fetch_offset"] is None
+    assert out_of_isr["fetch_offset"] is None
 
     # last_fetch_leader_leo was reset to the latest leader_leo seen (700), last fetch to
     # 9 000: a fetch at 10 000 with offset 700 < L=800 but >= 700 is caught up at 9 000.
@@ -160,7 +161,7 @@ def test_vectorised_batch_equals_one_fetch_at_a_time() -> None:
     """Many followers interleaved in one batch give the same state as applying singly."""
     rng = np.random.default_rng(7)
     events = []
-    leo = {p: 0 for p in range(5)}
+    leo = dict.fromkeys(range(5), 0)
     for i in range(400):
         p = int(rng.integers(0, 5))
         leo[p] += int(rng.integers(0, 50))

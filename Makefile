@@ -1,0 +1,42 @@
+# The two commands of the README are `make demo` and `make test`; everything else is here
+# for them. Each target installs what it needs into .venv (pinned by constraints.txt).
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+SAMPLE := conf/samples/incident.jsonl
+
+.PHONY: demo test lint typecheck unit bench clean
+
+$(STAMP): pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev]'
+	touch $(STAMP)
+
+## Set up and run on the embedded default: replays the shipped incident capture.
+demo: $(STAMP)
+	$(BIN)/isrwatch replay $(SAMPLE)
+
+## The whole test suite: lint, types, unit and integration tests.
+test: lint typecheck unit
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+# pytest exits 5 when it collected no test: that is a broken suite, not a pass.
+unit: $(STAMP)
+	$(BIN)/pytest; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; \
+	exit $$status
+
+bench: $(STAMP)
+	$(BIN)/python bench/state_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
