@@ -20,11 +20,12 @@ import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from state.events import LeaderAndIsr
+from state.events import FetchResponse, LeaderAndIsr
 from state.follower_fetch_state import FetchBatch
 from state.model import ApplyReport, ReplicationModel
 from state.partition_table import PartitionTable
@@ -110,20 +111,6 @@ class Partition:
     high_watermark: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Fetch:
-    ts: int
-    topic: str
-    partition: int
-    leader: int
-    follower: int
-    leader_epoch: int
-    fetch_offset: int
-    leader_leo: int
-    high_watermark: int
-    error: str
-
-
 def baseline_state(partitions: int) -> dict[tuple[str, int], Partition]:
     state = {}
     for _, e in elections(partitions):
@@ -133,7 +120,7 @@ def baseline_state(partitions: int) -> dict[tuple[str, int], Partition]:
     return state
 
 
-def baseline_apply(state: dict[tuple[str, int], Partition], fetches: list[Fetch]) -> int:
+def baseline_apply(state: dict[tuple[str, int], Partition], fetches: list[FetchResponse]) -> int:
     rejected = 0
     for f in fetches:
         p = state.get((f.topic, f.partition))
@@ -200,7 +187,8 @@ def main() -> None:
           f"{time.perf_counter() - started:.2f} s")  # fmt: skip
 
     started = time.perf_counter()
-    fetches = [Fetch(*row) for frame in frames for row in frame.itertuples(index=False)]
+    rows = [cast("dict[str, Any]", row) for frame in frames for row in frame.to_dict("records")]
+    fetches = [FetchResponse(**row) for row in rows]
     reading = time.perf_counter() - started
     state = baseline_state(args.partitions)
     started = time.perf_counter()

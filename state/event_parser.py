@@ -99,9 +99,8 @@ def _parse(source: Source, obj: object, raw: str | None) -> Event | DeadLetter:
 
     if not isinstance(obj, dict):
         return dead(DeadLetterReason.NOT_AN_OBJECT, f"value is {_json_type(obj)}, not an object")
-    schema = schema_validator(
-        source
-    )  # outside the try: a missing or broken schema must fail loudly
+    # Outside the try: a missing or broken schema must fail loudly, not dead-letter all.
+    schema = schema_validator(source)
     try:
         errors = [_classify(error) for error in schema.iter_errors(obj)]
         if errors:

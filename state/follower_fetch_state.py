@@ -44,6 +44,11 @@ REJECT_REASONS: tuple[DeadLetterReason, ...] = (
 )
 
 
+WIRE_COLUMNS = ("ts", "topic", "partition", "leader", "follower", "leader_epoch",
+                "fetch_offset", "leader_leo", "high_watermark", "error")  # fmt: skip
+"""The fetch-responses fields the rule reads."""
+
+
 @dataclass(frozen=True)
 class FetchBatch:
     """Fetch responses as columns, in the order they are to be applied."""
@@ -66,30 +71,15 @@ class FetchBatch:
 
     @staticmethod
     def from_events(events: Sequence[FetchResponse], source_ids: Sequence[int]) -> FetchBatch:
-        def ints(name: str) -> I64:
-            return np.fromiter((getattr(e, name) for e in events), np.int64, len(events))
-
-        codes, names = pd.factorize(np.array([e.topic for e in events], dtype=object))
-        return FetchBatch(
-            source_id=np.asarray(source_ids, dtype=np.int64),
-            ts=ints("ts"),
-            topic_code=codes,
-            topic_names=np.asarray(names, dtype=object),
-            partition=ints("partition"),
-            leader=ints("leader"),
-            follower=ints("follower"),
-            leader_epoch=ints("leader_epoch"),
-            fetch_offset=ints("fetch_offset"),
-            leader_leo=ints("leader_leo"),
-            high_watermark=ints("high_watermark"),
-            error_free=np.fromiter(
-                (e.error == FETCH_ERROR_NONE for e in events), np.bool_, len(events)
-            ),
-        )
+        columns = {name: [getattr(e, name) for e in events] for name in WIRE_COLUMNS}
+        return FetchBatch.from_frame(pd.DataFrame(columns), np.asarray(source_ids, np.int64))
 
     @staticmethod
-    def from_frame(frame: pd.DataFrame, source_id_column: str | None = None) -> FetchBatch:
-        """From a frame with the wire columns (``error`` may be absent or null: NONE)."""
+    def from_frame(frame: pd.DataFrame, source_id: I64 | None = None) -> FetchBatch:
+        """From a frame with the wire columns (``error`` may be absent or null: NONE).
+
+        ``source_id`` identifies each row in rejections; by default its position.
+        """
 
         def ints(name: str) -> I64:
             return frame[name].to_numpy(dtype=np.int64)
@@ -99,12 +89,9 @@ class FetchBatch:
             error_free = (error.isna() | (error == FETCH_ERROR_NONE)).to_numpy(dtype=np.bool_)
         else:
             error_free = np.ones(len(frame), dtype=np.bool_)
-        source_id = (
-            ints(source_id_column) if source_id_column else np.arange(len(frame), dtype=np.int64)
-        )
         codes, names = pd.factorize(frame["topic"])
         return FetchBatch(
-            source_id=source_id,
+            source_id=np.arange(len(frame), dtype=np.int64) if source_id is None else source_id,
             ts=ints("ts"),
             topic_code=codes,
             topic_names=np.asarray(names, dtype=object),

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TextIO
 
 import click
+import yaml
 
 from streaming.config import ConfigError, IsrwatchConfig, dump_config, load_config
 from streaming.replay import replay
@@ -33,6 +34,28 @@ config_option = click.option(
 )
 
 
+def _parse_settings(
+    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
+) -> dict[str, object]:
+    overrides: dict[str, object] = {}
+    for item in values:
+        key, sep, text = item.partition("=")
+        if not sep or not key:
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. rules.warn_ratio=0.8)")
+        overrides[key.strip()] = yaml.safe_load(text) if text else None
+    return overrides
+
+
+set_option = click.option(
+    "--set",
+    "overrides",
+    multiple=True,
+    metavar="KEY=VALUE",
+    callback=_parse_settings,
+    help="Override one setting (dotted key, YAML value); repeatable. Beats file and env.",
+)
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="isrwatch")
 def main() -> None:
@@ -55,11 +78,13 @@ def main() -> None:
     help="Write records that were not applied here, as JSON lines.",
 )
 @config_option
+@set_option
 def replay_command(
     events_file: TextIO,
     until_ms: int | None,
     dead_letters_file: TextIO | None,
     config_file: Path | None,
+    overrides: dict[str, object],
 ) -> None:
     """Apply EVENTS_FILE (JSON lines of {"source", "value"}) in order; print partition health.
 
@@ -67,7 +92,7 @@ def replay_command(
     the event contract or that Kafka would ignore (stale epochs, ...) are counted on
     stderr and, with --dead-letters, written out with their reason.
     """
-    config = _load(config_file)
+    config = _load(config_file, overrides)
     result = replay(events_file, config.rules, until_ms)
     for record in result.records:
         click.echo(_dump_line(record))
@@ -88,9 +113,10 @@ def replay_command(
 
 @main.command(name="config")
 @config_option
-def config_command(config_file: Path | None) -> None:
-    """Print the effective configuration (file < environment), secrets masked."""
-    click.echo(dump_config(_load(config_file)), nl=False)
+@set_option
+def config_command(config_file: Path | None, overrides: dict[str, object]) -> None:
+    """Print the effective configuration (file < environment < --set), secrets masked."""
+    click.echo(dump_config(_load(config_file, overrides)), nl=False)
 
 
 if __name__ == "__main__":

@@ -140,3 +140,25 @@ def test_bad_lines_are_dead_letters_and_replay_goes_on(tmp_path: Path) -> None:
     ]  # fmt: skip
     assert result.events == 12
     assert len(result.records) == 3
+
+
+def test_cli_settings_override_file_and_environment(tmp_path: Path) -> None:
+    # orders-0 follower 2 at the end: lag 25 100 with T = 30 000 (the brokers' BrokerConfig).
+    config = tmp_path / "isrwatch.yaml"
+    config.write_text("rules:\n  warn_ratio: 0.2\n")  # LAGGING beyond 6 000
+    runner = CliRunner()
+    args = ["replay", str(SAMPLE), "--config", str(config)]
+    env = {"ISRWATCH_RULES__WARN_RATIO": "0.9"}  # beats the file: LAGGING beyond 27 000
+    statuses = []
+    for extra in ([], ["--set", "rules.warn_ratio=0.5"]):  # the flag beats both: 15 000
+        result = runner.invoke(main, [*args, *extra], env=env)
+        assert result.exit_code == 0, result.output
+        orders0 = json.loads(result.stdout.splitlines()[0])
+        statuses.append(follower(orders0, 2)["status"])
+    assert statuses == ["IN_SYNC", "LAGGING"]
+
+
+def test_cli_rejects_a_bad_setting_naming_it() -> None:
+    result = CliRunner().invoke(main, ["replay", str(SAMPLE), "--set", "rules.warn_ratio=-1"])
+    assert result.exit_code == 1
+    assert "command line: rules.warn_ratio: must be greater than 0" in result.stderr
