@@ -45,8 +45,9 @@ class ClusterState:
                 self.controller_id = controller_id
 
     def apply_broker_change(self, event: BrokerChange) -> MembershipChange:
+        """The new live set; the first one seen is a baseline, not a set of new brokers."""
         now = {b.id: b.epoch for b in event.live}
-        before = self.live_brokers or {}
+        before = now if self.live_brokers is None else self.live_brokers
         change = MembershipChange(
             new=frozenset(now.keys() - before.keys()),
             dead=frozenset(before.keys() - now.keys()),

@@ -205,18 +205,22 @@ def _fetch_kernel(
     return error_responses
 
 
-def reset_on_become_leader(table: PartitionTable, row: int, now_ms: int) -> None:
+def reset_on_become_leader(
+    table: PartitionTable, row: int, now_ms: int, *, new_leader: bool
+) -> None:
     """Kafka's Partition.makeLeader on a new leader epoch: reset every remote replica.
 
     ``last_fetch_time = now``, ``last_fetch_leader_leo`` = the leader's LEO at election
     (the latest ``leader_leo`` seen, 0 if none), ``last_caught_up = now`` for ISR members
-    and never for the others (semantics.md section 2). The fetch offset becomes unknown
-    until the follower fetches from the new leader, as Kafka 3.x's resetReplicaState does
-    for a new leader (isNewLeader): a silent follower is then not at the leader's LEO.
+    and never for the others (semantics.md section 2). When leadership moved to another
+    broker, the followers' fetch offsets become unknown until they fetch from it too
+    (makeLeader's ``isNewLeader``: 2.x updateFetchState with UnknownOffsetMetadata,
+    3.x resetReplicaState): a silent follower is then not at the leader's LEO.
     """
     leo = int(table.leader_leo[row])
     table.epoch_start_offset[row] = leo
     table.last_fetch_time_ms[row] = now_ms
     table.last_fetch_leader_leo[row] = leo
     table.last_caught_up_ms[row] = np.where(table.in_isr[row], now_ms, NEVER)
-    table.log_end_offset[row] = UNKNOWN_OFFSET
+    if new_leader:
+        table.log_end_offset[row] = UNKNOWN_OFFSET

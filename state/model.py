@@ -42,7 +42,7 @@ from state.follower_fetch_state import (
 from state.metadata_cache import MetadataCaches
 from state.partition_health import HealthFrame, evaluate
 from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
-from state.propagation_window import PropagationWindows
+from state.propagation_window import BlackoutWindow, PropagationWindows
 from state.settings import PropagationMode, RuleSettings
 
 
@@ -147,6 +147,9 @@ class ReplicationModel:
         if not self.cluster.admits_controller_epoch(event.controller_epoch):
             report.reject(source_id, DeadLetterReason.STALE_CONTROLLER_EPOCH)
             return
+        # A broker adopts the epoch of any request from a current controller, even one
+        # whose partition states it then ignores as stale.
+        self.cluster.observe_controller(event.controller_id, event.controller_epoch)
         reason: DeadLetterReason | None = None
         match event:
             case LeaderAndIsr():
@@ -162,7 +165,7 @@ class ReplicationModel:
                 self.caches.drop_brokers(change.restarted_caches)
                 report.bounced_brokers.extend(sorted(change.bounced))
             case ControllerChange():
-                pass  # the epoch is observed below, as for every controller event
+                pass  # its epoch was observed above, as every controller event's
             case TopicChange():
                 self._topic_change(event)
             case TopicConfig():
@@ -172,7 +175,6 @@ class ReplicationModel:
         if reason is not None:
             report.reject(source_id, reason)
             return
-        self.cluster.observe_controller(event.controller_id, event.controller_epoch)
         report.applied[type(event).__name__] += 1
 
     def _leader_and_isr(self, event: LeaderAndIsr, report: ApplyReport) -> DeadLetterReason | None:
@@ -194,6 +196,7 @@ class ReplicationModel:
             row = table.create(event.topic, event.partition, event.replicas)
         old_isr = table.isr[row]
         new_epoch = event.leader_epoch > table.leader_epoch[row]
+        new_leader = event.leader != table.leader[row]
         table.set_replicas(row, event.replicas)
         table.set_isr(row, event.isr)
         table.leader[row] = event.leader
@@ -206,7 +209,7 @@ class ReplicationModel:
                     self._transition(row, old_isr, event.isr, event.ts, by_controller=True)
                 )
         if new_epoch and event.leader != NO_LEADER:
-            reset_on_become_leader(table, row, event.ts)
+            reset_on_become_leader(table, row, event.ts, new_leader=new_leader)
         self.caches.refresh(row)
         return None
 
@@ -222,7 +225,7 @@ class ReplicationModel:
                 return DeadLetterReason.UNKNOWN_LEADER_EPOCH
         if event.partition_epoch is not None and event.partition_epoch < table.partition_epoch[row]:
             return DeadLetterReason.STALE_PARTITION_EPOCH
-        if event.leader != table.leader[row]:
+        if event.leader != table.leader[row] or event.leader == NO_LEADER:
             return DeadLetterReason.NOT_LEADER
         table.set_isr(row, event.new_isr)
         if event.partition_epoch is not None:
@@ -251,14 +254,19 @@ class ReplicationModel:
             table.change_origin[row] = ChangeOrigin.METADATA_LOG
         elif origin == ChangeOrigin.LEADER:
             table.change_origin[row] = ChangeOrigin.LEADER
-            self.windows.record_isr_change(leader, tp, ts)
+            self._freeze_windows(self.windows.record_isr_change(leader, tp, ts))
         else:
             # The controller sends UpdateMetadata along with its own LeaderAndIsr; a change
             # the leader made before stays in that leader's isrChangeSet until propagated.
             table.change_origin[row] = ChangeOrigin.CONTROLLER
 
     def _propagation(self, event: IsrChangePropagation) -> None:
-        frozen = self.windows.record_propagation(event.broker, event.partitions, event.ts)
+        self._freeze_windows(
+            self.windows.record_propagation(event.broker, event.partitions, event.ts)
+        )
+
+    def _freeze_windows(self, frozen: dict[TopicPartition, BlackoutWindow]) -> None:
+        """These partitions left their leader's pending set: keep the window they had."""
         for tp, window in frozen.items():
             row = self.table.live_row_of(tp.topic, tp.partition)
             if row >= 0 and self.table.change_origin[row] == ChangeOrigin.LEADER:
@@ -267,21 +275,26 @@ class ReplicationModel:
                 self.table.frozen_latest_ms[row] = window.latest_ms
 
     def _update_metadata(self, event: UpdateMetadata, report: ApplyReport) -> None:
-        touched: dict[int, bool] = {}  # row -> was stale (for a live broker) before
+        was_stale: dict[int, bool] = {}  # rows touched -> stale for a live broker before
+        stored: set[int] = set()  # rows this broker now caches (not evicted)
         for state in event.partitions:
             row = self.table.live_row_of(state.topic, state.partition)
             if row < 0:
                 report.ignored_metadata_entries += 1
                 continue
-            if row not in touched:
-                touched[row] = bool(self.caches.stale_brokers(row, self.cluster))
+            if row not in was_stale:
+                was_stale[row] = bool(self.caches.stale_brokers(row, self.cluster))
             if state.leader == LEADER_DURING_DELETE:
                 self.caches.evict(row, event.broker)
+                stored.discard(row)
             else:
                 self.caches.store(row, event.broker, frozenset(state.isr))
-        for row, was_stale in touched.items():
+                stored.add(row)
+        for row, stale_before in was_stale.items():
             self.caches.refresh(row)
-            if was_stale and not self.caches.stale_brokers(row, self.cluster):
+            # The change reached every cache only if this broker took it (an eviction
+            # for a topic deletion is no propagation).
+            if stale_before and row in stored and not self.caches.stale_brokers(row, self.cluster):
                 self._observe_propagated(row, event.ts, report)
 
     def _observe_propagated(self, row: int, ts: int, report: ApplyReport) -> None:

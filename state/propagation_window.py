@@ -73,11 +73,28 @@ class PropagationWindows:
         self.settings = settings
         self.leaders: dict[int, LeaderPropagationState] = {}
 
-    def record_isr_change(self, leader: int, tp: TopicPartition, ts: int) -> None:
+    def record_isr_change(
+        self, leader: int, tp: TopicPartition, ts: int
+    ) -> dict[TopicPartition, BlackoutWindow]:
+        """The leader changed ``tp``'s ISR at ``ts``.
+
+        Kafka empties the isrChangeSet by the end of its window at the latest. Changes
+        still pending here after their window closed were propagated unseen (or late):
+        they leave the set, which would otherwise hold ``a`` in the past and make every
+        later change of this leader look overdue. Returns their windows, for them to
+        be judged against, as :meth:`record_propagation` does.
+        """
         state = self.leaders.setdefault(leader, LeaderPropagationState())
+        expired: dict[TopicPartition, BlackoutWindow] = {}
+        window = state.window(self.settings)
+        if window is not None and window.latest_ms < ts:
+            expired = dict.fromkeys(state.pending, window)
+            state.pending.clear()
         state.pending.setdefault(tp, ts)
         if state.latest_change_ms is None or ts > state.latest_change_ms:
             state.latest_change_ms = ts
+        expired.pop(tp, None)
+        return expired
 
     def record_propagation(
         self, leader: int, partitions: tuple[TopicPartition, ...], ts: int

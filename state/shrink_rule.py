@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from fractions import Fraction
 
 import numpy as np
 import numpy.typing as npt
@@ -68,13 +69,16 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
     """
     lag = lag_time_ms(facts, now_ms)
     t = facts.lag_time_max_ms
+    # Exact boundaries in integers: lag > 1.5 T as 2 lag > 3 T, and lag > warn_ratio T with
+    # the ratio as a fraction (0.7 x 45 000 is 31 499.999... in floating point).
+    warn = Fraction(str(warn_ratio)).limit_denominator(10_000)
     judged = facts.in_isr & facts.leader_live
     caught_up_offset = np.maximum(facts.high_watermark, facts.epoch_start_offset)
     status = np.select(
         [
             judged & (lag > t) & (2 * lag > 3 * t),
             judged & (lag > t),
-            judged & (lag > warn_ratio * t),
+            judged & (lag * warn.denominator > warn.numerator * t),
             facts.in_isr,
             ~facts.broker_live,
             (facts.log_end_offset >= 0) & (facts.log_end_offset >= caught_up_offset),

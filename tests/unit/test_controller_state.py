@@ -149,3 +149,26 @@ def test_bounced_and_dead_brokers() -> None:
     assert report.bounced_brokers == [2]
     assert m.cluster.is_live(3) is False
     assert m.cluster.is_live(2) is True
+
+
+def test_controller_epoch_is_learnt_from_an_event_rejected_for_another_reason() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, epoch=5, controller_epoch=1))
+    report = apply(
+        m,
+        leader_and_isr(1, epoch=4, controller_epoch=2),  # stale leader epoch, newer controller
+        leader_and_isr(2, epoch=6, controller_epoch=1),  # from the old controller
+    )
+    assert report.rejected_reasons == [
+        DeadLetterReason.STALE_LEADER_EPOCH,
+        DeadLetterReason.STALE_CONTROLLER_EPOCH,
+    ]
+    assert m.cluster.controller_epoch == 2
+
+
+def test_isr_change_on_a_leaderless_partition_is_rejected() -> None:
+    m = model()
+    apply(m, leader_and_isr(0, leader=-1, epoch=1))
+    report = apply(m, isr_change(1_000, (1, 2, 3), (2, 3), leader=-1, epoch=None))
+    assert report.rejected_reasons == [DeadLetterReason.NOT_LEADER]
+    assert health(m, 1_000)["isr"] == [1, 2, 3]

@@ -431,6 +431,13 @@ BAD_RECORDS: list[tuple[Source, object, DeadLetterReason, str]] = [
     (F, _with("FetchResponse", ts=float("inf")), R.WRONG_TYPE, "ts"),
     (C, _with("LeaderAndIsr", partition=-1), R.INVALID_VALUE, "partition must be >= 0"),
     (C, _with("LeaderAndIsr", leader=-3), R.INVALID_VALUE, "leader must be >= -2"),
+    # Kafka's int32 fields, and partition numbers below a million (dense slots per topic).
+    (C, _with("LeaderAndIsr", leader_epoch=2**31), R.INVALID_VALUE, "must be <= 2147483647"),
+    (C, _with("LeaderAndIsr", replicas=[1, 2**31]), R.INVALID_VALUE, "replicas[1]"),
+    (C, _with("LeaderAndIsr", partition=1_000_000), R.INVALID_VALUE, "must be <= 999999"),
+    (C, _with("TopicChange", created={"t": {"1000000": [1]}}), R.INVALID_VALUE, "created.t"),
+    (C, _with("TopicChange", created={"t": {"07": [1]}}), R.INVALID_VALUE, "created.t"),
+    (F, _with("FetchResponse", follower=2**31), R.INVALID_VALUE, "follower must be <="),
     (C, _with("LeaderAndIsr", isr=[1, -1]), R.INVALID_VALUE, "isr[1]"),
     (C, _with("LeaderAndIsr", topic=""), R.INVALID_VALUE, "topic must not be empty"),
     (C, _with("LeaderAndIsr", ts=-1), R.INVALID_VALUE, "ts must be >= 0"),
@@ -543,9 +550,12 @@ def test_conf_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 # --- properties ---------------------------------------------------------------------------
 
 INT64 = st.integers(-(2**63), INT64_MAX)
-NON_NEGATIVE = st.integers(0, INT64_MAX)
+NON_NEGATIVE = st.integers(0, INT64_MAX)  # times, offsets, byte counts, broker epochs
+ID = st.integers(0, 2**31 - 1)  # broker ids and leader/partition/controller epochs: int32
+LEADER = st.integers(-2, 2**31 - 1)
+PARTITION_NUMBER = st.integers(0, 999_999)
 TOPIC = st.text(min_size=1, max_size=10)
-BROKERS = st.lists(NON_NEGATIVE, max_size=4)
+BROKERS = st.lists(ID, max_size=4)
 JSON_VALUES: st.SearchStrategy[Any] = st.recursive(
     st.none()
     | st.booleans()
@@ -558,7 +568,7 @@ JSON_VALUES: st.SearchStrategy[Any] = st.recursive(
     ),
     max_leaves=12,
 )
-COMMON = {"controller_id": NON_NEGATIVE, "controller_epoch": NON_NEGATIVE, "x-extra": JSON_VALUES}
+COMMON = {"controller_id": ID, "controller_epoch": ID, "x-extra": JSON_VALUES}
 
 
 def _controller(
@@ -570,13 +580,13 @@ def _controller(
     return st.tuples(st.just(C), records)
 
 
-PARTITION = st.fixed_dictionaries({"topic": TOPIC, "partition": NON_NEGATIVE})
+PARTITION = st.fixed_dictionaries({"topic": TOPIC, "partition": PARTITION_NUMBER})
 METADATA_STATE = st.fixed_dictionaries(
     {
         "topic": TOPIC,
-        "partition": NON_NEGATIVE,
-        "leader": st.integers(-2, INT64_MAX),
-        "leader_epoch": NON_NEGATIVE,
+        "partition": PARTITION_NUMBER,
+        "leader": LEADER,
+        "leader_epoch": ID,
         "isr": BROKERS,
         "replicas": BROKERS,
         "offline_replicas": BROKERS,
@@ -586,10 +596,10 @@ FETCH = st.fixed_dictionaries(
     {
         "ts": NON_NEGATIVE,
         "topic": TOPIC,
-        "partition": NON_NEGATIVE,
-        "leader": NON_NEGATIVE,
-        "follower": NON_NEGATIVE,
-        "leader_epoch": NON_NEGATIVE,
+        "partition": PARTITION_NUMBER,
+        "leader": ID,
+        "follower": ID,
+        "leader_epoch": ID,
         "fetch_offset": NON_NEGATIVE,
         "leader_leo": NON_NEGATIVE,
         "high_watermark": NON_NEGATIVE,
@@ -606,61 +616,53 @@ VALID_RECORDS: st.SearchStrategy[tuple[Source, dict[str, Any]]] = st.one_of(
         "LeaderAndIsr",
         {
             "topic": TOPIC,
-            "partition": NON_NEGATIVE,
-            "leader": st.integers(-2, INT64_MAX),
-            "leader_epoch": NON_NEGATIVE,
+            "partition": PARTITION_NUMBER,
+            "leader": LEADER,
+            "leader_epoch": ID,
             "isr": BROKERS,
             "replicas": BROKERS,
-            "partition_epoch": NON_NEGATIVE,
+            "partition_epoch": ID,
         },
     ),
     _controller(
         "IsrChange",
         {
             "topic": TOPIC,
-            "partition": NON_NEGATIVE,
-            "leader": st.integers(-2, INT64_MAX),
+            "partition": PARTITION_NUMBER,
+            "leader": LEADER,
             "old_isr": BROKERS,
             "new_isr": BROKERS,
         },
-        leader_epoch=NON_NEGATIVE,
-        partition_epoch=NON_NEGATIVE,
+        leader_epoch=ID,
+        partition_epoch=ID,
     ),
     _controller(
         "IsrChangePropagation",
-        {"broker": NON_NEGATIVE, "partitions": st.lists(PARTITION, max_size=3)},
+        {"broker": ID, "partitions": st.lists(PARTITION, max_size=3)},
     ),
     _controller(
         "UpdateMetadata",
-        {"broker": NON_NEGATIVE, "partitions": st.lists(METADATA_STATE, max_size=3)},
+        {"broker": ID, "partitions": st.lists(METADATA_STATE, max_size=3)},
         live_brokers=BROKERS,
     ),
     _controller(
         "BrokerChange",
-        {
-            "live": st.lists(
-                st.fixed_dictionaries({"id": NON_NEGATIVE, "epoch": NON_NEGATIVE}), max_size=3
-            )
-        },
+        {"live": st.lists(st.fixed_dictionaries({"id": ID, "epoch": NON_NEGATIVE}), max_size=3)},
     ),
-    _controller(
-        "ControllerChange", {"controller_id": NON_NEGATIVE, "controller_epoch": NON_NEGATIVE}
-    ),
+    _controller("ControllerChange", {"controller_id": ID, "controller_epoch": ID}),
     _controller(
         "TopicChange",
         {
             "created": st.dictionaries(
                 TOPIC,
-                st.dictionaries(st.integers(0, 10**18 - 1).map(str), BROKERS, max_size=3),
+                st.dictionaries(PARTITION_NUMBER.map(str), BROKERS, max_size=3),
                 max_size=3,
             ),
             "deleted": st.lists(TOPIC, max_size=3),
         },
     ),
     _controller("TopicConfig", {"topic": TOPIC, "min_insync_replicas": st.integers(1, 10)}),
-    _controller(
-        "BrokerConfig", {"broker": NON_NEGATIVE, "replica_lag_time_max_ms": st.integers(1, 10**9)}
-    ),
+    _controller("BrokerConfig", {"broker": ID, "replica_lag_time_max_ms": st.integers(1, 10**9)}),
     st.tuples(st.just(F), FETCH),
 )
 SOURCES = st.sampled_from(Source)

@@ -198,3 +198,18 @@ def test_fetch_batch_from_frame_treats_missing_error_as_none() -> None:
     assert outcome.error_responses == 1
     assert table.log_end_offset[row, 1] == 5
     assert table.last_caught_up_ms[row, 1] == 10
+
+
+def test_new_epoch_with_the_same_leader_keeps_fetch_offsets() -> None:
+    m = model()
+    apply(
+        m,
+        leader_and_isr(0, isr=(1, 2), replicas=(1, 2, 3)),
+        fetch(1_000, follower=2, offset=800, leader_leo=800, hw=800),
+        fetch(1_000, follower=3, offset=800, leader_leo=800, hw=800),
+        leader_and_isr(2_000, leader=1, epoch=1, isr=(1, 2), replicas=(1, 2, 3)),
+    )
+    record = health(m, 2_000)
+    f2, f3 = follower(record, 2), follower(record, 3)
+    assert (f2["fetch_offset"], f2["last_caught_up_ms"]) == (800, 2_000)  # times reset
+    assert (f3["fetch_offset"], f3["last_caught_up_ms"], f3["status"]) == (800, 0, "CATCHING_UP")

@@ -172,3 +172,56 @@ def test_deleted_partition_in_update_metadata_leaves_the_cache() -> None:
     apply(m, *(update_metadata(21_000, b, (1, 2)) for b in (1, 2)))
     apply(m, update_metadata(21_000, 3, (1, 2, 3), leader=-2))
     assert health(m, 21_000)["metadata"]["state"] == "CONSISTENT"
+
+
+def test_a_change_left_pending_does_not_make_later_changes_overdue() -> None:
+    m = consistent_model()
+    apply(m, leader_and_isr(0, partition=1), update_metadata(10, 1, (1, 2, 3), partition=1))
+    apply(
+        m,
+        isr_change(1_000, (1, 2, 3), (1, 2)),  # pending at leader 1: window (6 000, 8 500]
+        # The controller changes the ISR again and every cache follows it: no propagation
+        # event of leader 1 is ever seen for partition 0.
+        leader_and_isr(2_000, epoch=0, partition_epoch=1, isr=(1, 3)),
+        *(update_metadata(2_100, b, (1, 3)) for b in (1, 2, 3)),
+        isr_change(300_000, (1, 2, 3), (1, 2), partition=1),
+    )
+    # Partition 0's entry expired with its window (8 500 < 300 000), so for partition 1
+    # a = c = 300 000 and p unknown: d = 305 000, window (305 000, 307 500].
+    meta = health(m, 300_000, partition=1)["metadata"]
+    assert meta == {
+        "stale_brokers": [1], "state": "STALE_EXPECTED",
+        "blackout_earliest_ms": 305_000, "blackout_latest_ms": 307_500,
+    }  # fmt: skip
+
+
+def test_expired_pending_change_is_judged_against_its_own_window() -> None:
+    m = consistent_model()
+    apply(m, leader_and_isr(0, partition=1), update_metadata(10, 1, (1, 2, 3), partition=1))
+    # Partition 0 changes at 1 000 and no cache ever takes it; partition 1 changes later.
+    apply(
+        m, isr_change(1_000, (1, 2, 3), (1, 2)), isr_change(20_000, (1, 2, 3), (1, 3), partition=1)
+    )
+    meta = health(m, 20_000)["metadata"]
+    assert (meta["state"], meta["blackout_latest_ms"]) == ("STALE_OVERDUE", 8_500)
+
+
+def test_first_broker_change_is_a_baseline_not_new_brokers() -> None:
+    m = model()
+    apply(
+        m,
+        leader_and_isr(0),
+        *(update_metadata(10, b, isr=(1, 2, 3)) for b in (1, 2, 3)),
+        isr_change(1_000, (1, 2, 3), (1, 2)),
+        brokers(1_001, (1, 1), (2, 1), (3, 1)),  # the first membership the monitor sees
+    )
+    meta = health(m, 1_001)["metadata"]
+    assert (meta["stale_brokers"], meta["state"]) == ([1, 2, 3], "STALE_EXPECTED")
+
+
+def test_eviction_for_deletion_is_not_an_observed_propagation() -> None:
+    m = consistent_model()
+    apply(m, isr_change(1_000, (1, 2, 3), (1, 2)))
+    report = apply(m, *(update_metadata(1_500, b, (1, 2, 3), leader=-2) for b in (1, 2, 3)))
+    assert report.propagation_delays_ms == []
+    assert health(m, 1_500)["metadata"]["state"] == "CONSISTENT"

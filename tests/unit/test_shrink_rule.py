@@ -130,3 +130,10 @@ def test_silent_follower_reaches_shrink_eligible_by_time_alone() -> None:
     # Elected at 0 (caught up at 0 by the reset); no fetch ever again.
     statuses = [follower(health(m, now), 3)["status"] for now in (15_000, 15_001, 30_001, 45_001)]
     assert statuses == ["IN_SYNC", "LAGGING", "SHRINK_ELIGIBLE", "SHRINK_OVERDUE"]
+
+
+def test_warn_boundary_is_exact_where_floating_point_is_not() -> None:
+    # 0.7 x 45 000 = 31 500 exactly, but 31 499.999... in binary floating point.
+    m = lagging_follower_model(warn_ratio=0.7, replica_lag_time_max_ms=45_000)
+    assert follower(health(m, CAUGHT_UP + 31_500), 2)["status"] == "IN_SYNC"
+    assert follower(health(m, CAUGHT_UP + 31_501), 2)["status"] == "LAGGING"
