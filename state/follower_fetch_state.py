@@ -133,9 +133,8 @@ def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
         topic_base[i], topic_capacity[i] = table.topic_slots(str(name))
     code = np.zeros(len(batch), dtype=np.int8)
     error_responses = _fetch_kernel(
-        topic_base, topic_capacity, table.slot_to_row, table.exists, table.leader,
-        table.leader_epoch, table.replica_broker, table.fetch_state,
-        table.leader_leo, table.high_watermark,
+        topic_base, topic_capacity, table.slot_to_row, table.leadership,
+        table.replica_broker, table.fetch_state, table.progress,
         batch.topic_code, batch.partition, batch.leader, batch.follower,
         batch.leader_epoch, batch.ts, batch.fetch_offset, batch.leader_leo,
         batch.high_watermark, batch.error_free, code,
@@ -145,9 +144,8 @@ def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
 
 @numba.njit(cache=True, nogil=True)
 def _fetch_kernel(
-    topic_base: Column, topic_capacity: Column, slot_to_row: Column, exists: Column,
-    leader: Column, leader_epoch: Column, replica_broker: Column, fetch_state: Column,
-    partition_leader_leo: Column, partition_high_watermark: Column,
+    topic_base: Column, topic_capacity: Column, slot_to_row: Column, leadership: Column,
+    replica_broker: Column, fetch_state: Column, progress: Column,
     topic_code: Column, partition: Column, fetch_leader: Column, follower: Column,
     fetch_epoch: Column, ts: Column, fetch_offset: Column, fetch_leader_leo: Column,
     fetch_high_watermark: Column, error_free: Column, code: Column,
@@ -168,16 +166,17 @@ def _fetch_kernel(
             code[i] = 1
             continue
         row = slot_to_row[topic_base[tc] + p]
-        if row < 0 or not exists[row]:
+        if row < 0:
             code[i] = 1
             continue
-        if fetch_epoch[i] < leader_epoch[row]:
+        leader, leader_epoch = leadership[row, 0], leadership[row, 1]
+        if fetch_epoch[i] < leader_epoch:
             code[i] = 2
             continue
-        if fetch_epoch[i] > leader_epoch[row]:
+        if fetch_epoch[i] > leader_epoch:
             code[i] = 3
             continue
-        if fetch_leader[i] != leader[row]:
+        if fetch_leader[i] != leader:
             code[i] = 4
             continue
         k = -1
@@ -185,7 +184,7 @@ def _fetch_kernel(
             if replica_broker[row, slot] == follower[i]:
                 k = slot
                 break
-        if k < 0 or follower[i] == leader[row]:
+        if k < 0 or follower[i] == leader:
             code[i] = 5
             continue
         if not error_free[i]:
@@ -200,8 +199,8 @@ def _fetch_kernel(
         state[LAST_FETCH_LEADER_LEO] = leo
         state[LAST_FETCH_TIME] = t
         state[LOG_END_OFFSET] = o
-        partition_leader_leo[row] = leo
-        partition_high_watermark[row] = fetch_high_watermark[i]
+        progress[row, 0] = leo
+        progress[row, 1] = fetch_high_watermark[i]
     return error_responses
 
 

@@ -60,6 +60,7 @@ class PartitionTable:
         self._topic_ids: dict[str, TopicSlots] = {}
         self.topic_names: list[str] = []
         self._slot_to_row: I64 = np.full(0, -1, dtype=np.int64)
+        self._deleted_rows: dict[tuple[str, int], int] = {}
         self._alloc(partition_capacity, replica_capacity)
 
     # ----------------------------------------------------------------- storage
@@ -68,11 +69,11 @@ class PartitionTable:
         self.exists: BOOL = np.zeros(p_cap, dtype=np.bool_)
         self.topic_id: I32 = np.full(p_cap, -1, dtype=np.int32)
         self.partition: I32 = np.full(p_cap, -1, dtype=np.int32)
-        self.leader: I32 = np.full(p_cap, NO_LEADER, dtype=np.int32)
-        self.leader_epoch: I32 = np.full(p_cap, -1, dtype=np.int32)
+        # Read together on every fetch (fencing), so kept side by side.
+        self.leadership: I32 = np.empty((p_cap, 2), dtype=np.int32)
+        self.leader[:], self.leader_epoch[:] = NO_LEADER, -1
         self.partition_epoch: I32 = np.full(p_cap, -1, dtype=np.int32)
-        self.leader_leo: I64 = np.zeros(p_cap, dtype=np.int64)
-        self.high_watermark: I64 = np.zeros(p_cap, dtype=np.int64)
+        self.progress: I64 = np.zeros((p_cap, 2), dtype=np.int64)  # leader LEO, HW
         self.epoch_start_offset: I64 = np.zeros(p_cap, dtype=np.int64)
         self.n_replicas: I32 = np.zeros(p_cap, dtype=np.int32)
         self.n_isr: I32 = np.zeros(p_cap, dtype=np.int32)
@@ -95,6 +96,22 @@ class PartitionTable:
         self.last_caught_up_ms[:] = NEVER
 
     @property
+    def leader(self) -> I32:
+        return self.leadership[:, 0]
+
+    @property
+    def leader_epoch(self) -> I32:
+        return self.leadership[:, 1]
+
+    @property
+    def leader_leo(self) -> I64:
+        return self.progress[:, 0]
+
+    @property
+    def high_watermark(self) -> I64:
+        return self.progress[:, 1]
+
+    @property
     def log_end_offset(self) -> I64:
         return self.fetch_state[:, :, LOG_END_OFFSET]
 
@@ -111,8 +128,8 @@ class PartitionTable:
         return self.fetch_state[:, :, LAST_CAUGHT_UP]
 
     _ROW_ARRAYS = (
-        "exists", "topic_id", "partition", "leader", "leader_epoch", "partition_epoch",
-        "leader_leo", "high_watermark", "epoch_start_offset", "n_replicas", "n_isr",
+        "exists", "topic_id", "partition", "leadership", "partition_epoch",
+        "progress", "epoch_start_offset", "n_replicas", "n_isr",
         "isr_changed_ms", "change_origin", "change_broker", "frozen_earliest_ms",
         "frozen_latest_ms",
     )  # fmt: skip
@@ -145,21 +162,18 @@ class PartitionTable:
 
     # ---------------------------------------------------------------- lookup
 
-    def row_of(self, topic: str, partition: int) -> int:
-        """The row of a partition, live or deleted; -1 if it never had one."""
+    def live_row_of(self, topic: str, partition: int) -> int:
+        """The row of a partition that exists; -1 otherwise."""
         slots = self._topic_ids.get(topic)
         if slots is None or not 0 <= partition < slots.capacity:
             return -1
         return int(self._slot_to_row[slots.base + partition])
 
-    def live_row_of(self, topic: str, partition: int) -> int:
-        row = self.row_of(topic, partition)
-        return row if row >= 0 and self.exists[row] else -1
-
     def topic_slots(self, topic: str) -> tuple[int, int]:
         """``(base, capacity)`` of the topic's slot range; ``(-1, 0)`` for an unknown topic.
 
-        Partition ``p`` of the topic is at ``slot_to_row[base + p]`` when ``p < capacity``.
+        Partition ``p`` of the topic is at ``slot_to_row[base + p]`` when ``p < capacity``
+        (-1 there: the partition does not exist).
         """
         slots = self._topic_ids.get(topic)
         return (slots.base, slots.capacity) if slots else (-1, 0)
@@ -173,7 +187,7 @@ class PartitionTable:
         if slots is None:
             return []
         rows = self._slot_to_row[slots.base : slots.base + slots.capacity]
-        return [int(r) for r in rows if r >= 0 and self.exists[r]]
+        return [int(r) for r in rows if r >= 0]
 
     def live_rows(self) -> I64:
         return np.flatnonzero(self.exists[: self.size]).astype(np.int64)
@@ -202,28 +216,32 @@ class PartitionTable:
 
     def create(self, topic: str, partition: int, replicas: tuple[int, ...]) -> int:
         """A row for a new partition (or a recreated one: its old row, reset)."""
-        row = self.row_of(topic, partition)
+        slots = self._topic_slots(topic, partition)
+        row = self._deleted_rows.pop((topic, partition), -1)
         if row < 0:
-            slots = self._topic_slots(topic, partition)
             if self.size == self.partition_capacity:
                 self._grow(2 * self.partition_capacity, self.replica_capacity)
             row = self.size
             self.size += 1
-            self._slot_to_row[slots.base + partition] = row
             self.topic_id[row] = slots.topic_id
             self.partition[row] = partition
+        self._slot_to_row[slots.base + partition] = row
         self._clear(row)
         self.exists[row] = True
         self.set_replicas(row, replicas)
         return row
 
     def delete(self, row: int) -> None:
+        """The partition is gone: its slot no longer maps to it; the row waits for reuse."""
+        tp = self.topic_partition(row)
+        slots = self._topic_ids[tp.topic]
+        self._slot_to_row[slots.base + tp.partition] = -1
+        self._deleted_rows[(tp.topic, tp.partition)] = row
         self._clear(row)
 
     def _clear(self, row: int) -> None:
-        for name in self._ROW_ARRAYS:
-            if name not in ("topic_id", "partition"):
-                getattr(self, name)[row] = self._ROW_DEFAULTS[name]
+        for name, default in self._ROW_DEFAULTS.items():
+            getattr(self, name)[row] = default
         self.isr[row] = ()
         self.replicas[row] = ()
         self.cached_isr[row] = {}
