@@ -44,6 +44,7 @@ from state.partition_health import HealthFrame, evaluate
 from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
 from state.propagation_window import BlackoutWindow, PropagationWindows
 from state.settings import PropagationMode, RuleSettings
+from state.sharding import Shard
 
 
 class IsrChangeKind(StrEnum):
@@ -95,10 +96,19 @@ def isr_change_kind(old: Sequence[int], new: Sequence[int]) -> IsrChangeKind:
 
 
 class ReplicationModel:
-    """Partition, follower and metadata state of the partitions it is given events for."""
+    """Partition, follower and metadata state of the partitions it is given events for.
 
-    def __init__(self, settings: RuleSettings) -> None:
+    With a ``shard``, it keeps partition state only for the partitions the shard owns,
+    while every controller event still updates the cluster-wide state (brokers,
+    configs, controller epoch) and every leader's propagation window: the window of a
+    leader depends on all the partitions it leads, in whatever shard they are. Only
+    the owner of a partition (shard 0 for cluster-wide events) counts and rejects, so
+    that a controller event broadcast to every shard is counted once.
+    """
+
+    def __init__(self, settings: RuleSettings, shard: Shard | None = None) -> None:
         self.settings = settings
+        self.shard = shard
         self.cluster = ClusterState()
         self.table = PartitionTable()
         self.caches = MetadataCaches(self.table)
@@ -141,9 +151,22 @@ class ReplicationModel:
             REJECT_REASONS[code - 1] for code in outcome.code[rejected].tolist()
         )
 
+    def owns(self, topic: str, partition: int) -> bool:
+        return self.shard is None or self.shard.owns(topic, partition)
+
+    def _reports(self, event: ControllerEvent) -> bool:
+        """Whether this model counts ``event`` (and its rejection) in its report."""
+        if self.shard is None:
+            return True
+        if isinstance(event, LeaderAndIsr | IsrChange):
+            return self.shard.owns(event.topic, event.partition)
+        return self.shard.reports_cluster_events
+
     def apply_controller_event(
         self, source_id: int, event: ControllerEvent, report: ApplyReport
     ) -> None:
+        if not self._reports(event):
+            report = ApplyReport()  # counted by the shard that owns it
         if not self.cluster.admits_controller_epoch(event.controller_epoch):
             report.reject(source_id, DeadLetterReason.STALE_CONTROLLER_EPOCH)
             return
@@ -178,6 +201,8 @@ class ReplicationModel:
         report.applied[type(event).__name__] += 1
 
     def _leader_and_isr(self, event: LeaderAndIsr, report: ApplyReport) -> DeadLetterReason | None:
+        if not self.owns(event.topic, event.partition):
+            return None
         table = self.table
         row = table.live_row_of(event.topic, event.partition)
         if row >= 0:
@@ -214,6 +239,14 @@ class ReplicationModel:
         return None
 
     def _isr_change(self, event: IsrChange, report: ApplyReport) -> DeadLetterReason | None:
+        if not self.owns(event.topic, event.partition):
+            # Another shard holds the partition; its leader's window still moves. This
+            # shard cannot fence the change by leader epoch: a stale IsrChange that the
+            # owner rejects still widens the leader's window here (README).
+            if self._zk and event.leader != NO_LEADER:
+                tp = TopicPartition(event.topic, event.partition)
+                self._freeze_windows(self.windows.record_isr_change(event.leader, tp, event.ts))
+            return None
         table = self.table
         row = table.live_row_of(event.topic, event.partition)
         if row < 0:
@@ -278,6 +311,8 @@ class ReplicationModel:
         was_stale: dict[int, bool] = {}  # rows touched -> stale for a live broker before
         stored: set[int] = set()  # rows this broker now caches (not evicted)
         for state in event.partitions:
+            if not self.owns(state.topic, state.partition):
+                continue
             row = self.table.live_row_of(state.topic, state.partition)
             if row < 0:
                 report.ignored_metadata_entries += 1
@@ -309,7 +344,7 @@ class ReplicationModel:
     def _topic_change(self, event: TopicChange) -> None:
         for topic, partitions in event.created.items():
             for partition, replicas in partitions.items():
-                if self.table.live_row_of(topic, partition) < 0:
+                if self.owns(topic, partition) and self.table.live_row_of(topic, partition) < 0:
                     self.table.create(topic, partition, tuple(replicas))
         for topic in event.deleted:
             for row in self.table.rows_of_topic(topic):

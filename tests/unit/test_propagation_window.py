@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from state.events import IsrChangePropagation, TopicPartition
+from state.model import ReplicationModel
 from state.propagation_window import BlackoutWindow, zk_blackout_window
-from state.settings import PropagationMode, PropagationSettings
+from state.settings import PropagationMode, PropagationSettings, RuleSettings
+from state.sharding import Shard, shard_of
 from tests.unit.builders import (
     apply,
     brokers,
@@ -225,3 +227,21 @@ def test_eviction_for_deletion_is_not_an_observed_propagation() -> None:
     report = apply(m, *(update_metadata(1_500, b, (1, 2, 3), leader=-2) for b in (1, 2, 3)))
     assert report.propagation_delays_ms == []
     assert health(m, 1_500)["metadata"]["state"] == "CONSISTENT"
+
+
+def test_churn_in_another_shard_delays_the_window_of_the_same_leader() -> None:
+    # orders-0 hashes to shard 0 of 2, orders-4 to shard 1; both are led by broker 1.
+    assert (shard_of("orders", 0, 2), shard_of("orders", 4, 2)) == (0, 1)
+    shard0 = ReplicationModel(RuleSettings(), Shard(0, 2))
+    everything = [
+        leader_and_isr(0, partition=0),
+        leader_and_isr(0, partition=4),
+        update_metadata(10, 2, (1, 2, 3), partition=0),
+        isr_change(20_000, (1, 2, 3), (1, 2), partition=0),
+        isr_change(23_000, (1, 2, 3), (1, 3), partition=4),  # held by shard 1
+    ]
+    apply(shard0, *everything)
+    assert shard0.partitions() == [TopicPartition("orders", 0)]
+    # Leader 1: a = 20 000, c = 23 000 (from the other shard's partition), p = a.
+    meta = health(shard0, 23_000)["metadata"]
+    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (28_000, 30_500)
