@@ -1,0 +1,319 @@
+"""The stateful step of the job: one call per state shard per micro-batch.
+
+It is what ``applyInPandasWithState`` runs, written over plain pandas and bytes so that
+it is tested without Spark. Per call it:
+
+1. restores the shard's ``ReplicationModel`` (pickled in the group state);
+2. dead-letters late events (older than the shard's event-time watermark: the largest
+   event time seen minus ``watermark_delay_ms``) and duplicate controller events;
+3. applies the rest in event-time order (ties: Kafka topic, partition, offset);
+4. evaluates every partition of the shard at ``now`` = the largest event time seen in
+   the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
+5. emits a health record for every partition whose health changed (a tombstone for a
+   partition that is gone), the dead letters, and one stats row for the metrics.
+
+Groups time out after every batch, so a shard with no new events is still evaluated:
+a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time alone.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import pickle
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from state.event_parser import parse_json_line
+from state.events import DeadLetter, DeadLetterReason, Event, Source
+from state.follower_fetch_state import FetchBatch
+from state.metadata_cache import MetadataState
+from state.model import ApplyReport, ReplicationModel
+from state.partition_health import HealthFrame
+from state.partition_table import BOOL
+from state.settings import RuleSettings
+from state.sharding import Shard
+from state.shrink_rule import FollowerStatus
+from streaming.routing import CONTROLLER, DEAD, FETCH
+
+HEALTH = "health"
+TOMBSTONE = "tombstone"
+STATS = "stats"
+
+OUTPUT_SCHEMA = (
+    "kind string, key string, value string, src_topic string, src_partition int, src_offset long"
+)
+OUTPUT_COLUMNS = [part.strip().split(" ")[0] for part in OUTPUT_SCHEMA.split(",")]
+STATE_SCHEMA = "snapshot binary"
+
+CLOCK_DELAY_MS = 30 * 24 * 3600 * 1000
+"""Delay of Spark's own watermark. The job gives Spark a month so that Spark drops no
+row as late (it would drop it silently); lateness is judged here, with the configured
+delay, so that late events are counted and dead-lettered. Spark's watermark plus this
+delay is then the largest event time of the previous batches in the whole stream."""
+
+
+@dataclass(frozen=True)
+class ShardJobSettings:
+    rules: RuleSettings
+    shards: int
+    watermark_delay_ms: int
+    snapshot_when_idle: bool = False  # --available-now: full snapshot in the flush batch
+
+
+@dataclass
+class ShardSnapshot:
+    """What a shard keeps between micro-batches."""
+
+    model: ReplicationModel
+    clock_ms: int = -1  # the largest event time this shard has applied
+    signatures: dict[str, int] = field(default_factory=dict)  # key -> health last emitted
+    seen_controller_events: dict[int, int] = field(default_factory=dict)  # hash -> ts
+
+
+def stable_hash(text: str) -> int:
+    """A digest that is the same in every process (``hash()`` of a str is salted per
+    process, and Spark may run consecutive batches in different Python workers)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def health_signature(frame: HealthFrame, i: int) -> int:
+    """What "health changed" means: everything but the clock and lag figures."""
+    statuses = frame.follower_status[i]
+    followers = tuple(
+        (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
+        for k in np.flatnonzero(statuses >= 0).tolist()
+    )
+    return stable_hash(repr((
+        int(frame.leader[i]), int(frame.leader_epoch[i]), frame.isr[i], frame.replicas[i],
+        bool(frame.under_replicated[i]), bool(frame.under_min_isr[i]),
+        bool(frame.at_min_isr[i]), bool(frame.offline[i]),
+        bool(frame.predicted_under_replicated[i]), followers, int(frame.metadata_state[i]),
+        tuple(frame.stale_brokers[i]), frame.blackout_earliest_ms[i],
+        frame.blackout_latest_ms[i],
+    )))  # fmt: skip
+
+
+def is_unhealthy(frame: HealthFrame) -> BOOL:
+    """Partitions that get per-partition metrics series (bounded cardinality)."""
+    statuses = frame.follower_status
+    not_in_sync = ((statuses >= 0) & (statuses != FollowerStatus.IN_SYNC)).any(axis=1)
+    unhealthy: BOOL = (
+        frame.under_replicated | frame.under_min_isr | frame.offline
+        | frame.predicted_under_replicated | (frame.metadata_state != MetadataState.CONSISTENT)
+        | not_in_sync
+    )  # fmt: skip
+    return unhealthy
+
+
+def make_shard_function(
+    settings: ShardJobSettings,
+) -> Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]]:
+    """The function for ``applyInPandasWithState`` (group key: the shard index)."""
+
+    def update(
+        key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: Any
+    ) -> Iterator[pd.DataFrame]:
+        shard = int(key[0])
+        snapshot: ShardSnapshot = (
+            pickle.loads(state.get[0]) if state.exists
+            else ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, settings.shards)))
+        )  # fmt: skip
+        watermark = state.getCurrentWatermarkMs()
+        stream_clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
+        frames = [frame for frame in batches if len(frame)]
+        rows = pd.concat(frames, ignore_index=True) if frames else None
+        output = process(snapshot, rows, stream_clock, settings)
+        state.update((pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL),))
+        state.setTimeoutDuration(1)  # be called again next batch, events or not
+        yield output
+
+    return update
+
+
+def process(
+    snapshot: ShardSnapshot,
+    rows: pd.DataFrame | None,
+    stream_clock_ms: int,
+    settings: ShardJobSettings,
+) -> pd.DataFrame:
+    """One micro-batch of one shard: the body of the state function (see module doc)."""
+    out: list[dict[str, object]] = []
+    report = ApplyReport()
+    late = duplicates = 0
+    if rows is not None:
+        out += _dead_rows(rows[rows["kind"] == DEAD])
+        events = (
+            rows[rows["kind"] != DEAD]
+            .sort_values(["ts", "src_topic", "src_partition", "src_offset"], kind="stable")
+            .reset_index(drop=True)
+        )
+        watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
+        is_late = events["ts"].to_numpy() < watermark
+        reports_cluster = snapshot.model.shard is None or snapshot.model.shard.index == 0
+        for i in np.flatnonzero(is_late).tolist():
+            if events.at[i, "kind"] == FETCH or reports_cluster:
+                late += 1
+                out.append(_dead(events.iloc[i], DeadLetterReason.LATE,
+                                 f"event time older than the watermark {watermark}"))  # fmt: skip
+        events = events[~is_late].reset_index(drop=True)
+        keep = _first_sightings(snapshot, events, watermark)
+        for i in np.flatnonzero(~keep).tolist():
+            if reports_cluster:
+                duplicates += 1
+                out.append(_dead(events.iloc[i], DeadLetterReason.DUPLICATE,
+                                 "same controller event seen before"))  # fmt: skip
+        events = events[keep].reset_index(drop=True)
+        report = snapshot.model.apply(_model_input(events))
+        for position, reason in zip(report.rejected_ids, report.rejected_reasons, strict=True):
+            out.append(_dead(events.iloc[position], reason, "not applied"))
+        if len(events):
+            snapshot.clock_ms = max(snapshot.clock_ms, int(events["ts"].max()))
+    now = max(snapshot.clock_ms, stream_clock_ms)
+    frame = snapshot.model.evaluate(now) if now >= 0 else None
+    if frame is not None:
+        idle = rows is None
+        out += _health_rows(snapshot, frame, full=settings.snapshot_when_idle and idle)
+    out.append(_stats_row(snapshot, frame, report, late, duplicates, now))
+    return pd.DataFrame(out, columns=OUTPUT_COLUMNS)
+
+
+def _model_input(events: pd.DataFrame) -> Iterable[tuple[int, Event | FetchBatch]]:
+    """Runs of fetch rows as one columnar batch each; controller rows as events."""
+    kinds = events["kind"].to_numpy()
+    start = 0
+    while start < len(events):
+        end = start
+        if kinds[start] == FETCH:
+            while end < len(events) and kinds[end] == FETCH:
+                end += 1
+            run = events.iloc[start:end]
+            yield start, FetchBatch.from_frame(run, np.arange(start, end, dtype=np.int64))
+        else:
+            end = start + 1
+            value = json.loads(str(events.at[start, "value"]))
+            parsed = parse_json_line(Source.CONTROLLER_EVENTS, value)
+            if isinstance(parsed, DeadLetter):  # routing let only valid events through
+                raise AssertionError(f"routed controller event fails its schema: {parsed}")
+            yield start, parsed
+        start = end
+
+
+def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: int) -> BOOL:
+    """Controller events not seen before (within the watermark); fetches always pass.
+
+    A producer that retries without idempotence writes the same controller event twice;
+    applying an IsrChange twice would count the shrink twice. (A repeated fetch response
+    changes no state: the fetch rule is idempotent.)
+    """
+    seen = snapshot.seen_controller_events
+    for digest, ts in list(seen.items()):
+        if ts < watermark:
+            del seen[digest]
+    keep = np.ones(len(events), dtype=np.bool_)
+    values, times = events["value"].to_numpy(), events["ts"].to_numpy()
+    for i in np.flatnonzero(events["kind"].to_numpy() == CONTROLLER).tolist():
+        digest = stable_hash(str(values[i]))
+        if digest in seen:
+            keep[i] = False
+        else:
+            seen[digest] = int(times[i])
+    return keep
+
+
+def _dead(row: pd.Series, reason: DeadLetterReason, detail: str) -> dict[str, object]:
+    """A dead letter, keyed by the Kafka coordinates of the record it holds."""
+    topic, partition, offset = row["src_topic"], int(row["src_partition"]), int(row["src_offset"])
+    letter = {
+        "source": row["source"], "reason": reason.value, "detail": detail, "raw": row["value"],
+        "topic": topic, "partition": partition, "offset": offset,
+    }  # fmt: skip
+    return {
+        "kind": DEAD, "key": f"{topic}:{partition}:{offset}", "value": json.dumps(letter),
+        "src_topic": topic, "src_partition": partition, "src_offset": offset,
+    }  # fmt: skip
+
+
+def _dead_rows(rows: pd.DataFrame) -> list[dict[str, object]]:
+    return [
+        _dead(row, DeadLetterReason(row["reason"]), str(row["detail"]))
+        for _, row in rows.iterrows()
+    ]
+
+
+def _health_rows(
+    snapshot: ShardSnapshot, frame: HealthFrame, *, full: bool
+) -> list[dict[str, object]]:
+    out: list[dict[str, object]] = []
+    current: dict[str, int] = {}
+    for i in range(len(frame)):
+        key = f"{frame.topic[i]}:{int(frame.partition[i])}"
+        signature = health_signature(frame, i)
+        current[key] = signature
+        if full or snapshot.signatures.get(key) != signature:
+            out.append({"kind": HEALTH, "key": key, "value": json.dumps(frame.record(i))})
+    for key in snapshot.signatures.keys() - current.keys():
+        out.append({"kind": TOMBSTONE, "key": key, "value": None})
+    snapshot.signatures = current
+    return out
+
+
+def _stats_row(
+    snapshot: ShardSnapshot,
+    frame: HealthFrame | None,
+    report: ApplyReport,
+    late: int,
+    duplicates: int,
+    now: int,
+) -> dict[str, object]:
+    """Counters of this batch and gauges of the shard now, for the driver's exporter."""
+    stats: dict[str, Any] = {
+        "applied": dict(report.applied),
+        "rejected": {r.value: n for r, n in report.rejections_by_reason().items()},
+        "late": late,
+        "duplicates": duplicates,
+        "fetch_error_responses": report.fetch_error_responses,
+        "isr_transitions": [
+            [t.topic, t.leader, t.kind.value, t.by_controller] for t in report.isr_transitions
+        ],
+        "propagation_delays_ms": report.propagation_delays_ms,
+        "bounced_brokers": report.bounced_brokers,
+        "clock_ms": snapshot.clock_ms,
+        "now_ms": now,
+        "partitions": 0 if frame is None else len(frame),
+        "topics": {},
+        "unhealthy": [],
+    }
+    if frame is not None and len(frame):
+        stats["topics"] = _topic_gauges(frame)
+        unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
+        stats["unhealthy"] = [frame.record(i) for i in unhealthy]
+    shard = snapshot.model.shard.index if snapshot.model.shard else 0
+    return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
+
+
+def _topic_gauges(frame: HealthFrame) -> dict[str, dict[str, Any]]:
+    gauges: dict[str, dict[str, Any]] = {}
+    topics = np.asarray(frame.topic, dtype=object)
+    for topic in sorted(set(frame.topic)):
+        mine = topics == topic
+        statuses = frame.follower_status[mine]
+        counts = Counter(FollowerStatus(int(s)).name for s in statuses[statuses >= 0].tolist())
+        metadata = frame.metadata_state[mine]
+        gauges[topic] = {
+            "partitions": int(mine.sum()),
+            "under_replicated": int(frame.under_replicated[mine].sum()),
+            "under_min_isr": int(frame.under_min_isr[mine].sum()),
+            "at_min_isr": int(frame.at_min_isr[mine].sum()),
+            "offline": int(frame.offline[mine].sum()),
+            "predicted_under_replicated": int(frame.predicted_under_replicated[mine].sum()),
+            "followers": dict(counts),
+            "metadata_stale_expected": int((metadata == MetadataState.STALE_EXPECTED).sum()),
+            "metadata_stale_overdue": int((metadata == MetadataState.STALE_OVERDUE).sum()),
+        }
+    return gauges

@@ -1,0 +1,162 @@
+"""The job's routing and stateful step, without Spark: the same functions Spark calls."""
+
+from __future__ import annotations
+
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+
+from state.events import Source
+from state.settings import RuleSettings
+from streaming.replay import replay
+from streaming.routing import route
+from streaming.shard_state import (
+    DEAD,
+    HEALTH,
+    STATS,
+    TOMBSTONE,
+    ShardJobSettings,
+    ShardSnapshot,
+    process,
+)
+
+SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
+SOURCES = {s.value: s for s in Source}
+B = 1_700_000_000_000
+
+
+def kafka_records(envelopes: list[dict[str, Any]]) -> pd.DataFrame:
+    """The records as Spark's Kafka source gives them: one partition per topic."""
+    offsets = {s.value: 0 for s in Source}
+    rows = []
+    for envelope in envelopes:
+        topic = envelope["source"]
+        value = envelope["value"]
+        raw = value if isinstance(value, bytes) else json.dumps(value).encode()
+        ts = value.get("ts", 0) if isinstance(value, dict) else 0
+        rows.append({"key": None, "value": raw, "topic": topic, "partition": 0,
+                     "offset": offsets[topic], "timestamp": pd.Timestamp(ts, unit="ms"),
+                     "timestampType": 0})  # fmt: skip
+        offsets[topic] += 1
+    return pd.DataFrame(rows)
+
+
+class Job:
+    """The stateful step of every shard, with state pickled between batches as Spark does."""
+
+    def __init__(self, shards: int, snapshot_when_idle: bool = True, **rules: Any) -> None:
+        self.settings = ShardJobSettings(RuleSettings(**rules), shards, 60_000, snapshot_when_idle)
+        self.states: dict[int, bytes] = {}
+        self.stream_clock = -1
+
+    def batch(self, records: pd.DataFrame | None) -> pd.DataFrame:
+        routed = route(records, SOURCES, self.settings.shards) if records is not None else None
+        outputs = []
+        for shard in range(self.settings.shards):
+            rows = None if routed is None else routed[routed["shard"] == shard]
+            snapshot = (
+                pickle.loads(self.states[shard]) if shard in self.states
+                else ShardSnapshot(_model(self.settings, shard))
+            )  # fmt: skip
+            outputs.append(process(snapshot, rows if rows is not None and len(rows) else None,
+                                   self.stream_clock, self.settings))  # fmt: skip
+            self.states[shard] = pickle.dumps(snapshot)
+        if routed is not None and len(routed):
+            self.stream_clock = max(self.stream_clock, int(routed["ts"].max()))
+        return pd.concat(outputs, ignore_index=True)
+
+
+def _model(settings: ShardJobSettings, shard: int):  # type: ignore[no-untyped-def]
+    from state.model import ReplicationModel
+    from state.sharding import Shard
+
+    return ReplicationModel(settings.rules, Shard(shard, settings.shards))
+
+
+def health(output: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    rows = output[output["kind"] == HEALTH]
+    return {key: json.loads(value) for key, value in zip(rows["key"], rows["value"], strict=True)}
+
+
+def sample_envelopes() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("shards", [1, 3])
+def test_flushed_job_equals_replay(shards: int) -> None:
+    envelopes = sample_envelopes()
+    with SAMPLE.open() as lines:
+        expected = {f"{r['topic']}:{r['partition']}": r
+                    for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+    job = Job(shards)
+    first = job.batch(kafka_records(envelopes[:70]))
+    second = job.batch(kafka_records(envelopes[70:]))
+    flush = job.batch(None)  # the no-data batch: every shard evaluates at the stream clock
+    assert health(flush) == expected
+    dead = pd.concat([first, second])
+    letters = [json.loads(v) for v in dead[dead["kind"] == DEAD]["value"]]
+    assert [(d["source"], d["reason"]) for d in letters] == [
+        ("fetch-responses", "stale_leader_epoch")
+    ]
+
+
+def test_only_changed_partitions_are_emitted_while_running() -> None:
+    job = Job(2, snapshot_when_idle=False)
+    envelopes = sample_envelopes()
+    job.batch(kafka_records(envelopes))
+    again = job.batch(None)  # nothing happened, the clock did not move
+    assert health(again) == {}
+    assert (again["kind"] == STATS).sum() == 2
+
+
+def test_silent_follower_moves_by_time_alone() -> None:
+    job = Job(2, snapshot_when_idle=False)
+    start = [
+        {"source": "controller-events", "value": {
+            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 1,
+            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}},
+        {"source": "fetch-responses", "value": {
+            "ts": B + 1_000, "topic": "t", "partition": 0, "leader": 1, "follower": 2,
+            "leader_epoch": 0, "fetch_offset": 10, "leader_leo": 20, "high_watermark": 10}},
+    ]  # fmt: skip
+    job.batch(kafka_records(start))
+    statuses = []
+    for now in (B + 15_001, B + 30_001, B + 45_001):
+        job.stream_clock = now  # Spark's watermark moved: events on other partitions
+        record = health(job.batch(None)).get("t:0")
+        statuses.append(record["followers"][0]["status"] if record else None)
+    # Follower 2 was caught up at the election (B), as every ISR member then.
+    assert statuses == ["LAGGING", "SHRINK_ELIGIBLE", "SHRINK_OVERDUE"]
+
+
+def test_bad_late_and_duplicate_records_are_dead_letters_counted_once() -> None:
+    job = Job(3, snapshot_when_idle=False)
+    election = {"source": "controller-events", "value": {
+        "type": "LeaderAndIsr", "ts": B + 100_000, "topic": "t", "partition": 0, "leader": 1,
+        "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}}  # fmt: skip
+    bad = {"source": "fetch-responses", "value": b"{not json"}
+    first = job.batch(kafka_records([election, bad]))
+    late_fetch = {"source": "fetch-responses", "value": {
+        "ts": B, "topic": "t", "partition": 0, "leader": 1, "follower": 2, "leader_epoch": 0,
+        "fetch_offset": 1, "leader_leo": 1, "high_watermark": 1}}  # fmt: skip
+    second = job.batch(kafka_records([election, late_fetch]))  # election again: a duplicate
+    letters = [json.loads(v) for out in (first, second) for v in out[out["kind"] == DEAD]["value"]]
+    assert sorted(d["reason"] for d in letters) == ["duplicate", "invalid_json", "late"]
+    stats = [json.loads(v) for v in second[second["kind"] == STATS]["value"]]
+    assert sum(s["duplicates"] for s in stats) == 1
+    assert sum(s["late"] for s in stats) == 1
+    assert sum(s["applied"].get("LeaderAndIsr", 0) for s in stats) == 0
+
+
+def test_deleted_topic_leaves_a_tombstone() -> None:
+    job = Job(1, snapshot_when_idle=False)
+    envelopes = sample_envelopes()
+    job.batch(kafka_records(envelopes))
+    deletion = {"source": "controller-events", "value": {
+        "type": "TopicChange", "ts": B + 100_000, "created": {}, "deleted": ["payments"]}}  # fmt: skip
+    out = job.batch(kafka_records([deletion]))
+    assert list(out[out["kind"] == TOMBSTONE]["key"]) == ["payments:0"]
