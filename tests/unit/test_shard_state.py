@@ -13,9 +13,8 @@ import pytest
 from state.events import Source
 from state.settings import RuleSettings
 from streaming.replay import replay
-from streaming.routing import route
+from streaming.routing import DEAD, route
 from streaming.shard_state import (
-    DEAD,
     HEALTH,
     STATS,
     TOMBSTONE,
@@ -157,6 +156,7 @@ def test_deleted_topic_leaves_a_tombstone() -> None:
     envelopes = sample_envelopes()
     job.batch(kafka_records(envelopes))
     deletion = {"source": "controller-events", "value": {
-        "type": "TopicChange", "ts": B + 100_000, "created": {}, "deleted": ["payments"]}}  # fmt: skip
+        "type": "TopicChange", "ts": B + 100_000, "created": {}, "deleted": ["payments"],
+    }}  # fmt: skip
     out = job.batch(kafka_records([deletion]))
     assert list(out[out["kind"] == TOMBSTONE]["key"]) == ["payments:0"]
