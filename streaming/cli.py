@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
 import sys
+import threading
 from pathlib import Path
 from typing import TextIO
 
@@ -109,6 +112,76 @@ def replay_command(
         f"{len(result.dead_letters)} dead letters" + (f" ({reasons})" if reasons else ""),
         err=True,
     )
+
+
+@main.command(name="run")
+@config_option
+@click.option("--bootstrap-servers", default=None, help="Kafka bootstrap servers (host:port,...).")
+@click.option(
+    "--checkpoint-location",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=None,
+    help="Where Spark keeps offsets and state.",
+)
+@click.option(
+    "--available-now",
+    is_flag=True,
+    help="Process everything available, write every partition's health, and exit.",
+)
+@click.option(
+    "--health-out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Also append health records to this JSON-lines file.",
+)
+@set_option
+def run_command(
+    config_file: Path | None,
+    bootstrap_servers: str | None,
+    checkpoint_location: Path | None,
+    available_now: bool,
+    health_out: Path | None,
+    overrides: dict[str, object],
+) -> None:
+    """Run the streaming job: controller-events + fetch-responses -> partition health."""
+    from streaming.job import run
+
+    flags = {
+        "kafka.bootstrap_servers": bootstrap_servers,
+        "streaming.checkpoint_location": checkpoint_location,
+        "streaming.health_out": health_out,
+    }
+    config = _load(config_file, {**overrides, **flags})
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    out = config.streaming.health_out
+    try:
+        run(config, available_now=available_now, health_out=Path(out) if out else None,
+            stop=stop)  # fmt: skip
+    except KeyboardInterrupt:
+        stop.set()
+
+
+@main.command(name="broker")
+@click.option("--port", type=int, default=9092, show_default=True)
+@config_option
+def broker_command(port: int, config_file: Path | None) -> None:
+    """Run the embedded Kafka-protocol broker (Tansu) with the job's topics, until Ctrl-C."""
+    from streaming.embedded_broker import EmbeddedBroker
+
+    config = _load(config_file)
+    topics = config.topics
+    with EmbeddedBroker(port=port) as broker:
+        broker.start()
+        broker.create_topics(
+            [topics.controller_events, topics.fetch_responses, topics.partition_health,
+             topics.dead_letters]
+        )  # fmt: skip
+        click.echo(f"broker: {broker.bootstrap_servers} (Ctrl-C stops it)", err=True)
+        stop = threading.Event()
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        with contextlib.suppress(KeyboardInterrupt):
+            stop.wait()
 
 
 @main.command(name="config")

@@ -1,0 +1,219 @@
+"""The Spark Structured Streaming job: Kafka -> routing -> per-shard state -> sinks.
+
+```
+controller-events ─┐                     ┌─ partition-health (compacted)
+                   ├─ route ─ shard state ┼─ isrwatch-dead-letters
+fetch-responses ───┘  (mapInPandas)       └─ /metrics, --health-out
+                       applyInPandasWithState, grouped by shard
+```
+
+The source is this project's Python Data Source over kafka-python
+(``streaming.kafka_source``), or Spark's JVM connector (``kafka.source_format: kafka``)
+where a deployment has it. State lives in the RocksDB state store by default; source
+offsets and state are in the checkpoint, so a restarted job applies every event once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from state.events import Source
+from streaming.config import IsrwatchConfig, SourceFormat, StateStore
+from streaming.metrics import HealthExporter
+from streaming.routing import ROUTED_SCHEMA, route_batches
+from streaming.shard_state import (
+    CLOCK_DELAY_MS,
+    OUTPUT_SCHEMA,
+    STATE_SCHEMA,
+    ShardJobSettings,
+    make_shard_function,
+)
+from streaming.sinks import BatchSink, HealthFile
+
+log = logging.getLogger("isrwatch.job")
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def spark_session(config: IsrwatchConfig) -> Any:
+    """A session for the job; Python workers run this interpreter (architecture.md)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(config.streaming.spark_master)
+        .appName("isrwatch")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", str(config.streaming.shuffle_partitions))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    if config.streaming.state_store is StateStore.ROCKSDB:
+        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def input_stream(spark: Any, config: IsrwatchConfig) -> Any:
+    topics = [config.topics.controller_events, config.topics.fetch_responses]
+    if config.kafka.source_format is SourceFormat.KAFKA:
+        return spark.readStream.format("kafka").options(**jvm_kafka_options(config)).load()
+    from streaming.kafka_source import kafka_source_options, register
+
+    register(spark)
+    options = kafka_source_options(config, topics)
+    return spark.readStream.format("isrwatch_kafka").options(**options).load()
+
+
+def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
+    """The same settings for Spark's own Kafka source (spark-sql-kafka-0-10)."""
+    kafka = config.kafka
+    options = {
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "subscribe": f"{config.topics.controller_events},{config.topics.fetch_responses}",
+        "startingOffsets": kafka.starting_offsets.value,
+        "maxOffsetsPerTrigger": str(kafka.max_records_per_partition_per_batch),
+        "failOnDataLoss": "false",
+        "kafka.security.protocol": kafka.security_protocol.value,
+    }
+    if kafka.sasl_mechanism is not None and kafka.sasl_username is not None:
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
+                  if kafka.sasl_mechanism.value == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")  # fmt: skip
+        password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
+        options["kafka.sasl.mechanism"] = kafka.sasl_mechanism.value
+        options["kafka.sasl.jaas.config"] = (
+            f'{module} required username="{kafka.sasl_username}" password="{password}";'
+        )
+    if kafka.ssl_cafile:
+        options["kafka.ssl.truststore.type"] = "PEM"
+        options["kafka.ssl.truststore.location"] = str(kafka.ssl_cafile)
+    return options
+
+
+def start_query(
+    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool
+) -> Any:
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    sources = {
+        config.topics.controller_events: Source.CONTROLLER_EVENTS,
+        config.topics.fetch_responses: Source.FETCH_RESPONSES,
+    }
+    shards = config.streaming.state_shards
+    routed = input_stream(spark, config).mapInPandas(
+        partial(route_batches, sources=sources, shards=shards), ROUTED_SCHEMA
+    )
+    # Spark's watermark only carries the stream's clock; lateness is judged (and
+    # dead-lettered) in the state function with the configured delay (shard_state).
+    clocked = routed.withColumn("event_time", F.timestamp_millis("ts")).withWatermark(
+        "event_time", f"{CLOCK_DELAY_MS} milliseconds"
+    )
+    settings = ShardJobSettings(
+        config.rules, shards, config.streaming.watermark_delay_ms, snapshot_when_idle
+    )
+    health = clocked.groupBy("shard").applyInPandasWithState(
+        make_shard_function(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+        GroupStateTimeout.ProcessingTimeTimeout,
+    )  # fmt: skip
+    return (
+        health.writeStream.queryName("isrwatch")
+        .foreachBatch(sink)
+        .option("checkpointLocation", str(Path(config.streaming.checkpoint_location).resolve()))
+        .trigger(processingTime=f"{config.streaming.trigger_interval_ms} milliseconds")
+        .start()
+    )
+
+
+def make_sink(
+    config: IsrwatchConfig,
+    exporter: HealthExporter,
+    health_out: Path | None,
+    on_batch: Callable[[int, pd.DataFrame], None] | None = None,
+) -> BatchSink:
+    def producer() -> Any:
+        from kafka import KafkaProducer
+
+        options = config.kafka.kafka_python_options()
+        return KafkaProducer(acks="all", linger_ms=20, **options)
+
+    return BatchSink(
+        producer, config.topics.partition_health, config.topics.dead_letters, exporter,
+        HealthFile(health_out) if health_out else None, on_batch,
+    )  # fmt: skip
+
+
+def run(
+    config: IsrwatchConfig,
+    *,
+    available_now: bool = False,
+    health_out: Path | None = None,
+    exporter: HealthExporter | None = None,
+    stop: threading.Event | None = None,
+    on_batch: Callable[[int, pd.DataFrame], None] | None = None,
+) -> None:
+    """Run the job until ``stop`` is set (or, with ``available_now``, until caught up).
+
+    A failing query (broker gone while writing, say) is restarted from its checkpoint
+    with back-off, so the job does not die of a transient fault.
+    """
+    exporter = exporter or HealthExporter()
+    if config.metrics.enabled:
+        exporter.serve(config.metrics.host, config.metrics.port)
+    stop = stop or threading.Event()
+    spark = spark_session(config)
+    sink = make_sink(config, exporter, health_out, on_batch)
+    backoff = config.kafka.retry_backoff_ms / 1000
+    try:
+        while not stop.is_set():
+            query = start_query(spark, config, sink, snapshot_when_idle=available_now)
+            try:
+                if available_now:
+                    _until_caught_up(query, stop)
+                    return
+                while not stop.is_set() and query.isActive:
+                    query.awaitTermination(1)
+                if query.exception() is None:
+                    return
+            except Exception as error:  # a failed batch: restart from the checkpoint
+                log.error("streaming query failed, restarting from its checkpoint: %s", error)
+                if available_now:
+                    raise
+            finally:
+                if query.isActive:
+                    query.stop()
+            stop.wait(backoff)
+            backoff = min(2 * backoff, config.kafka.retry_backoff_max_ms / 1000)
+    finally:
+        sink.close()
+
+
+def _until_caught_up(query: Any, stop: threading.Event) -> None:
+    """Wait for a batch that read nothing: everything available has been applied, and
+    that batch (no data, every shard timed out) evaluated all partitions at the largest
+    event time and wrote them all."""
+    seen = -1
+    while not stop.is_set():
+        if not query.isActive:
+            query.awaitTermination()  # raises the query's exception
+            return
+        for progress in query.recentProgress:
+            batch = progress["batchId"]
+            if batch > seen:
+                seen = batch
+                if progress["numInputRows"] == 0:
+                    return
+        time.sleep(0.2)

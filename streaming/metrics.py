@@ -1,0 +1,203 @@
+"""The Prometheus exporter, served by the driver.
+
+Each micro-batch every shard reports its gauges and this batch's counters (a stats row,
+``streaming.shard_state``). Gauges are rendered from the latest report of each shard by
+a custom collector, so a series disappears as soon as its partition or follower is
+healthy again: per-partition and per-follower series exist only while unhealthy, which
+bounds cardinality on a 100,000-partition cluster. Counters accumulate.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any
+
+from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import Counter as PromCounter
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+PARTITION_FLAGS = (
+    "under_replicated", "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated",
+)  # fmt: skip
+
+
+class HealthExporter(Collector):
+    """Gauges from the shards' latest stats, plus counters and histograms."""
+
+    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+        self.registry = registry or CollectorRegistry()
+        self._shards: dict[str, dict[str, Any]] = {}
+        self._batch_time = time.time()
+        self.events = PromCounter(
+            "isrwatch_events", "Input events by source and result", ["source", "result"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.dead_letters = PromCounter(
+            "isrwatch_dead_letters", "Records not applied, by reason", ["reason"],
+            registry=self.registry,
+        )  # fmt: skip
+        self.isr_changes = PromCounter(
+            "isrwatch_isr_changes",
+            "ISR changes applied, by topic, leader, kind (shrink/expand/other) and origin",
+            ["topic", "leader", "kind", "origin"], registry=self.registry,
+        )  # fmt: skip
+        self.bounced = PromCounter(
+            "isrwatch_broker_bounces", "Brokers seen re-registering with a larger epoch",
+            ["broker"], registry=self.registry,
+        )  # fmt: skip
+        self.propagation_delay = Histogram(
+            "isrwatch_propagation_delay_seconds",
+            "Observed time from an ISR change to the last live broker caching it",
+            buckets=(0.5, 1, 2.5, 5, 7.5, 10, 15, 30, 45, 60, 62.5, 90, 120, 300),
+            registry=self.registry,
+        )  # fmt: skip
+        self.batch_duration = Histogram(
+            "isrwatch_batch_duration_seconds", "Wall time of one micro-batch, sinks included",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=self.registry,
+        )  # fmt: skip
+        self.registry.register(self)
+
+    def serve(self, host: str, port: int) -> None:
+        start_http_server(port, addr=host, registry=self.registry)
+
+    # ---------------------------------------------------------------- updates
+
+    def record_batch(
+        self, stats: Iterable[Mapping[str, Any]], dead_letters: Mapping[str, int],
+        input_rows: Mapping[str, int], duration_s: float,
+    ) -> None:  # fmt: skip
+        """One micro-batch: the stats row of every shard, dead letters by reason."""
+        for reason, count in dead_letters.items():
+            self.dead_letters.labels(reason).inc(count)
+        for source, count in input_rows.items():
+            self.events.labels(source, "received").inc(count)
+        for shard in stats:
+            self._shards[str(shard["shard"])] = dict(shard)
+            for event_type, count in shard["applied"].items():
+                source = "fetch-responses" if event_type == "FetchResponse" else "controller-events"
+                self.events.labels(source, "applied").inc(count)
+            for topic, leader, kind, by_controller in shard["isr_transitions"]:
+                origin = "controller" if by_controller else "leader"
+                self.isr_changes.labels(topic, str(leader), kind, origin).inc()
+            for delay_ms in shard["propagation_delays_ms"]:
+                self.propagation_delay.observe(delay_ms / 1000)
+            for broker in shard["bounced_brokers"]:
+                self.bounced.labels(str(broker)).inc()
+        self.batch_duration.observe(duration_s)
+        self._batch_time = time.time()
+
+    # -------------------------------------------------------------- collector
+
+    def collect(self) -> Iterator[Metric]:
+        shards = list(self._shards.values())
+        yield from self._topic_gauges(shards)
+        yield from self._unhealthy(shards)
+        clock = max((s["clock_ms"] for s in shards), default=-1)
+        last_event = GaugeMetricFamily(
+            "isrwatch_last_event_time_seconds", "Largest event time applied (epoch seconds)"
+        )
+        lag = GaugeMetricFamily(
+            "isrwatch_event_time_lag_seconds",
+            "Wall clock minus the largest event time applied: how far behind the input the "
+            "monitor is",
+        )
+        if clock >= 0:
+            last_event.add_metric([], clock / 1000)
+            lag.add_metric([], time.time() - clock / 1000)
+        yield last_event
+        yield lag
+        since = GaugeMetricFamily(
+            "isrwatch_seconds_since_last_batch", "Wall time since the last micro-batch ended"
+        )
+        since.add_metric([], time.time() - self._batch_time)
+        yield since
+
+    def _topic_gauges(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+        totals: dict[str, Counter[str]] = {}
+        followers: Counter[tuple[str, str]] = Counter()
+        stale: Counter[tuple[str, str]] = Counter()
+        for shard in shards:
+            for topic, gauges in shard["topics"].items():
+                counter = totals.setdefault(topic, Counter())
+                counter["partitions"] += gauges["partitions"]
+                for flag in PARTITION_FLAGS:
+                    counter[flag] += gauges[flag]
+                for status, count in gauges["followers"].items():
+                    followers[(topic, status)] += count
+                stale[(topic, "expected")] += gauges["metadata_stale_expected"]
+                stale[(topic, "overdue")] += gauges["metadata_stale_overdue"]
+        partitions = GaugeMetricFamily(
+            "isrwatch_partitions", "Partitions monitored", labels=["topic"]
+        )
+        for topic, counter in sorted(totals.items()):
+            partitions.add_metric([topic], counter["partitions"])
+        yield partitions
+        for flag in PARTITION_FLAGS:
+            family = GaugeMetricFamily(
+                f"isrwatch_{flag}_partitions", f"Partitions {flag.replace('_', ' ')}",
+                labels=["topic"],
+            )  # fmt: skip
+            for topic, counter in sorted(totals.items()):
+                family.add_metric([topic], counter[flag])
+            yield family
+        by_status = GaugeMetricFamily(
+            "isrwatch_followers", "Followers by status", labels=["topic", "status"]
+        )
+        for (topic, status), count in sorted(followers.items()):
+            by_status.add_metric([topic, status], count)
+        yield by_status
+        metadata = GaugeMetricFamily(
+            "isrwatch_metadata_stale_partitions",
+            "Partitions whose cached ISR on some live broker lags the controller",
+            labels=["topic", "state"],
+        )
+        for (topic, state), count in sorted(stale.items()):
+            metadata.add_metric([topic, state], count)
+        yield metadata
+
+    def _unhealthy(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+        condition = GaugeMetricFamily(
+            "isrwatch_partition_condition",
+            "1 for each unhealthy condition of a partition (series exist only while it holds)",
+            labels=["topic", "partition", "condition"],
+        )
+        follower_lag = GaugeMetricFamily(
+            "isrwatch_follower_lag_time_seconds",
+            "Lag time of a follower that is not IN_SYNC (now - last caught up)",
+            labels=["topic", "partition", "broker", "status", "leader"],
+        )
+        follower_messages = GaugeMetricFamily(
+            "isrwatch_follower_lag_messages", "Messages behind the leader, followers not IN_SYNC",
+            labels=["topic", "partition", "broker", "status", "leader"],
+        )  # fmt: skip
+        shrink_by = GaugeMetricFamily(
+            "isrwatch_follower_shrink_deadline_seconds",
+            "When Kafka will have removed the follower from the ISR (last caught up + 1.5 T)",
+            labels=["topic", "partition", "broker", "status", "leader"],
+        )
+        for shard in shards:
+            for record in shard["unhealthy"]:
+                topic, partition = record["topic"], str(record["partition"])
+                for flag in PARTITION_FLAGS:
+                    if record[flag] and flag != "at_min_isr":
+                        condition.add_metric([topic, partition, flag], 1)
+                if record["metadata"]["state"] != "CONSISTENT":
+                    state = record["metadata"]["state"].lower()
+                    condition.add_metric([topic, partition, f"metadata_{state}"], 1)
+                for f in record["followers"]:
+                    if f["status"] == "IN_SYNC":
+                        continue
+                    labels = [topic, partition, str(f["broker"]), f["status"],
+                              str(record["leader"])]  # fmt: skip
+                    follower_lag.add_metric(labels, f["lag_time_ms"] / 1000)
+                    if f["lag_messages"] is not None:
+                        follower_messages.add_metric(labels, f["lag_messages"])
+                    if "shrink_by_ms" in f:
+                        shrink_by.add_metric(labels, f["shrink_by_ms"] / 1000)
+        yield condition
+        yield follower_lag
+        yield follower_messages
+        yield shrink_by
