@@ -109,6 +109,18 @@ class HealthExporter(Collector):
             lag.add_metric([], time.time() - clock / 1000)
         yield last_event
         yield lag
+        applied = GaugeMetricFamily(
+            "isrwatch_state_events_applied",
+            "Events applied to the state since the job first started (checkpointed: each "
+            "event counts once across restarts)",
+            labels=["type"],
+        )
+        totals: Counter[str] = Counter()
+        for shard in shards:
+            totals.update(shard["applied_total"])
+        for event_type, count in sorted(totals.items()):
+            applied.add_metric([event_type], count)
+        yield applied
         since = GaugeMetricFamily(
             "isrwatch_seconds_since_last_batch", "Wall time since the last micro-batch ended"
         )

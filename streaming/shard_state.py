@@ -74,6 +74,9 @@ class ShardSnapshot:
     clock_ms: int = -1  # the largest event time this shard has applied
     signatures: dict[str, int] = field(default_factory=dict)  # key -> health last emitted
     seen_controller_events: dict[int, int] = field(default_factory=dict)  # hash -> ts
+    # Events applied since the job first started, checkpointed with the state: after a
+    # restart they count each event once, however often a batch was re-run.
+    applied_total: Counter[str] = field(default_factory=Counter)
 
 
 def stable_hash(text: str) -> int:
@@ -170,6 +173,7 @@ def process(
                                  "same controller event seen before"))  # fmt: skip
         events = events[keep].reset_index(drop=True)
         report = snapshot.model.apply(_model_input(events))
+        snapshot.applied_total.update(report.applied)
         for position, reason in zip(report.rejected_ids, report.rejected_reasons, strict=True):
             out.append(_dead(events.iloc[position], reason, "not applied"))
         if len(events):
@@ -274,6 +278,7 @@ def _stats_row(
     """Counters of this batch and gauges of the shard now, for the driver's exporter."""
     stats: dict[str, Any] = {
         "applied": dict(report.applied),
+        "applied_total": dict(snapshot.applied_total),
         "rejected": {r.value: n for r, n in report.rejections_by_reason().items()},
         "late": late,
         "duplicates": duplicates,

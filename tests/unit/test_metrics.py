@@ -1,0 +1,85 @@
+"""The exporter: gauges from the shards' latest stats, bounded per-partition series."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from streaming.metrics import HealthExporter
+
+
+def shard_stats(shard: int, **overrides: Any) -> dict[str, Any]:
+    stats: dict[str, Any] = {
+        "shard": shard, "applied": {"FetchResponse": 10, "IsrChange": 1},
+        "applied_total": {"FetchResponse": 100}, "rejected": {}, "late": 0, "duplicates": 0,
+        "fetch_error_responses": 0, "isr_transitions": [["orders", 1, "shrink", False]],
+        "propagation_delays_ms": [5_500], "bounced_brokers": [], "clock_ms": 1_700_000_000_000,
+        "now_ms": 1_700_000_000_000, "partitions": 2,
+        "topics": {"orders": {
+            "partitions": 2, "under_replicated": 1, "under_min_isr": 0, "at_min_isr": 1,
+            "offline": 0, "predicted_under_replicated": 0, "followers": {"IN_SYNC": 3, "LAGGING": 1},
+            "metadata_stale_expected": 1, "metadata_stale_overdue": 0}},
+        "unhealthy": [],
+    }  # fmt: skip
+    return {**stats, **overrides}
+
+
+def unhealthy_record(partition: int) -> dict[str, Any]:
+    return {
+        "topic": "orders", "partition": partition, "leader": 1, "under_replicated": True,
+        "under_min_isr": False, "at_min_isr": True, "offline": False,
+        "predicted_under_replicated": False,
+        "followers": [
+            {"broker": 2, "status": "IN_SYNC", "lag_time_ms": 0, "lag_messages": 0},
+            {"broker": 3, "status": "SHRINK_ELIGIBLE", "lag_time_ms": 32_000,
+             "lag_messages": 1_100, "shrink_by_ms": 1_700_000_025_000},
+        ],
+        "metadata": {"state": "STALE_EXPECTED"},
+    }  # fmt: skip
+
+
+def samples(exporter: HealthExporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = generate_latest(exporter.registry).decode()
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
+    exporter = HealthExporter()
+    exporter.record_batch([shard_stats(0), shard_stats(1)], {"invalid_json": 2}, {}, 0.5)
+    exporter.record_batch([shard_stats(0), shard_stats(1)], {"late": 1}, {}, 0.5)
+    got = samples(exporter)
+    topic = (("topic", "orders"),)
+    assert got[("isrwatch_under_replicated_partitions", topic)] == 2  # 1 per shard, latest
+    assert got[("isrwatch_partitions", topic)] == 4
+    assert got[("isrwatch_followers", (("status", "LAGGING"), ("topic", "orders")))] == 2
+    assert got[("isrwatch_metadata_stale_partitions", (("state", "expected"), *topic))] == 2
+    assert got[("isrwatch_dead_letters_total", (("reason", "invalid_json"),))] == 2
+    assert got[("isrwatch_dead_letters_total", (("reason", "late"),))] == 1
+    shrinks = (("kind", "shrink"), ("leader", "1"), ("origin", "leader"), *topic)
+    assert got[("isrwatch_isr_changes_total", shrinks)] == 4  # 2 shards x 2 batches
+    assert got[("isrwatch_propagation_delay_seconds_count", ())] == 4
+    assert got[("isrwatch_state_events_applied", (("type", "FetchResponse"),))] == 200
+    assert got[("isrwatch_last_event_time_seconds", ())] == 1_700_000_000
+
+
+def test_partition_series_exist_only_while_unhealthy() -> None:
+    exporter = HealthExporter()
+    exporter.record_batch([shard_stats(0, unhealthy=[unhealthy_record(7)])], {}, {}, 0.1)
+    got = samples(exporter)
+    follower = (("broker", "3"), ("leader", "1"), ("partition", "7"),
+                ("status", "SHRINK_ELIGIBLE"), ("topic", "orders"))  # fmt: skip
+    assert got[("isrwatch_follower_lag_time_seconds", follower)] == 32
+    assert got[("isrwatch_follower_lag_messages", follower)] == 1_100
+    assert got[("isrwatch_follower_shrink_deadline_seconds", follower)] == 1_700_000_025
+    conditions = {dict(labels)["condition"] for name, labels in got
+                  if name == "isrwatch_partition_condition"}  # fmt: skip
+    assert conditions == {"under_replicated", "metadata_stale_expected"}
+    exporter.record_batch([shard_stats(0)], {}, {}, 0.1)  # partition 7 is healthy again
+    assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_follower_")]
+    assert not [key for key in samples(exporter) if key[0] == "isrwatch_partition_condition"]
