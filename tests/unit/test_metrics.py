@@ -19,7 +19,8 @@ def shard_stats(shard: int, **overrides: Any) -> dict[str, Any]:
         "now_ms": 1_700_000_000_000, "partitions": 2,
         "topics": {"orders": {
             "partitions": 2, "under_replicated": 1, "under_min_isr": 0, "at_min_isr": 1,
-            "offline": 0, "predicted_under_replicated": 0, "followers": {"IN_SYNC": 3, "LAGGING": 1},
+            "offline": 0, "predicted_under_replicated": 0,
+            "followers": {"IN_SYNC": 3, "LAGGING": 1},
             "metadata_stale_expected": 1, "metadata_stale_overdue": 0}},
         "unhealthy": [],
     }  # fmt: skip
