@@ -73,9 +73,26 @@ def route(records: pd.DataFrame, sources: Mapping[str, Source], shards: int) -> 
                     **where, "shard": shard, "kind": CONTROLLER, "ts": parsed.ts,
                     "source": source.value, "value": text,
                 })  # fmt: skip
-    return pd.DataFrame(rows, columns=ROUTED_COLUMNS).astype(
-        {"shard": "int32", "src_partition": "int32", "ts": "int64", "src_offset": "int64"}
-    )
+    return conform(pd.DataFrame(rows, columns=ROUTED_COLUMNS), ROUTED_SCHEMA)
+
+
+_PANDAS_TYPES = {"int": "Int32", "long": "Int64", "string": object}
+
+
+def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
+    """``frame`` with the column types of the DDL ``schema``, as PySpark 4.3 takes them
+    back from a pandas UDF under pandas 3: strings as Python objects with None for
+    null (an all-NaN float column, or pandas 3's Arrow-backed strings, reach Arrow as a
+    ChunkedArray that ``RecordBatch.from_arrays`` refuses), integers as nullable ints."""
+    for part in schema.split(","):
+        name, kind = part.split()
+        target = _PANDAS_TYPES[kind]
+        if target is object:
+            column = frame[name].astype(object)
+            frame[name] = column.where(column.notna(), None)
+        else:
+            frame[name] = frame[name].astype(target)
+    return frame
 
 
 def route_batches(

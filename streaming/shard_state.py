@@ -39,7 +39,7 @@ from state.partition_table import BOOL
 from state.settings import RuleSettings
 from state.sharding import Shard
 from state.shrink_rule import FollowerStatus
-from streaming.routing import CONTROLLER, DEAD, FETCH
+from streaming.routing import CONTROLLER, DEAD, FETCH, conform
 
 HEALTH = "health"
 TOMBSTONE = "tombstone"
@@ -184,7 +184,7 @@ def process(
         idle = rows is None
         out += _health_rows(snapshot, frame, full=settings.snapshot_when_idle and idle)
     out.append(_stats_row(snapshot, frame, report, late, duplicates, now))
-    return pd.DataFrame(out, columns=OUTPUT_COLUMNS)
+    return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
 
 
 def _model_input(events: pd.DataFrame) -> Iterable[tuple[int, Event | FetchBatch]]:

@@ -1,0 +1,240 @@
+"""The streaming job end to end: embedded broker, real Spark session, real sinks."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+from state.settings import RuleSettings
+from state.sharding import shard_of
+from streaming.config import IsrwatchConfig, load_config
+from streaming.embedded_broker import EmbeddedBroker
+from streaming.job import run
+from streaming.metrics import HealthExporter
+from streaming.replay import replay
+from streaming.shard_state import STATS
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
+B = 1_700_000_000_000
+
+
+@pytest.fixture
+def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
+    """Topics of their own for each test, on the shared broker."""
+    suffix = uuid.uuid4().hex[:8]
+    names = {
+        "topics.controller_events": f"controller-events-{suffix}",
+        "topics.fetch_responses": f"fetch-responses-{suffix}",
+        "topics.partition_health": f"partition-health-{suffix}",
+        "topics.dead_letters": f"dead-letters-{suffix}",
+    }
+    broker.create_topics([names["topics.controller_events"]], partitions=1)
+    broker.create_topics([names["topics.fetch_responses"]], partitions=2)
+    broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
+    return load_config(None, {
+        **names,
+        "kafka.bootstrap_servers": broker.bootstrap_servers,
+        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
+        "streaming.trigger_interval_ms": 500,
+        "streaming.state_shards": 3,
+        "metrics.enabled": False,
+    }, environ={})  # fmt: skip
+
+
+def produce(config: IsrwatchConfig, envelopes: list[dict[str, Any] | tuple[str, bytes]]) -> None:
+    topics = {"controller-events": config.topics.controller_events,
+              "fetch-responses": config.topics.fetch_responses}  # fmt: skip
+    producer = KafkaProducer(bootstrap_servers=config.kafka.bootstrap_servers, linger_ms=20)
+    for envelope in envelopes:
+        if isinstance(envelope, tuple):
+            source, raw = envelope
+        else:
+            source, raw = envelope["source"], json.dumps(envelope["value"]).encode()
+        value = json.loads(raw) if raw.startswith(b"{") and raw.endswith(b"}") else {}
+        key = f"{value.get('topic')}:{value.get('partition')}" if "topic" in value else "0"
+        producer.send(topics[source], key=key.encode(), value=raw)
+    producer.flush()
+    producer.close()
+
+
+def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
+    consumer = KafkaConsumer(bootstrap_servers=config.kafka.bootstrap_servers,
+                             enable_auto_commit=False)  # fmt: skip
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    records: list[tuple[str, str | None]] = []
+    idle_since = time.monotonic()
+    while time.monotonic() - idle_since < 3:
+        batch = consumer.poll(timeout_ms=500)
+        for messages in batch.values():
+            idle_since = time.monotonic()
+            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
+                        for m in messages]  # fmt: skip
+    consumer.close()
+    return records
+
+
+def sample() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+
+
+def replayed() -> dict[str, dict[str, Any]]:
+    with SAMPLE.open() as lines:
+        return {f"{r['topic']}:{r['partition']}": r
+                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+
+
+def last_per_key(lines: list[tuple[str, str | None]]) -> dict[str, Any]:
+    latest: dict[str, Any] = {}
+    for key, value in lines:
+        latest[key] = json.loads(value) if value is not None else None
+    return latest
+
+
+class Batches:
+    """Collects the job's output rows (the foreachBatch input) for assertions."""
+
+    def __init__(self) -> None:
+        self.frames: list[pd.DataFrame] = []
+
+    def __call__(self, batch_id: int, rows: pd.DataFrame) -> None:
+        self.frames.append(rows)
+
+    def last_stats(self) -> list[dict[str, Any]]:
+        last = self.frames[-1]
+        return [json.loads(v) for v in last[last["kind"] == STATS]["value"]]
+
+
+def test_sample_gives_exactly_what_replay_gives(job_config: IsrwatchConfig, tmp_path: Path) -> None:
+    produce(job_config, sample())
+    health_out = tmp_path / "health.jsonl"
+    run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
+    expected = replayed()
+    from_file = last_per_key([
+        (f"{r['topic']}:{r['partition']}", json.dumps(r))
+        for r in map(json.loads, health_out.read_text().splitlines())
+    ])  # fmt: skip
+    assert from_file == expected
+    assert last_per_key(read_topic(job_config, job_config.topics.partition_health)) == expected
+    letters = [json.loads(v) for _, v in read_topic(job_config, job_config.topics.dead_letters)
+               if v is not None]  # fmt: skip
+    assert [(d["source"], d["reason"]) for d in letters] == [
+        ("fetch-responses", "stale_leader_epoch")
+    ]
+
+
+def test_malformed_records_are_dead_letters_and_the_job_goes_on(
+    job_config: IsrwatchConfig,
+) -> None:
+    good = sample()
+    bad: list[dict[str, Any] | tuple[str, bytes]] = [
+        ("fetch-responses", b"not json at all"),
+        ("controller-events", b'{"type": "Bogus", "ts": 1}'),
+        ("controller-events", b'{"type": "IsrChange", "ts": 1}'),
+        ("fetch-responses", b"[1, 2, 3]"),
+    ]
+    produce(job_config, [*bad[:2], *good[:60], *bad[2:], *good[60:]])
+    batches = Batches()
+    run(job_config, available_now=True, exporter=HealthExporter(), on_batch=batches)
+    letters = [json.loads(v) for _, v in read_topic(job_config, job_config.topics.dead_letters)
+               if v is not None]  # fmt: skip
+    assert sorted(d["reason"] for d in letters) == [
+        "invalid_json", "missing_field", "not_an_object", "stale_leader_epoch", "unknown_type",
+    ]  # fmt: skip
+    assert last_per_key(read_topic(job_config, job_config.topics.partition_health)) == replayed()
+
+
+def test_kill_and_restart_loses_and_repeats_nothing(
+    job_config: IsrwatchConfig, tmp_path: Path
+) -> None:
+    envelopes = sample()
+    produce(job_config, envelopes[:80])
+    health_out = tmp_path / "health.jsonl"
+    env = {**os.environ, **{
+        f"ISRWATCH_{k.upper().replace('.', '__')}": str(v) for k, v in {
+            "kafka.bootstrap_servers": job_config.kafka.bootstrap_servers,
+            "topics.controller_events": job_config.topics.controller_events,
+            "topics.fetch_responses": job_config.topics.fetch_responses,
+            "topics.partition_health": job_config.topics.partition_health,
+            "topics.dead_letters": job_config.topics.dead_letters,
+            "streaming.checkpoint_location": job_config.streaming.checkpoint_location,
+            "streaming.trigger_interval_ms": 500,
+            "streaming.state_shards": 3,
+            "metrics.enabled": "false",
+        }.items()
+    }}  # fmt: skip
+    job = subprocess.Popen(
+        [sys.executable, "-m", "streaming.cli", "run", "--health-out", str(health_out)],
+        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 180
+        while not health_out.exists() and time.monotonic() < deadline:
+            assert job.poll() is None, job.stderr.read().decode()[-3000:] if job.stderr else ""
+            time.sleep(0.5)
+        produce(job_config, envelopes[80:])
+        time.sleep(1.0)  # likely inside a batch: the kill may land anywhere
+    finally:
+        os.killpg(job.pid, signal.SIGKILL)
+        job.wait()
+    batches = Batches()
+    run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter(),
+        on_batch=batches)  # fmt: skip
+    assert last_per_key(read_topic(job_config, job_config.topics.partition_health)) == replayed()
+    totals: dict[str, int] = {}
+    for shard in batches.last_stats():
+        for event_type, count in shard["applied_total"].items():
+            totals[event_type] = totals.get(event_type, 0) + count
+    fetches = sum(e["source"] == "fetch-responses" for e in envelopes)
+    controller = len(envelopes) - fetches
+    # Every event applied exactly once; the one stale fetch of the story is not applied.
+    assert sum(v for k, v in totals.items() if k != "FetchResponse") == controller
+    assert totals["FetchResponse"] == fetches - 1
+
+
+def test_silent_follower_reaches_shrink_eligible_by_timeout_alone(
+    job_config: IsrwatchConfig,
+) -> None:
+    quiet, busy = 0, next(p for p in range(1, 50) if shard_of("t", p, 3) != shard_of("t", 0, 3))
+
+    def election(partition: int) -> dict[str, Any]:
+        return {"source": "controller-events", "value": {
+            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": partition, "leader": 1,
+            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}}  # fmt: skip
+
+    def fetch(partition: int, ts: int) -> dict[str, Any]:
+        return {"source": "fetch-responses", "value": {
+            "ts": ts, "topic": "t", "partition": partition, "leader": 1, "follower": 2,
+            "leader_epoch": 0, "fetch_offset": 100, "leader_leo": 100 + ts - B,
+            "high_watermark": 100}}  # fmt: skip
+
+    produce(job_config, [election(quiet), election(busy), fetch(quiet, B + 1_000)])
+    batches = Batches()
+    run(job_config, available_now=True, exporter=HealthExporter(), on_batch=batches)
+    # Only the other partition's follower goes on fetching; the quiet partition's shard
+    # gets no event at all from now on.
+    produce(job_config, [fetch(busy, B + t) for t in range(5_000, 40_001, 5_000)])
+    run(job_config, available_now=True, exporter=HealthExporter(), on_batch=batches)
+    final = last_per_key([
+        (key, value) for frame in batches.frames
+        for key, value in zip(frame[frame["kind"] == "health"]["key"],
+                              frame[frame["kind"] == "health"]["value"], strict=True)
+    ])  # fmt: skip
+    follower = final["t:0"]["followers"][0]
+    # Caught up at the election (B); evaluated at B + 40 000 > B + 30 000 = T.
+    assert (final["t:0"]["as_of_ms"], follower["status"]) == (B + 40_000, "SHRINK_ELIGIBLE")
+    assert follower["shrink_by_ms"] == B + 45_000
