@@ -15,6 +15,7 @@ offsets and state are in the checkpoint, so a restarted job applies every event 
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -202,18 +203,35 @@ def run(
 
 
 def _until_caught_up(query: Any, stop: threading.Event) -> None:
-    """Wait for a batch that read nothing: everything available has been applied, and
-    that batch (no data, every shard timed out) evaluated all partitions at the largest
-    event time and wrote them all."""
+    """Wait for a batch that read nothing although it ended at the source's latest
+    offsets: everything available has been applied, and that batch (no data, every
+    shard timed out) evaluated all partitions at the largest event time and wrote them.
+
+    A no-data batch alone is not enough: after a restart Spark first re-runs the batch
+    it had planned before the stop, which may be one without data.
+    """
     seen = -1
     while not stop.is_set():
         if not query.isActive:
             query.awaitTermination()  # raises the query's exception
             return
         for progress in query.recentProgress:
-            batch = progress["batchId"]
-            if batch > seen:
-                seen = batch
-                if progress["numInputRows"] == 0:
+            if progress["batchId"] > seen:
+                seen = progress["batchId"]
+                if _caught_up(progress):
                     return
         time.sleep(0.2)
+
+
+def _caught_up(progress: dict[str, Any]) -> bool:
+    if progress["numInputRows"] != 0:
+        return False
+    for source in progress["sources"]:
+        end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+        if latest is None or end != latest:
+            return False
+    return True
+
+
+def _offsets(value: object) -> object:
+    return json.loads(value) if isinstance(value, str) else value

@@ -39,22 +39,21 @@ FETCH_FIELDS = [name for name in WIRE_COLUMNS if name != "ts"]
 def route(records: pd.DataFrame, sources: Mapping[str, Source], shards: int) -> pd.DataFrame:
     """Routed rows of Kafka records (columns of Spark's Kafka source).
 
-    ``sources`` maps each input topic name to what it carries. A dead letter's ``ts`` is
-    the record's Kafka timestamp (it has no valid event time of its own).
+    ``sources`` maps each input topic name to what it carries. A dead letter has no
+    ``ts``: it has no valid event time, and it must not move the stream's clock.
     """
     rows: list[dict[str, object]] = []
     coordinates = zip(
-        records["topic"], records["partition"], records["offset"], records["value"],
-        records["timestamp"], strict=True,
-    )  # fmt: skip
-    for topic, kafka_partition, offset, value, timestamp in coordinates:
+        records["topic"], records["partition"], records["offset"], records["value"], strict=True
+    )
+    for topic, kafka_partition, offset, value in coordinates:
         where = {"src_topic": topic, "src_partition": int(kafka_partition),
                  "src_offset": int(offset)}  # fmt: skip
         source = sources[topic]
         parsed = parse_record(source, value)
         if isinstance(parsed, DeadLetter):
             rows.append({
-                **where, "shard": 0, "kind": DEAD, "ts": _millis(timestamp),
+                **where, "shard": 0, "kind": DEAD, "ts": None,
                 "source": source.value, "value": parsed.raw, "reason": parsed.reason.value,
                 "detail": parsed.detail,
             })  # fmt: skip
@@ -101,9 +100,3 @@ def route_batches(
     """``mapInPandas`` form of :func:`route`."""
     for records in batches:
         yield route(records, sources, shards)
-
-
-def _millis(timestamp: object) -> int:
-    if isinstance(timestamp, pd.Timestamp):
-        return int(timestamp.value // 1_000_000)
-    return 0
