@@ -75,9 +75,6 @@ def route(records: pd.DataFrame, sources: Mapping[str, Source], shards: int) -> 
     return conform(pd.DataFrame(rows, columns=ROUTED_COLUMNS), ROUTED_SCHEMA)
 
 
-_PANDAS_TYPES = {"int": "Int32", "long": "Int64", "string": object}
-
-
 def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
     """``frame`` with the column types of the DDL ``schema``, as PySpark 4.3 takes them
     back from a pandas UDF under pandas 3: strings as Python objects with None for
@@ -85,12 +82,15 @@ def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
     ChunkedArray that ``RecordBatch.from_arrays`` refuses), integers as nullable ints."""
     for part in schema.split(","):
         name, kind = part.split()
-        target = _PANDAS_TYPES[kind]
-        if target is object:
-            column = frame[name].astype(object)
+        if kind == "string":
+            column = frame[name].astype("object")
             frame[name] = column.where(column.notna(), None)
+        elif kind == "int":
+            frame[name] = frame[name].astype("Int32")
+        elif kind == "long":
+            frame[name] = frame[name].astype("Int64")
         else:
-            frame[name] = frame[name].astype(target)
+            raise ValueError(f"no pandas type for {kind!r} ({name})")
     return frame
 
 

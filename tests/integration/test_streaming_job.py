@@ -9,6 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,9 @@ def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
     }, environ={})  # fmt: skip
 
 
-def produce(config: IsrwatchConfig, envelopes: list[dict[str, Any] | tuple[str, bytes]]) -> None:
+def produce(
+    config: IsrwatchConfig, envelopes: Sequence[dict[str, Any] | tuple[str, bytes]]
+) -> None:
     topics = {"controller-events": config.topics.controller_events,
               "fetch-responses": config.topics.fetch_responses}  # fmt: skip
     producer = KafkaProducer(bootstrap_servers=config.kafka.bootstrap_servers, linger_ms=20)
@@ -214,7 +217,8 @@ def test_silent_follower_reaches_shrink_eligible_by_timeout_alone(
     def election(partition: int) -> dict[str, Any]:
         return {"source": "controller-events", "value": {
             "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": partition, "leader": 1,
-            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}}  # fmt: skip
+            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0,
+        }}  # fmt: skip
 
     def fetch(partition: int, ts: int) -> dict[str, Any]:
         return {"source": "fetch-responses", "value": {
