@@ -55,7 +55,7 @@ class TopicSlots:
 class PartitionTable:
     """Partition rows and replica slots of one shard; see the module docstring."""
 
-    def __init__(self, partition_capacity: int = 1024, replica_capacity: int = 4) -> None:
+    def __init__(self, partition_capacity: int = 8, replica_capacity: int = 4) -> None:
         self.size = 0
         self._topic_ids: dict[str, TopicSlots] = {}
         self.topic_names: list[str] = []

@@ -1,0 +1,229 @@
+"""Throughput and micro-batch latency of the streaming job, next to two references.
+
+    python bench/stream_bench.py [--partitions 10000 100000] [--rounds 3] [--shards 16]
+
+For each cluster size it starts the embedded broker, produces one LeaderAndIsr per
+partition (3 replicas) and ``rounds`` rounds of fetch responses in which every follower
+of every partition fetches once, then runs on the same topics, one after the other:
+
+* ``job``: the real pipeline (routing, per-shard state, sinks to Kafka);
+* ``ceiling``: the same source and routing with the stateful step removed (a count in
+  foreachBatch): the most the job can do;
+* ``per-partition``: the straightforward design, the model grouped by
+  ``(topic, partition)`` (one group per partition).
+
+Printed per pipeline: events/s over the data batches, p50/p99 micro-batch latency, and
+the number of batches. Nothing is asserted: the machines are shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from kafka import KafkaProducer
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from state.events import Source  # noqa: E402
+from state.model import ReplicationModel  # noqa: E402
+from state.settings import RuleSettings  # noqa: E402
+from streaming.config import IsrwatchConfig, load_config  # noqa: E402
+from streaming.embedded_broker import EmbeddedBroker  # noqa: E402
+from streaming.job import (  # noqa: E402
+    _until_caught_up,
+    input_stream,
+    make_sink,
+    spark_session,
+    start_query,
+)
+from streaming.metrics import HealthExporter  # noqa: E402
+from streaming.routing import FETCH, ROUTED_SCHEMA, conform, route  # noqa: E402
+from streaming.shard_state import (  # noqa: E402
+    CLOCK_DELAY_MS,
+    OUTPUT_SCHEMA,
+    STATE_SCHEMA,
+    ShardJobSettings,
+    ShardSnapshot,
+    process,
+)
+
+B = 1_700_000_000_000
+FETCH_PARTITIONS = 4
+
+
+def produce_load(config: IsrwatchConfig, partitions: int, rounds: int) -> int:
+    """One election per partition, then ``rounds`` fetch rounds; returns the event count."""
+    producer = KafkaProducer(bootstrap_servers=config.kafka.bootstrap_servers,
+                             linger_ms=50, batch_size=1 << 20)  # fmt: skip
+    per_topic = 1000
+    for p in range(partitions):
+        topic, number = f"topic-{p // per_topic:04d}", p % per_topic
+        leader = p % 6
+        replicas = [leader, (leader + 1) % 6, (leader + 2) % 6]
+        producer.send(config.topics.controller_events, json.dumps({
+            "type": "LeaderAndIsr", "ts": B, "topic": topic, "partition": number,
+            "leader": leader, "leader_epoch": 0, "isr": replicas, "replicas": replicas,
+            "partition_epoch": 0,
+        }).encode())  # fmt: skip
+    rng = np.random.default_rng(1)
+    leo = np.zeros(partitions, dtype=np.int64)
+    for r in range(rounds):
+        previous = leo.copy()
+        leo += rng.integers(0, 100, partitions)
+        for p in range(partitions):
+            topic, number, leader = f"topic-{p // per_topic:04d}", p % per_topic, p % 6
+            for k in (1, 2):
+                producer.send(config.topics.fetch_responses, json.dumps({
+                    "ts": B + 1_000 + r * 500 + k, "topic": topic, "partition": number,
+                    "leader": leader, "follower": (leader + k) % 6, "leader_epoch": 0,
+                    "fetch_offset": int(previous[p]), "leader_leo": int(leo[p]),
+                    "high_watermark": int(previous[p]),
+                }).encode(), partition=(p * 2 + k) % FETCH_PARTITIONS)  # fmt: skip
+    producer.flush()
+    producer.close()
+    return partitions * (1 + 2 * rounds)
+
+
+def measure(query: Any) -> dict[str, Any]:
+    _until_caught_up(query, threading.Event())
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    query.stop()
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
+    rows = sum(p["numInputRows"] for p in progress)
+    return {
+        "events/s": rows / sum(durations) if durations else 0.0,
+        "p50 s": statistics.median(durations) if durations else 0.0,
+        "p99 s": float(np.percentile(durations, 99)) if durations else 0.0,
+        "batches": len(durations),
+        "rows": rows,
+    }
+
+
+def ceiling(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]) -> Any:
+    shards = config.streaming.state_shards
+
+    def routed(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for records in batches:
+            yield route(records, sources, shards)
+
+    counted: list[int] = []
+    return (
+        input_stream(spark, config).mapInPandas(routed, ROUTED_SCHEMA).writeStream
+        .foreachBatch(lambda frame, _: counted.append(frame.count()))
+        .option("checkpointLocation", config.streaming.checkpoint_location + "-ceiling")
+        .trigger(processingTime="1 second").start()
+    )  # fmt: skip
+
+
+def per_partition(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]) -> Any:
+    """The model grouped by (topic, partition): each group holds one partition."""
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    def routed(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        for records in batches:
+            frame = route(records, sources, 1)
+            controller = frame["kind"] != FETCH
+            parsed = [json.loads(v) for v in frame.loc[controller, "value"]]
+            frame.loc[controller, "topic"] = [e.get("topic") for e in parsed]
+            frame.loc[controller, "partition"] = [e.get("partition") for e in parsed]
+            yield conform(frame, ROUTED_SCHEMA)
+
+    settings = ShardJobSettings(RuleSettings(), 1, config.streaming.watermark_delay_ms)
+
+    def update(
+        key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
+    ) -> Iterator[pd.DataFrame]:
+        import pickle
+
+        snapshot = (pickle.loads(state.get[0]) if state.exists
+                    else ShardSnapshot(ReplicationModel(settings.rules)))  # fmt: skip
+        rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
+        watermark = state.getCurrentWatermarkMs()
+        clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
+        out = process(snapshot, rows if len(rows) else None, clock, settings)
+        state.update((pickle.dumps(snapshot),))
+        yield out
+
+    return (
+        input_stream(spark, config).mapInPandas(routed, ROUTED_SCHEMA)
+        .withColumn("event_time", F.timestamp_millis("ts"))
+        .withWatermark("event_time", f"{CLOCK_DELAY_MS} milliseconds")
+        .groupBy("topic", "partition")
+        .applyInPandasWithState(update, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+                                GroupStateTimeout.NoTimeout)
+        .writeStream.foreachBatch(lambda frame, _: frame.count())
+        .option("checkpointLocation", config.streaming.checkpoint_location + "-per-partition")
+        .trigger(processingTime="1 second").start()
+    )  # fmt: skip
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--max-per-partition", type=int, default=100_000,
+                        help="records per Kafka partition per micro-batch")  # fmt: skip
+    parser.add_argument("--skip", nargs="*", default=[], choices=["per-partition"])
+    args = parser.parse_args()
+    workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"isrwatch-bench-{uuid.uuid4().hex[:6]}"
+    with EmbeddedBroker() as broker:
+        broker.start()
+        for partitions in args.partitions:
+            suffix = uuid.uuid4().hex[:6]
+            names = {f"topics.{k}": f"{k.replace('_', '-')}-{suffix}" for k in
+                     ("controller_events", "fetch_responses", "partition_health", "dead_letters")}  # fmt: skip
+            broker.create_topics([names["topics.controller_events"]], partitions=1)
+            broker.create_topics([names["topics.fetch_responses"]], partitions=FETCH_PARTITIONS)
+            broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
+            config = load_config(None, {
+                **names, "kafka.bootstrap_servers": broker.bootstrap_servers,
+                "streaming.checkpoint_location": str(workdir / suffix),
+                "streaming.state_shards": args.shards, "streaming.trigger_interval_ms": 1000,
+                "kafka.max_records_per_partition_per_batch": args.max_per_partition,
+                "metrics.enabled": False,
+            }, environ={})  # fmt: skip
+            started = time.monotonic()
+            events = produce_load(config, partitions, args.rounds)
+            print(f"\n{partitions:,} partitions x 3 replicas, {args.rounds} fetch rounds: "
+                  f"{events:,} events produced in {time.monotonic() - started:.0f} s; "
+                  f"{args.shards} shards, 2 cores (local[2])")  # fmt: skip
+            spark = spark_session(config)
+            sources = {config.topics.controller_events: Source.CONTROLLER_EVENTS,
+                       config.topics.fetch_responses: Source.FETCH_RESPONSES}  # fmt: skip
+            sink = make_sink(config, HealthExporter(), None)
+            pipelines = {
+                "job": lambda: start_query(spark, config, sink, snapshot_when_idle=False),
+                "ceiling": lambda: ceiling(spark, config, sources),
+                "per-partition": lambda: per_partition(spark, config, sources),
+            }
+            results = {}
+            for name, start in pipelines.items():
+                if name in args.skip:
+                    continue
+                figures = results[name] = measure(start())
+                print(f"  {name:14s} {figures['events/s']:10,.0f} events/s   "
+                      f"p50 {figures['p50 s']:6.2f} s   p99 {figures['p99 s']:6.2f} s   "
+                      f"{figures['batches']} batches, {figures['rows']:,} rows", flush=True)  # fmt: skip
+            sink.close()
+            job = results["job"]["events/s"]
+            print(f"  job / ceiling: {job / results['ceiling']['events/s']:.2f}"
+                  + (f"   job / per-partition: {job / results['per-partition']['events/s']:.1f} x"
+                     if "per-partition" in results else ""))  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()
