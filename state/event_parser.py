@@ -7,16 +7,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import fields, is_dataclass
 from functools import cache
 from pathlib import Path
 from types import UnionType
 from typing import TYPE_CHECKING, Any, TypeVar, cast, get_args, get_origin, get_type_hints
 
+import fastjsonschema
 from jsonschema import Draft202012Validator, ValidationError
 
 from state.events import (
@@ -56,12 +58,32 @@ def schema_dir() -> Path:
     return base / "schemas"
 
 
+def reload_schemas() -> None:
+    """Forget the loaded schemas (after ``ISRWATCH_CONF_DIR`` changed, say)."""
+    for cached in (_schema, schema_validator, fast_validator):
+        cached.cache_clear()
+
+
 @cache
-def schema_validator(source: Source) -> Draft202012Validator:
-    """The compiled validator of a source's schema (loaded on first use)."""
+def _schema(source: Source) -> dict[str, Any]:
     schema = json.loads((schema_dir() / SCHEMA_FILES[source]).read_text(encoding="utf-8"))
     Draft202012Validator.check_schema(schema)
-    return Draft202012Validator(schema)
+    return cast("dict[str, Any]", schema)
+
+
+@cache
+def schema_validator(source: Source) -> Draft202012Validator:
+    """The validator that says *why* a record breaks the schema (loaded on first use)."""
+    return Draft202012Validator(_schema(source))
+
+
+@cache
+def fast_validator(source: Source) -> Callable[[object], object]:
+    """The same schema compiled to Python code: about 3 us a fetch response instead of
+    200 with ``jsonschema``. It only says yes or no; a no goes to ``schema_validator``
+    for the reason. (The schemas keep ranges out of ``$ref`` siblings for it.)"""
+    return cast("Callable[[object], object]",
+                fastjsonschema.compile(_schema(source), use_default=False))  # fmt: skip
 
 
 def parse_record(source: Source, value: bytes | str | None) -> Event | DeadLetter:
@@ -100,16 +122,23 @@ def _parse(source: Source, obj: object, raw: str | None) -> Event | DeadLetter:
     if not isinstance(obj, dict):
         return dead(DeadLetterReason.NOT_AN_OBJECT, f"value is {_json_type(obj)}, not an object")
     # Outside the try: a missing or broken schema must fail loudly, not dead-letter all.
-    schema = schema_validator(source)
+    fast, schema = fast_validator(source), schema_validator(source)
+    with contextlib.suppress(Exception):  # any doubt goes to the validator that explains
+        fast(obj)
+        return _build_event(source, obj)
     try:
         errors = [_classify(error) for error in schema.iter_errors(obj)]
         if errors:
             return dead(*min(errors, key=lambda error: _RANK[error[0]]))
-        if source == Source.FETCH_RESPONSES:
-            return _build(FetchResponse, obj)
-        return _build(CONTROLLER_EVENT_TYPES[obj["type"]], obj)
+        return _build_event(source, obj)
     except Exception as error:  # defensive: a bad record must never stop the job
         return dead(DeadLetterReason.INVALID_VALUE, f"cannot validate: {error!r}")
+
+
+def _build_event(source: Source, obj: Mapping[str, Any]) -> Event:
+    if source == Source.FETCH_RESPONSES:
+        return _build(FetchResponse, obj)
+    return _build(CONTROLLER_EVENT_TYPES[obj["type"]], obj)
 
 
 def _classify(error: ValidationError) -> tuple[DeadLetterReason, str]:

@@ -10,12 +10,20 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import fastjsonschema
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from state.event_parser import parse_json_line, parse_record, schema_dir, schema_validator
+from state.event_parser import (
+    fast_validator,
+    parse_json_line,
+    parse_record,
+    reload_schemas,
+    schema_dir,
+    schema_validator,
+)
 from state.events import (
     CONTROLLER_EVENT_TYPES,
     BrokerChange,
@@ -527,9 +535,9 @@ def test_samples_parse() -> None:
 
 @pytest.fixture
 def fresh_validators() -> Iterator[None]:
-    schema_validator.cache_clear()
+    reload_schemas()
     yield
-    schema_validator.cache_clear()
+    reload_schemas()
 
 
 @pytest.mark.usefixtures("fresh_validators")
@@ -765,3 +773,32 @@ def test_valid_records_parse_to_equal_events(source_record: tuple[Source, dict[s
     text = _dumps(record)
     if text is not None:
         assert parse_record(source, text.encode()) == event
+
+
+def _fast_accepts(source: Source, record: object) -> bool:
+    try:
+        fast_validator(source)(record)
+    except fastjsonschema.JsonSchemaValueException:
+        return False
+    return True
+
+
+@settings(max_examples=400)
+@given(VALID_RECORDS, st.data())
+def test_fast_and_explaining_validators_agree(
+    source_record: tuple[Source, dict[str, Any]], data: st.DataObject
+) -> None:
+    """The parser trusts the compiled validator's yes; it must mean jsonschema's yes."""
+    source, record = source_record
+    mutated = copy.deepcopy(record)
+    if data.draw(st.booleans()):
+        *parents, key = data.draw(st.sampled_from(list(_containers(record))))
+        container: Any = mutated
+        for parent in parents:
+            container = container[parent]
+        if data.draw(st.booleans()):
+            del container[key]
+        else:
+            container[key] = data.draw(JSON_VALUES | st.integers(-(2**40), 2**40))
+    explained_valid = not any(True for _ in schema_validator(source).iter_errors(mutated))
+    assert _fast_accepts(source, mutated) == explained_valid
