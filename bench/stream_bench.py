@@ -38,11 +38,11 @@ from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.job import (
-    _until_caught_up,
     input_stream,
     make_sink,
     spark_session,
     start_query,
+    until_caught_up,
 )
 from streaming.metrics import HealthExporter
 from streaming.routing import FETCH, ROUTED_SCHEMA, conform, route
@@ -109,7 +109,7 @@ def produce_fetches(config: IsrwatchConfig, partitions: int, rounds: int) -> int
 
 def measure(query: Any, after_batch: int) -> dict[str, Any]:
     """Figures of the data batches after ``after_batch`` (the warm-up)."""
-    _until_caught_up(query, threading.Event())
+    until_caught_up(query, threading.Event(), after_batch)
     progress = [p for p in query.recentProgress
                 if p["numInputRows"] > 0 and p["batchId"] > after_batch]  # fmt: skip
     query.stop()
@@ -211,7 +211,7 @@ def main() -> None:
                 sink = make_sink(config, HealthExporter(), None)
                 produce_elections(config, partitions)
                 query = start_pipeline(name, spark, config, sink, sources)
-                _until_caught_up(query, threading.Event())
+                until_caught_up(query, threading.Event())
                 warm_up = max(p["batchId"] for p in query.recentProgress)
                 produce_fetches(config, partitions, args.rounds)
                 figures = results[name] = measure(query, warm_up)

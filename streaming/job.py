@@ -183,7 +183,7 @@ def run(
             query = start_query(spark, config, sink, snapshot_when_idle=available_now)
             try:
                 if available_now:
-                    _until_caught_up(query, stop)
+                    until_caught_up(query, stop)
                     return
                 while not stop.is_set() and query.isActive:
                     query.awaitTermination(1)
@@ -202,15 +202,16 @@ def run(
         sink.close()
 
 
-def _until_caught_up(query: Any, stop: threading.Event) -> None:
+def until_caught_up(query: Any, stop: threading.Event, after_batch: int = -1) -> None:
     """Wait for a batch that read nothing although it ended at the source's latest
     offsets: everything available has been applied, and that batch (no data, every
     shard timed out) evaluated all partitions at the largest event time and wrote them.
 
     A no-data batch alone is not enough: after a restart Spark first re-runs the batch
-    it had planned before the stop, which may be one without data.
+    it had planned before the stop, which may be one without data. Batches up to
+    ``after_batch`` are not considered.
     """
-    seen = -1
+    seen = after_batch
     while not stop.is_set():
         if not query.isActive:
             query.awaitTermination()  # raises the query's exception
