@@ -22,7 +22,7 @@ import argparse
 import json
 import os
 import statistics
-import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,7 +42,6 @@ from streaming.job import (
     make_sink,
     spark_session,
     start_query,
-    until_caught_up,
 )
 from streaming.metrics import HealthExporter
 from streaming.routing import FETCH, ROUTED_SCHEMA, conform, route
@@ -107,9 +106,24 @@ def produce_fetches(config: IsrwatchConfig, partitions: int, rounds: int) -> int
     return partitions * 2 * rounds
 
 
-def measure(query: Any, after_batch: int) -> dict[str, Any]:
+def wait_for_rows(query: Any, after_batch: int, rows: int, timeout_s: float = 1800) -> int:
+    """Wait until the batches after ``after_batch`` have read ``rows`` input rows; returns
+    the id of the last batch. (Caught-up detection alone can fire in a gap of the
+    producer, or on the source's registration batch of a new partition.)"""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if query.exception() is not None:
+            raise RuntimeError(str(query.exception()))
+        progress = [p for p in query.recentProgress if p["batchId"] > after_batch]
+        if sum(p["numInputRows"] for p in progress) >= rows:
+            return int(max(p["batchId"] for p in progress))
+        time.sleep(0.5)
+    raise TimeoutError(f"{rows} rows not read in {timeout_s} s")
+
+
+def measure(query: Any, after_batch: int, rows: int) -> dict[str, Any]:
     """Figures of the data batches after ``after_batch`` (the warm-up)."""
-    until_caught_up(query, threading.Event(), after_batch)
+    wait_for_rows(query, after_batch, rows)
     progress = [p for p in query.recentProgress
                 if p["numInputRows"] > 0 and p["batchId"] > after_batch]  # fmt: skip
     query.stop()
@@ -211,10 +225,9 @@ def main() -> None:
                 sink = make_sink(config, HealthExporter(), None)
                 produce_elections(config, partitions)
                 query = start_pipeline(name, spark, config, sink, sources)
-                until_caught_up(query, threading.Event())
-                warm_up = max(p["batchId"] for p in query.recentProgress)
-                produce_fetches(config, partitions, args.rounds)
-                figures = results[name] = measure(query, warm_up)
+                warm_up = wait_for_rows(query, -1, partitions)
+                events = produce_fetches(config, partitions, args.rounds)
+                figures = results[name] = measure(query, warm_up, events)
                 sink.close()
                 line = (f"  {name:14s} {figures['events/s']:10,.0f} events/s   "
                         f"p50 {figures['p50 s']:6.2f} s   p99 {figures['p99 s']:6.2f} s   "
