@@ -66,18 +66,27 @@ class HealthExporter(Collector):
     # ---------------------------------------------------------------- updates
 
     def record_batch(
-        self, stats: Iterable[Mapping[str, Any]], dead_letters: Mapping[str, int],
-        input_rows: Mapping[str, int], duration_s: float,
+        self, stats: Iterable[Mapping[str, Any]],
+        dead_letters: Mapping[tuple[str, str], int], duration_s: float,
     ) -> None:  # fmt: skip
-        """One micro-batch: the stats row of every shard, dead letters by reason."""
-        for reason, count in dead_letters.items():
+        """One micro-batch: the stats row of every shard, dead letters by (source, reason).
+
+        Every input event ends up with one result: ``applied``, ``error_response`` (a
+        fetch answered with an error: valid, changes nothing) or ``dead_letter``.
+        """
+        for (source, reason), count in dead_letters.items():
             self.dead_letters.labels(reason).inc(count)
-        for source, count in input_rows.items():
-            self.events.labels(source, "received").inc(count)
+            self.events.labels(source, "dead_letter").inc(count)
         for shard in stats:
+            if shard["fetch_error_responses"]:
+                self.events.labels("fetch-responses", "error_response").inc(
+                    shard["fetch_error_responses"]
+                )
             self._shards[str(shard["shard"])] = dict(shard)
             for event_type, count in shard["applied"].items():
                 source = "fetch-responses" if event_type == "FetchResponse" else "controller-events"
+                if event_type == "FetchResponse":
+                    count -= shard["fetch_error_responses"]  # counted as error_response
                 self.events.labels(source, "applied").inc(count)
             for topic, leader, kind, by_controller in shard["isr_transitions"]:
                 origin = "controller" if by_controller else "leader"

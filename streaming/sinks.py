@@ -86,9 +86,7 @@ class BatchSink:
             for key, value in zip(rows[rows["kind"] == STATS]["key"],
                                   rows[rows["kind"] == STATS]["value"], strict=True)
         ]  # fmt: skip
-        self.exporter.record_batch(
-            stats, dead_letters_by_reason(dead), {}, time.monotonic() - started
-        )
+        self.exporter.record_batch(stats, dead_letters_by_reason(dead), time.monotonic() - started)
         if self.on_batch is not None:
             self.on_batch(batch_id, rows)
 
@@ -121,5 +119,7 @@ def _bytes(value: object) -> bytes | None:
     return str(value).encode()
 
 
-def dead_letters_by_reason(dead: pd.DataFrame) -> Mapping[str, int]:
-    return Counter(json.loads(value)["reason"] for value in dead["value"])
+def dead_letters_by_reason(dead: pd.DataFrame) -> Mapping[tuple[str, str], int]:
+    """Dead letters by (source, reason)."""
+    letters = [json.loads(value) for value in dead["value"]]
+    return Counter((letter["source"], letter["reason"]) for letter in letters)

@@ -52,8 +52,12 @@ def samples(exporter: HealthExporter) -> dict[tuple[str, tuple[tuple[str, str], 
 
 def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
     exporter = HealthExporter()
-    exporter.record_batch([shard_stats(0), shard_stats(1)], {"invalid_json": 2}, {}, 0.5)
-    exporter.record_batch([shard_stats(0), shard_stats(1)], {"late": 1}, {}, 0.5)
+    exporter.record_batch(
+        [shard_stats(0), shard_stats(1, fetch_error_responses=3)],
+        {("fetch-responses", "invalid_json"): 2},
+        0.5,
+    )
+    exporter.record_batch([shard_stats(0), shard_stats(1)], {("controller-events", "late"): 1}, 0.5)
     got = samples(exporter)
     topic = (("topic", "orders"),)
     assert got[("isrwatch_under_replicated_partitions", topic)] == 2  # 1 per shard, latest
@@ -62,6 +66,12 @@ def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
     assert got[("isrwatch_metadata_stale_partitions", (("state", "expected"), *topic))] == 2
     assert got[("isrwatch_dead_letters_total", (("reason", "invalid_json"),))] == 2
     assert got[("isrwatch_dead_letters_total", (("reason", "late"),))] == 1
+    fetches = (("result", "applied"), ("source", "fetch-responses"))
+    assert got[("isrwatch_events_total", fetches)] == 4 * 10 - 3  # 3 were error responses
+    errors = (("result", "error_response"), ("source", "fetch-responses"))
+    assert got[("isrwatch_events_total", errors)] == 3
+    dead = (("result", "dead_letter"), ("source", "fetch-responses"))
+    assert got[("isrwatch_events_total", dead)] == 2
     shrinks = (("kind", "shrink"), ("leader", "1"), ("origin", "leader"), *topic)
     assert got[("isrwatch_isr_changes_total", shrinks)] == 4  # 2 shards x 2 batches
     assert got[("isrwatch_propagation_delay_seconds_count", ())] == 4
@@ -71,7 +81,7 @@ def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
 
 def test_partition_series_exist_only_while_unhealthy() -> None:
     exporter = HealthExporter()
-    exporter.record_batch([shard_stats(0, unhealthy=[unhealthy_record(7)])], {}, {}, 0.1)
+    exporter.record_batch([shard_stats(0, unhealthy=[unhealthy_record(7)])], {}, 0.1)
     got = samples(exporter)
     follower = (("broker", "3"), ("leader", "1"), ("partition", "7"),
                 ("status", "SHRINK_ELIGIBLE"), ("topic", "orders"))  # fmt: skip
@@ -81,6 +91,6 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     conditions = {dict(labels)["condition"] for name, labels in got
                   if name == "isrwatch_partition_condition"}  # fmt: skip
     assert conditions == {"under_replicated", "metadata_stale_expected"}
-    exporter.record_batch([shard_stats(0)], {}, {}, 0.1)  # partition 7 is healthy again
+    exporter.record_batch([shard_stats(0)], {}, 0.1)  # partition 7 is healthy again
     assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_follower_")]
     assert not [key for key in samples(exporter) if key[0] == "isrwatch_partition_condition"]
