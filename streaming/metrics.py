@@ -103,6 +103,7 @@ class HealthExporter(Collector):
     def collect(self) -> Iterator[Metric]:
         shards = list(self._shards.values())
         yield from self._topic_gauges(shards)
+        yield from self._broker_gauges(shards)
         yield from self._unhealthy(shards)
         clock = max((s["clock_ms"] for s in shards), default=-1)
         last_event = GaugeMetricFamily(
@@ -178,6 +179,31 @@ class HealthExporter(Collector):
         for (topic, state), count in sorted(stale.items()):
             metadata.add_metric([topic, state], count)
         yield metadata
+
+    def _broker_gauges(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+        followers: Counter[tuple[str, str]] = Counter()
+        leads: Counter[tuple[str, str]] = Counter()
+        for shard in shards:
+            for broker, gauges in shard.get("brokers", {}).items():
+                for status, count in gauges["followers"].items():
+                    followers[(broker, status)] += count
+                for condition, count in gauges["leads"].items():
+                    leads[(broker, condition)] += count
+        by_broker = GaugeMetricFamily(
+            "isrwatch_broker_followers", "Follower replicas hosted by a broker, by status",
+            labels=["broker", "status"],
+        )  # fmt: skip
+        for (broker, status), count in sorted(followers.items()):
+            by_broker.add_metric([broker, status], count)
+        yield by_broker
+        led = GaugeMetricFamily(
+            "isrwatch_broker_led_partitions",
+            "Partitions a broker leads (leader -1: no leader), by condition",
+            labels=["broker", "condition"],
+        )
+        for (broker, condition), count in sorted(leads.items()):
+            led.add_metric([broker, condition], count)
+        yield led
 
     def _unhealthy(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
         condition = GaugeMetricFamily(

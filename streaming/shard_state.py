@@ -292,14 +292,38 @@ def _stats_row(
         "now_ms": now,
         "partitions": 0 if frame is None else len(frame),
         "topics": {},
+        "brokers": {},
         "unhealthy": [],
     }
     if frame is not None and len(frame):
         stats["topics"] = _topic_gauges(frame)
+        stats["brokers"] = _broker_gauges(frame)
         unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
         stats["unhealthy"] = [frame.record(i) for i in unhealthy]
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
+
+
+def _broker_gauges(frame: HealthFrame) -> dict[str, dict[str, Any]]:
+    """Per broker: its followers by status, and the partitions it leads by condition."""
+    gauges: dict[str, dict[str, Any]] = {}
+    statuses = frame.follower_status
+    followers = statuses >= 0
+    for broker, status in zip(frame.follower_broker[followers].tolist(),
+                              statuses[followers].tolist(), strict=True):  # fmt: skip
+        entry = gauges.setdefault(str(broker), {"followers": {}, "leads": {}})
+        name = FollowerStatus(int(status)).name
+        entry["followers"][name] = entry["followers"].get(name, 0) + 1
+    conditions = {
+        "partitions": np.ones(len(frame), dtype=np.bool_),
+        "under_replicated": frame.under_replicated, "under_min_isr": frame.under_min_isr,
+        "offline": frame.offline, "predicted_under_replicated": frame.predicted_under_replicated,
+    }  # fmt: skip
+    for condition, mask in conditions.items():
+        for leader, count in Counter(frame.leader[mask].tolist()).items():
+            entry = gauges.setdefault(str(leader), {"followers": {}, "leads": {}})
+            entry["leads"][condition] = count
+    return gauges
 
 
 def _topic_gauges(frame: HealthFrame) -> dict[str, dict[str, Any]]:

@@ -22,6 +22,8 @@ def shard_stats(shard: int, **overrides: Any) -> dict[str, Any]:
             "offline": 0, "predicted_under_replicated": 0,
             "followers": {"IN_SYNC": 3, "LAGGING": 1},
             "metadata_stale_expected": 1, "metadata_stale_overdue": 0}},
+        "brokers": {"1": {"followers": {}, "leads": {"partitions": 2, "under_replicated": 1}},
+                    "3": {"followers": {"IN_SYNC": 1, "LAGGING": 1}, "leads": {}}},
         "unhealthy": [],
     }  # fmt: skip
     return {**stats, **overrides}
@@ -77,6 +79,10 @@ def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
     assert got[("isrwatch_propagation_delay_seconds_count", ())] == 4
     assert got[("isrwatch_state_events_applied", (("type", "FetchResponse"),))] == 200
     assert got[("isrwatch_last_event_time_seconds", ())] == 1_700_000_000
+    led = (("broker", "1"), ("condition", "under_replicated"))
+    assert got[("isrwatch_broker_led_partitions", led)] == 2  # one per shard
+    lagging = (("broker", "3"), ("status", "LAGGING"))
+    assert got[("isrwatch_broker_followers", lagging)] == 2
 
 
 def test_partition_series_exist_only_while_unhealthy() -> None:

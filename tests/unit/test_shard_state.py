@@ -96,6 +96,19 @@ def test_flushed_job_equals_replay(shards: int) -> None:
     second = job.batch(kafka_records(envelopes[70:]))
     flush = job.batch(None)  # the no-data batch: every shard evaluates at the stream clock
     assert health(flush) == expected
+    # The story's end: orders-1 (led by broker 2) is under-replicated; broker 2's replica
+    # of orders-0 is LAGGING; brokers 1-3 lead 2, 1 and 0 of the 3 partitions.
+    brokers = [json.loads(v)["brokers"] for v in flush[flush["kind"] == STATS]["value"]]
+    led: dict[tuple[str, str], int] = {}
+    hosted: dict[tuple[str, str], int] = {}
+    for shard in brokers:
+        for broker, gauges in shard.items():
+            for condition, count in gauges["leads"].items():
+                led[(broker, condition)] = led.get((broker, condition), 0) + count
+            for status, count in gauges["followers"].items():
+                hosted[(broker, status)] = hosted.get((broker, status), 0) + count
+    assert led == {("1", "partitions"): 2, ("2", "partitions"): 1, ("2", "under_replicated"): 1}
+    assert hosted[("2", "LAGGING")] == 1
     dead = pd.concat([first, second])
     letters = [json.loads(v) for v in dead[dead["kind"] == DEAD]["value"]]
     assert [(d["source"], d["reason"]) for d in letters] == [
