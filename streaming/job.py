@@ -74,8 +74,13 @@ def input_stream(spark: Any, config: IsrwatchConfig) -> Any:
     from streaming.kafka_source import kafka_source_options, register
 
     register(spark)
-    options = kafka_source_options(config, topics)
+    options = kafka_source_options(config, topics, str(source_status_file(config)))
     return spark.readStream.format("isrwatch_kafka").options(**options).load()
+
+
+def source_status_file(config: IsrwatchConfig) -> Path:
+    """Where the Kafka source's reader publishes its health for the exporter."""
+    return Path(config.streaming.checkpoint_location).resolve() / "source-status.json"
 
 
 def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
@@ -172,6 +177,8 @@ def run(
     with back-off, so the job does not die of a transient fault.
     """
     exporter = exporter or HealthExporter()
+    if config.kafka.source_format is SourceFormat.PYTHON:
+        exporter.source_status = source_status_file(config)
     if config.metrics.enabled:
         exporter.serve(config.metrics.host, config.metrics.port)
     stop = stop or threading.Event()

@@ -60,9 +60,11 @@ import contextlib
 import functools
 import json
 import logging
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -133,6 +135,7 @@ OPTION_KAFKA_OPTIONS = "kafkaOptions"
 OPTION_RETRY_BACKOFF_MS = "retryBackoffMs"
 OPTION_RETRY_BACKOFF_MAX_MS = "retryBackoffMaxMs"
 OPTION_READ_TIMEOUT_MS = "readTimeoutMs"
+OPTION_STATUS_FILE = "statusFile"
 
 DEFAULT_MAX_OFFSETS_PER_PARTITION = 100_000
 DEFAULT_RETRY_BACKOFF_MS = 1000
@@ -156,7 +159,9 @@ _SECRET_WORDS = ("password", "secret", "token")
 # --------------------------------------------------------------------------- options
 
 
-def kafka_source_options(config: IsrwatchConfig, topics: Sequence[str]) -> dict[str, str]:
+def kafka_source_options(
+    config: IsrwatchConfig, topics: Sequence[str], status_file: str | None = None
+) -> dict[str, str]:
     """The options of this source for ``config`` reading ``topics``.
 
     The ``kafkaOptions`` value holds the SASL password in clear when one is configured:
@@ -176,7 +181,7 @@ def kafka_source_options(config: IsrwatchConfig, topics: Sequence[str]) -> dict[
         OPTION_KAFKA_OPTIONS: json.dumps(client, sort_keys=True),
         OPTION_RETRY_BACKOFF_MS: str(kafka.retry_backoff_ms),
         OPTION_RETRY_BACKOFF_MAX_MS: str(kafka.retry_backoff_max_ms),
-    }
+    } | ({OPTION_STATUS_FILE: status_file} if status_file else {})
 
 
 def redacted_options(options: Mapping[str, str]) -> dict[str, str]:
@@ -250,6 +255,7 @@ class SourceSettings:
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     read_timeout_ms: int = 2 * DEFAULT_REQUEST_TIMEOUT_MS
+    status_file: str | None = None  # where the reader publishes its health (JSON)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -293,6 +299,7 @@ class SourceSettings:
             retry_backoff_ms=backoff,
             retry_backoff_max_ms=backoff_max,
             read_timeout_ms=_positive_int(lowered, OPTION_READ_TIMEOUT_MS, 2 * request_timeout),
+            status_file=lowered.get(OPTION_STATUS_FILE.lower()) or None,
         )
 
     @staticmethod
@@ -767,6 +774,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self.last_error,
             wait,
         )
+        self._publish_status()
         # Fresh clients next time: no stale state, and no client left running in the
         # background while Kafka is away (Tansu auto-creates the topics a client asks about,
         # even with allow_auto_create_topics false, as soon as it is back).
@@ -781,6 +789,30 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consecutive_failures = 0
         self.last_error = None
         self.last_success_at = time.time()
+        self._publish_status()
+
+    def _publish_status(self) -> None:
+        """Write the health counters to ``statusFile`` for the driver's exporter: this
+        reader runs in a Python process of its own, not in the driver's (see above)."""
+        path = self.settings.status_file
+        if not path:
+            return
+        status = {
+            "bootstrap_servers": list(self.settings.bootstrap_servers),
+            "consecutive_failures": self.consecutive_failures,
+            "failures_total": self.failures_total,
+            "last_error": self.last_error,
+            "last_error_at": self.last_error_at,
+            "last_success_at": self.last_success_at,
+        }
+        try:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".tmp")
+            partial.write_text(json.dumps(status), encoding="utf-8")
+            os.replace(partial, target)  # readers never see half a file
+        except OSError as error:
+            log.warning("%s: cannot write the status file %s: %s", SOURCE_NAME, path, error)
 
 
 # --------------------------------------------------------------------------- read

@@ -9,14 +9,16 @@ bounds cardinality on a 100,000-partition cluster. Counters accumulate.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Histogram, start_http_server
 from prometheus_client import Counter as PromCounter
-from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 PARTITION_FLAGS = (
@@ -27,8 +29,11 @@ PARTITION_FLAGS = (
 class HealthExporter(Collector):
     """Gauges from the shards' latest stats, plus counters and histograms."""
 
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self, registry: CollectorRegistry | None = None, source_status: Path | None = None
+    ) -> None:
         self.registry = registry or CollectorRegistry()
+        self.source_status = source_status  # the Kafka source's health, written by its reader
         self._shards: dict[str, dict[str, Any]] = {}
         self._batch_time = time.time()
         self.events = PromCounter(
@@ -136,6 +141,39 @@ class HealthExporter(Collector):
         )
         since.add_metric([], time.time() - self._batch_time)
         yield since
+        yield from self._source_health()
+
+    def _source_health(self) -> Iterator[Metric]:
+        """From the status file the Kafka source's reader writes (streaming.kafka_source)."""
+        try:
+            status = json.loads(self.source_status.read_text()) if self.source_status else None
+        except (OSError, ValueError):
+            status = None
+        if not isinstance(status, dict):
+            return
+        up = GaugeMetricFamily(
+            "isrwatch_source_up", "1 if the Kafka source's last offset request was answered"
+        )
+        up.add_metric([], 1 if status.get("consecutive_failures") == 0 else 0)
+        yield up
+        failing = GaugeMetricFamily(
+            "isrwatch_source_consecutive_failures",
+            "Offset requests in a row that Kafka did not answer (retried with back-off)",
+        )
+        failing.add_metric([], status.get("consecutive_failures") or 0)
+        yield failing
+        failures = CounterMetricFamily(
+            "isrwatch_source_failures", "Offset requests Kafka did not answer, since start"
+        )
+        failures.add_metric([], status.get("failures_total") or 0)
+        yield failures
+        if status.get("last_success_at"):
+            success = GaugeMetricFamily(
+                "isrwatch_source_last_success_time_seconds",
+                "When Kafka last answered the source (epoch seconds)",
+            )
+            success.add_metric([], status["last_success_at"])
+            yield success
 
     def _topic_gauges(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
         totals: dict[str, Counter[str]] = {}

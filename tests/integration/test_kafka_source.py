@@ -319,15 +319,17 @@ def test_read_limits(broker: EmbeddedBroker) -> None:
         reader.stop()
 
 
-def test_a_broker_that_is_down_gives_no_new_data_and_no_error() -> None:
+def test_a_broker_that_is_down_gives_no_new_data_and_no_error(tmp_path: Path) -> None:
     with EmbeddedBroker() as down:  # a free port, nothing listening
         closed = down.bootstrap_servers
+    status_file = tmp_path / "checkpoint" / "source-status.json"
     reader = reader_for({
         "kafka.bootstrap.servers": closed,
         "subscribe": "t",
         "retryBackoffMs": "10",
         "retryBackoffMaxMs": "25",
         "kafkaOptions": json.dumps({"request_timeout_ms": 500, "bootstrap_timeout_ms": 200}),
+        "statusFile": str(status_file),
     })  # fmt: skip
     waits: list[float] = []
     reader._sleep = waits.append
@@ -342,6 +344,12 @@ def test_a_broker_that_is_down_gives_no_new_data_and_no_error() -> None:
     assert reader.consecutive_failures == 3
     assert reader.last_error is not None
     assert waits == [0.01, 0.02, 0.025]
+    # Reported where the driver's exporter can read it (the reader's process is not the
+    # driver's).
+    status = json.loads(status_file.read_text())
+    assert (status["consecutive_failures"], status["failures_total"]) == (3, 3)
+    assert status["last_success_at"] is None
+    assert status["last_error"] == reader.last_error
 
 
 def test_the_reader_recovers_when_the_broker_comes_back(tmp_path: Path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import generate_latest
@@ -100,3 +102,18 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     exporter.record_batch([shard_stats(0)], {}, 0.1)  # partition 7 is healthy again
     assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_follower_")]
     assert not [key for key in samples(exporter) if key[0] == "isrwatch_partition_condition"]
+
+
+def test_source_health_comes_from_the_readers_status_file(tmp_path: Path) -> None:
+    status = tmp_path / "source-status.json"
+    exporter = HealthExporter(source_status=status)
+    assert not [k for k in samples(exporter) if k[0].startswith("isrwatch_source_")]
+    status.write_text(json.dumps({
+        "consecutive_failures": 4, "failures_total": 9, "last_error": "NoBrokersAvailable",
+        "last_error_at": 1_700_000_100.0, "last_success_at": 1_700_000_000.0,
+    }))  # fmt: skip
+    got = samples(exporter)
+    assert got[("isrwatch_source_up", ())] == 0
+    assert got[("isrwatch_source_consecutive_failures", ())] == 4
+    assert got[("isrwatch_source_failures_total", ())] == 9
+    assert got[("isrwatch_source_last_success_time_seconds", ())] == 1_700_000_000
