@@ -154,13 +154,16 @@ class ReplicationModel:
     def owns(self, topic: str, partition: int) -> bool:
         return self.shard is None or self.shard.owns(topic, partition)
 
+    @property
+    def reports_cluster_events(self) -> bool:
+        """Whether this model counts the events that concern no single partition."""
+        return self.shard is None or self.shard.reports_cluster_events
+
     def _reports(self, event: ControllerEvent) -> bool:
         """Whether this model counts ``event`` (and its rejection) in its report."""
-        if self.shard is None:
-            return True
         if isinstance(event, LeaderAndIsr | IsrChange):
-            return self.shard.owns(event.topic, event.partition)
-        return self.shard.reports_cluster_events
+            return self.owns(event.topic, event.partition)
+        return self.reports_cluster_events
 
     def apply_controller_event(
         self, source_id: int, event: ControllerEvent, report: ApplyReport

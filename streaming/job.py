@@ -109,20 +109,30 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
     return options
 
 
+def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
+    """What each input topic carries."""
+    return {
+        config.topics.controller_events: Source.CONTROLLER_EVENTS,
+        config.topics.fetch_responses: Source.FETCH_RESPONSES,
+    }
+
+
+def routed_stream(spark: Any, config: IsrwatchConfig) -> Any:
+    """The input records parsed and routed to their shards (``streaming.routing``)."""
+    route = partial(
+        route_batches, sources=input_sources(config), shards=config.streaming.state_shards
+    )
+    return input_stream(spark, config).mapInPandas(route, ROUTED_SCHEMA)
+
+
 def start_query(
     spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool
 ) -> Any:
     from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.streaming.state import GroupStateTimeout
 
-    sources = {
-        config.topics.controller_events: Source.CONTROLLER_EVENTS,
-        config.topics.fetch_responses: Source.FETCH_RESPONSES,
-    }
     shards = config.streaming.state_shards
-    routed = input_stream(spark, config).mapInPandas(
-        partial(route_batches, sources=sources, shards=shards), ROUTED_SCHEMA
-    )
+    routed = routed_stream(spark, config)
     # Spark's watermark only carries the stream's clock; lateness is judged (and
     # dead-lettered) in the state function with the configured delay (shard_state).
     clocked = routed.withColumn("event_time", F.timestamp_millis("ts")).withWatermark(

@@ -158,7 +158,7 @@ def process(
         )
         watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
         is_late = events["ts"].to_numpy() < watermark
-        reports_cluster = snapshot.model.shard is None or snapshot.model.shard.index == 0
+        reports_cluster = snapshot.model.reports_cluster_events
         for i in np.flatnonzero(is_late).tolist():
             if events.at[i, "kind"] == FETCH or reports_cluster:
                 late += 1
