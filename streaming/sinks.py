@@ -81,11 +81,11 @@ class BatchSink:
         self._send(health, dead)
         if self.health_file is not None:
             self.health_file.write(batch_id, list(health[health["kind"] == HEALTH]["value"]))
+        shards = rows[rows["kind"] == STATS]
         stats = [
             {**json.loads(value), "shard": int(key)}
-            for key, value in zip(rows[rows["kind"] == STATS]["key"],
-                                  rows[rows["kind"] == STATS]["value"], strict=True)
-        ]  # fmt: skip
+            for key, value in zip(shards["key"], shards["value"], strict=True)
+        ]
         self.exporter.record_batch(stats, dead_letters_by_reason(dead), time.monotonic() - started)
         if self.on_batch is not None:
             self.on_batch(batch_id, rows)
