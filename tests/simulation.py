@@ -15,7 +15,9 @@ from state.event_parser import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, IsrChange, IsrChangePropagation
 from state.model import ReplicationModel
 from state.partition_health import HealthFrame, HealthRecord
+from state.propagation_window import BlackoutWindow
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
+from streaming.metrics import PARTITION_FLAGS
 from streaming.simulator import ClusterSimulator, load_scenario
 
 START_MS = 1_700_000_000_000
@@ -32,11 +34,16 @@ class MonitorRun:
     # periodic evaluations: every status and metadata state seen, and when first
     statuses: Counter[str] = field(default_factory=Counter)
     metadata_states: Counter[str] = field(default_factory=Counter)
+    flags: Counter[str] = field(default_factory=Counter)  # partition health flags
     first_seen: dict[tuple[str, FollowerKey | tuple[str, int]], int] = field(default_factory=dict)
     # the removed follower's report just before each shrink was applied: (ts, key) -> record
     before_shrink: dict[tuple[int, FollowerKey], dict[str, Any]] = field(default_factory=dict)
     # each propagated partition's metadata just before the propagation: (ts, broker, tp) -> ...
     before_propagation: dict[tuple[int, int, str, int], dict[str, Any]] = field(
+        default_factory=dict
+    )
+    # the leader's predicted blackout window just before each propagation: (ts, broker) -> ...
+    window_before_propagation: dict[tuple[int, int], BlackoutWindow | None] = field(
         default_factory=dict
     )
     final: list[HealthRecord] = field(default_factory=list)
@@ -77,6 +84,10 @@ def run_monitor(
     def observe(now: int) -> None:
         for record in model.evaluate(now).records():
             tp = (record["topic"], record["partition"])
+            for flag in PARTITION_FLAGS:
+                if record[flag]:
+                    run.flags[flag] += 1
+                    run.first_seen.setdefault((flag, tp), now)
             state = record["metadata"]["state"]
             run.metadata_states[state] += 1
             run.first_seen.setdefault((state, tp), now)
@@ -103,6 +114,8 @@ def run_monitor(
                     run.before_shrink[(event.ts, key)] = follower
         if isinstance(event, IsrChangePropagation):
             flush()
+            window = model.windows.window_of(event.broker)
+            run.window_before_propagation[(event.ts, event.broker)] = window
             records = by_partition(model.evaluate(event.ts))
             for tp in event.partitions:
                 if (tp.topic, tp.partition) in records:

@@ -103,6 +103,9 @@ class Partition:
     remote: dict[int, RemoteReplica] = field(default_factory=dict)  # on the leader
     high_watermark: int = 0
     epoch_start_offset: int = 0
+    # The controller's cached ISR: in zk mode it learns a leader's ISR change only from
+    # the change notification, so UpdateMetadata sent before that carries the old ISR.
+    controller_isr: list[int] = field(default_factory=list)
 
     @property
     def key(self) -> str:
@@ -115,7 +118,7 @@ class Partition:
     def metadata_state(self, offline: set[int]) -> dict[str, Any]:
         return {
             "topic": self.topic, "partition": self.partition, "leader": self.leader,
-            "leader_epoch": self.leader_epoch, "isr": list(self.isr),
+            "leader_epoch": self.leader_epoch, "isr": list(self.controller_isr),
             "replicas": list(self.replicas),
             "offline_replicas": [r for r in self.replicas if r in offline],
         }  # fmt: skip
@@ -223,6 +226,7 @@ class ClusterSimulator:
         })  # fmt: skip
 
     def _leader_and_isr(self, p: Partition, reason: str) -> None:
+        p.controller_isr = list(p.isr)
         self._controller_event(
             p.key, "LeaderAndIsr", topic=p.topic, partition=p.partition, leader=p.leader,
             leader_epoch=p.leader_epoch, isr=list(p.isr), replicas=list(p.replicas),
@@ -536,7 +540,9 @@ class ClusterSimulator:
             broker.isr_change_set.setdefault((p.topic, p.partition), self.now)
             broker.last_isr_change_ms = self.now
         else:  # KRaft: brokers replay the committed change from the metadata log
-            self._send_update_metadata([p], delay=self.scenario.cluster.kraft_apply_ms)
+            self._send_update_metadata(
+                [p], delay=self.scenario.cluster.kraft_apply_ms, refresh=True
+            )
 
     def _isr_propagation(self, broker_id: int, generation: int) -> None:
         """ZK mode's ``isr-change-propagation`` task: the 5 s / 60 s rule (semantics.md 5)."""
@@ -559,7 +565,7 @@ class ClusterSimulator:
                 for (t, n), first in changes
             ])  # fmt: skip
             still = [self.partitions[tp] for tp, _ in changes if tp in self.partitions]
-            self._send_update_metadata(still)
+            self._send_update_metadata(still, refresh=True)
         self._schedule(self.now + spec.propagation_tick_ms, self._isr_propagation, broker_id,
                        generation)  # fmt: skip
 
@@ -570,8 +576,10 @@ class ClusterSimulator:
         partitions: list[Partition],
         states: list[dict[str, Any]] | None = None,
         delay: tuple[int, int] | None = None,
+        refresh: bool = False,
     ) -> None:
-        """The controller sends these partitions' states to every live broker."""
+        """The controller sends these partitions' states to every live broker; with
+        ``refresh`` it first reads their ISR (a change notification, a committed change)."""
         if not partitions:
             return
         spec = self.scenario.cluster
@@ -580,12 +588,18 @@ class ClusterSimulator:
         else:
             send_at = self.now + self._between(delay or spec.controller_delay_ms)
         self._schedule(send_at, self._update_metadata_sent, tuple(partitions),
-                       tuple(states) if states else None)  # fmt: skip
+                       tuple(states) if states else None, refresh)  # fmt: skip
 
     def _update_metadata_sent(
-        self, partitions: tuple[Partition, ...], states: tuple[dict[str, Any], ...] | None
+        self,
+        partitions: tuple[Partition, ...],
+        states: tuple[dict[str, Any], ...] | None,
+        refresh: bool,
     ) -> None:
-        offline = {b for b, broker in self.brokers.items() if not broker.alive}
+        if refresh:
+            for p in partitions:
+                p.controller_isr = list(p.isr)
+        offline = set(self.brokers) - set(self.controller_live)
         snapshot = list(states) if states else [
             p.metadata_state(offline) for p in partitions
             if (p.topic, p.partition) in self.partitions

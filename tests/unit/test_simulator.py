@@ -1,0 +1,319 @@
+"""The cluster simulator against its own ground truth, as seen through the monitor's model.
+
+Each scenario runs in simulated time; ``tests.simulation.run_monitor`` feeds its records,
+parsed as the job parses them, to ``state.ReplicationModel`` and evaluates every second and
+right before each shrink and propagation. The assertions compare what the monitor said
+with what the simulator recorded as having happened.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+
+import pytest
+
+from state.events import DeadLetterReason, LeaderAndIsr
+from streaming.simulator import ClusterSimulator, ScenarioError, load_scenario, scenario_names
+from streaming.simulator.cluster import RemoteReplica
+from tests.simulation import START_MS, MonitorRun, run_monitor
+
+T = 30_000
+
+BEHAVING = {
+    "steady": {"duration_s": 90},
+    "slow-follower": None,
+    "broker-crash-and-bounce": None,
+    "controller-failover": None,
+    "isr-churn-storm": None,
+    "topic-lifecycle": None,
+    "demo": {"duration_s": 150},
+}
+
+_runs: dict[tuple[str, tuple[tuple[str, object], ...]], MonitorRun] = {}
+
+
+def monitored(name: str, overrides: dict[str, object] | None = None) -> MonitorRun:
+    """Each scenario runs once per test session; the tests only read the result."""
+    key = (name, tuple(sorted((overrides or {}).items())))
+    if key not in _runs:
+        _runs[key] = run_monitor(name, overrides)
+    return _runs[key]
+
+
+def behaving(name: str) -> MonitorRun:
+    return monitored(name, BEHAVING[name])
+
+
+# ---------------------------------------------------------------- the leader's rule
+
+
+def test_remote_replica_follows_the_last_caught_up_rule() -> None:
+    """semantics.md section 2, by hand: caught up at t, or at the previous fetch's time."""
+    replica = RemoteReplica(last_fetch_time_ms=1_000, last_fetch_leader_leo=100)
+    replica.update_fetch_state(fetch_offset=100, leader_leo=150, now=2_000)
+    # o=100 < L=150 but >= the LEO at the previous fetch (100): caught up at 1000
+    assert (replica.last_caught_up_ms, replica.last_fetch_leader_leo) == (1_000, 150)
+    replica.update_fetch_state(fetch_offset=120, leader_leo=200, now=3_000)
+    # 120 < 150: not caught up with what the leader had at 2000
+    assert replica.last_caught_up_ms == 1_000
+    replica.update_fetch_state(fetch_offset=200, leader_leo=200, now=4_000)
+    assert (replica.last_caught_up_ms, replica.log_end_offset) == (4_000, 200)
+
+
+# ---------------------------------------------------------------- the simulator itself
+
+
+def first_events(seed: int, count: int = 3_000) -> list[dict[str, object]]:
+    sim = ClusterSimulator(load_scenario("demo"), seed=seed, start_ms=START_MS)
+    return [event.value for event in itertools.islice(sim.events(), count)]
+
+
+def test_a_seed_determines_the_run() -> None:
+    assert first_events(3) == first_events(3)
+    assert first_events(3) != first_events(4)
+
+
+def test_events_come_in_time_order_with_contract_keys() -> None:
+    sim = ClusterSimulator(load_scenario("topic-lifecycle"), seed=1, start_ms=START_MS)
+    previous = START_MS
+    for event in sim.events():
+        assert event.ts >= previous
+        previous = event.ts
+        if "topic" in event.value and "partition" in event.value:
+            assert event.key == f"{event.value['topic']}:{event.value['partition']}"
+        else:
+            assert event.key.isdigit()
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_every_shipped_scenario_loads(name: str) -> None:
+    scenario = load_scenario(name)
+    assert scenario.name == name
+    assert scenario.description
+
+
+def test_overrides_scale_a_scenario() -> None:
+    scenario = load_scenario(
+        "large-cluster", {"cluster.brokers": 30, "topics.0.count": 7, "duration_s": 5}
+    )
+    assert (scenario.cluster.brokers, scenario.topics[0].count, scenario.duration_s) == (30, 7, 5)
+    sim = ClusterSimulator(scenario, seed=1, start_ms=START_MS)
+    list(sim.events())
+    assert len(sim.partitions) == 7 * 100
+
+
+def test_scenario_problems_are_reported_with_where_and_why() -> None:
+    with pytest.raises(ScenarioError, match=r"no such scenario \(known: .*slow-follower"):
+        load_scenario("no-such-scenario")
+    with pytest.raises(ScenarioError, match=r"cluster\.brokers: Input should be greater than 0"):
+        load_scenario("steady", {"cluster.brokers": 0})
+    with pytest.raises(ScenarioError, match=r"timeline\.0\.broker: no broker 9 \(1\.\.4\)"):
+        load_scenario("slow-follower", {"timeline.0.broker": 9})
+    not_an_index = r"topics\.5\.partitions: '5' is not an index of a 2-item list"
+    with pytest.raises(ScenarioError, match=not_an_index):
+        load_scenario("slow-follower", {"topics.5.partitions": 3})
+
+
+# ---------------------------------------------------------------- ground truth, all scenarios
+
+
+@pytest.mark.parametrize("name", BEHAVING)
+def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str) -> None:
+    run = behaving(name)
+    for shrink in run.sim.truth.of("isr_shrink"):
+        key = (shrink["topic"], shrink["partition"], shrink["follower"])
+        reported = run.before_shrink[(shrink["ts"], key)]
+        lag_max = shrink["lag_time_max_ms"]
+        # the monitor tracked the leader's last_caught_up exactly and called it eligible
+        assert reported["last_caught_up_ms"] == shrink["last_caught_up_ms"]
+        assert reported["status"] == "SHRINK_ELIGIBLE"
+        assert reported["shrink_by_ms"] == shrink["deadline_ms"]
+        # Kafka: removed once out of sync (lag > T), at the latest at last caught up + 1.5 T
+        assert shrink["last_caught_up_ms"] + lag_max < shrink["ts"] <= shrink["deadline_ms"]
+        # and it was reported SHRINK_ELIGIBLE strictly before, at a periodic evaluation,
+        # unless Kafka acted within the evaluation period of the follower crossing T
+        first = run.first("SHRINK_ELIGIBLE", key)
+        crossed = shrink["last_caught_up_ms"] + lag_max
+        assert (first is not None and first < shrink["ts"]) or shrink["ts"] - crossed <= 1_000
+
+
+@pytest.mark.parametrize("name", BEHAVING)
+def test_no_overdue_report_when_the_cluster_behaves(name: str) -> None:
+    run = behaving(name)
+    assert run.statuses["SHRINK_OVERDUE"] == 0
+    assert run.metadata_states["STALE_OVERDUE"] == 0
+    assert run.statuses["IN_SYNC"] > 0
+
+
+@pytest.mark.parametrize("name", BEHAVING)
+def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str) -> None:
+    """The leader's window just before its task fired: the latest bound always holds; the
+    earliest once the monitor has seen that broker propagate.
+
+    Before that, semantics.md has the monitor assume p = a (conservative for the latest
+    bound); a broker whose real last propagation is over 60 s old then propagates at its
+    next tick, earlier than the ``c + 5 s`` the assumption gives.
+    """
+    run = behaving(name)
+    seen_propagating: set[int] = set()
+    for propagation in run.sim.truth.of("propagation"):
+        broker = propagation["broker"]
+        window = run.window_before_propagation[(propagation["ts"], broker)]
+        assert window is not None  # the monitor knew the leader had changes pending
+        assert propagation["ts"] <= window.latest_ms
+        if broker in seen_propagating:
+            assert window.earliest_ms <= propagation["ts"]
+        seen_propagating.add(broker)
+        for change in propagation["changes"]:
+            key = (propagation["ts"], broker, change["topic"], change["partition"])
+            metadata = run.before_propagation[key]
+            # stale caches show that window (consistent ones: the ISR came back, or a
+            # controller decision already carried the change)
+            if metadata["state"] != "CONSISTENT":
+                assert metadata["state"] == "STALE_EXPECTED"
+                assert (metadata["blackout_earliest_ms"], metadata["blackout_latest_ms"]) == (
+                    window.earliest_ms, window.latest_ms,
+                )  # fmt: skip
+    if run.sim.truth.count("isr_shrink") or run.sim.truth.count("isr_expand"):
+        assert seen_propagating
+
+
+@pytest.mark.parametrize("name", BEHAVING)
+def test_final_leaders_and_isrs_match_the_cluster(name: str) -> None:
+    run = behaving(name)
+    reported = {(r["topic"], r["partition"]): (r["leader"], r["isr"]) for r in run.final}
+    actual = {tp: (p.leader, p.isr) for tp, p in run.sim.partitions.items()}
+    assert reported == actual
+
+
+@pytest.mark.parametrize("name", BEHAVING)
+def test_only_fenced_events_are_rejected(name: str) -> None:
+    run = behaving(name)
+    zombies = run.sim.truth.count("zombie_event")
+    assert [reason for _, reason in run.rejected] == [
+        DeadLetterReason.STALE_CONTROLLER_EPOCH
+    ] * zombies
+
+
+# ---------------------------------------------------------------- each scenario's story
+
+
+def followers_of(run: MonitorRun, broker: int, leader: int | None = None) -> set[tuple[str, int]]:
+    """Partitions where ``broker`` follows (``leader``, if given), from the assignment."""
+    return {
+        tp
+        for tp, p in run.sim.partitions.items()
+        if broker in p.replicas and p.replicas[0] != broker
+        and (leader is None or p.replicas[0] == leader)
+    }  # fmt: skip
+
+
+def test_slow_follower_is_dropped_everywhere_it_follows_and_comes_back() -> None:
+    run = behaving("slow-follower")
+    shrinks = list(run.sim.truth.of("isr_shrink"))
+    assert {s["follower"] for s in shrinks} == {3}
+    assert {(s["topic"], s["partition"]) for s in shrinks} == followers_of(run, 3)
+    # slow from 15 s: out of sync after T, removed by 1.5 T
+    for shrink in shrinks:
+        assert START_MS + 15_000 + T < shrink["ts"] <= START_MS + 15_000 + T * 3 // 2 + 1_000
+    expands = list(run.sim.truth.of("isr_expand"))
+    assert sorted((e["topic"], e["partition"]) for e in expands) == sorted(
+        (s["topic"], s["partition"]) for s in shrinks
+    )
+    assert all(e["ts"] > START_MS + 110_000 for e in expands)
+    for tp in followers_of(run, 3):
+        assert run.first("LAGGING", (*tp, 3)) is not None
+        assert run.first("predicted_under_replicated", tp) is not None
+        assert run.first("under_replicated", tp) is not None
+    assert not any(r["under_replicated"] for r in run.final)
+
+
+def test_a_leader_that_never_shrinks_is_reported_overdue() -> None:
+    run = monitored("stuck-leader")
+    assert run.sim.truth.count("isr_shrink") == 0
+    failed = list(run.sim.truth.of("shrink_failed"))
+    assert {(s["leader"], s["follower"]) for s in failed} == {(1, 3)}
+    stuck = followers_of(run, 3, leader=1)
+    assert stuck
+    for tp in stuck:
+        deadline = min(s["deadline_ms"] for s in failed if (s["topic"], s["partition"]) == tp)
+        first = run.first("SHRINK_OVERDUE", (*tp, 3))
+        assert first is not None
+        assert deadline < first <= deadline + 1_000  # the first evaluation past 1.5 T
+    overdue = {key[1] for key in run.first_seen if key[0] == "SHRINK_OVERDUE"}
+    assert overdue == {(*tp, 3) for tp in stuck}
+
+
+def test_a_slow_controller_makes_metadata_staleness_overdue() -> None:
+    run = monitored("slow-controller")
+    assert run.metadata_states["STALE_OVERDUE"] > 0
+    slack = run.settings.propagation.overdue_slack_ms
+    for propagation in run.sim.truth.of("propagation"):
+        for change in propagation["changes"]:
+            tp = (change["topic"], change["partition"])
+            key = (propagation["ts"], propagation["broker"], *tp)
+            latest = run.before_propagation[key]["blackout_latest_ms"]
+            first = run.first("STALE_OVERDUE", tp)
+            # UpdateMetadata comes 20 s after the propagation: overdue past latest + slack
+            assert first is not None
+            assert latest + slack < first <= latest + slack + 1_000
+
+
+def test_crashes_make_partitions_offline_and_under_min_isr_then_recover() -> None:
+    run = behaving("broker-crash-and-bounce")
+    both = {tp for tp, p in run.sim.partitions.items() if set(p.replicas) == {2, 3}}
+    assert both  # the two-replica topic has partitions on exactly brokers 2 and 3
+    for tp in both:
+        assert run.first("offline", tp) is not None
+    for tp, p in run.sim.partitions.items():
+        if {2, 3} <= set(p.replicas) and len(p.replicas) == 3:
+            assert run.first("under_min_isr", tp) is not None
+    assert run.statuses["OFFLINE"] > 0
+    changes = list(run.sim.truth.of("broker_change"))
+    assert [c["bounced"] for c in changes if c["bounced"]] == [[4]]
+    assert not any(r["offline"] or r["under_replicated"] for r in run.final)
+
+
+def test_controller_failover_fences_the_old_controller() -> None:
+    run = behaving("controller-failover")
+    (zombie,) = run.rejected
+    assert isinstance(zombie[0], LeaderAndIsr)
+    assert zombie[0].controller_epoch == 2
+    epochs = [c["controller_epoch"] for c in run.sim.truth.of("controller_change")]
+    assert epochs == [3, 4]
+
+
+def test_churn_on_one_leader_delays_its_propagation_towards_a_minute() -> None:
+    run = behaving("isr-churn-storm")
+    shrinks = list(run.sim.truth.of("isr_shrink"))
+    assert len(shrinks) >= 15
+    assert {(s["leader"], s["follower"]) for s in shrinks} == {(1, 4)}
+    waits = [
+        p["ts"] - min(c["first_change_ms"] for c in p["changes"])
+        for p in run.sim.truth.of("propagation")
+        if p["broker"] == 1
+    ]
+    assert max(waits) > 40_000  # held back by the churn, released by the 60 s rule
+    props = [p["ts"] for p in run.sim.truth.of("propagation") if p["broker"] == 1]
+    assert all(b - a <= 60_000 + 2_500 for a, b in itertools.pairwise(props))
+
+
+def test_deleted_topics_leave_the_monitor() -> None:
+    run = behaving("topic-lifecycle")
+    topics = sorted({r["topic"] for r in run.final})
+    assert topics == ["orders", "signups"]
+    assert len([r for r in run.final if r["topic"] == "signups"]) == 2
+    assert all(r["leader_epoch"] == 0 for r in run.final if r["topic"] == "signups")
+
+
+def kraft_runs() -> Iterator[MonitorRun]:
+    yield monitored("slow-follower", {"cluster.propagation": "kraft"})
+
+
+def test_kraft_mode_has_no_propagation_task_and_stays_within_its_bound() -> None:
+    (run,) = kraft_runs()
+    assert run.sim.truth.count("propagation") == 0
+    assert run.sim.truth.count("isr_shrink") > 0
+    assert run.metadata_states["STALE_EXPECTED"] > 0
+    assert run.metadata_states["STALE_OVERDUE"] == 0
