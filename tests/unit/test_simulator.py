@@ -20,7 +20,7 @@ from tests.simulation import START_MS, MonitorRun, run_monitor
 
 T = 30_000
 
-BEHAVING = {
+BEHAVING: dict[str, dict[str, object] | None] = {
     "steady": {"duration_s": 90},
     "slow-follower": None,
     "broker-crash-and-bounce": None,
