@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated, Any, Union, get_args, get_origin
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -42,9 +43,13 @@ __all__ = [
     "CONFIG_DIR_VARIABLE",
     "CONFIG_FILE_VARIABLE",
     "ENV_PREFIX",
+    "AdminCollectorSettings",
+    "CollectSettings",
     "ConfigError",
     "IsrwatchConfig",
     "KafkaSettings",
+    "LogCollectorSettings",
+    "LogStartPosition",
     "MetricsSettings",
     "SaslMechanism",
     "SecurityProtocol",
@@ -356,6 +361,90 @@ class MetricsSettings(BaseModel):
     enabled: bool = Field(default=True, description="serve the Prometheus exporter")
 
 
+class LogStartPosition(StrEnum):
+    """Where ``collect logs`` starts reading a file it has no saved position for."""
+
+    BEGINNING = "beginning"
+    END = "end"
+
+
+def _check_time_zone(name: str) -> str:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError("must be an IANA time zone name, such as UTC or Europe/Paris") from None
+    return name
+
+
+TimeZoneName = Annotated[str, AfterValidator(_check_time_zone)]
+Port = Annotated[int, Field(ge=1, le=65535)]
+
+
+class LogCollectorSettings(BaseModel):
+    """``isrwatch collect logs``: broker log files -> controller-events."""
+
+    model_config = _FROZEN
+
+    time_zone: TimeZoneName = Field(
+        default="UTC", description="time zone of the brokers' log4j timestamps (IANA name)"
+    )
+    start_at: LogStartPosition = Field(
+        default=LogStartPosition.BEGINNING,
+        description="where to start a file with no saved position: beginning or end",
+    )
+    poll_interval_ms: PositiveInt = Field(
+        default=1000, description="--follow: time between two reads of the files, ms"
+    )
+    max_read_bytes: PositiveInt = Field(
+        default=8 * 1024 * 1024, description="most bytes read from one file in one read"
+    )
+    state_file: NonEmptyStr = Field(
+        default=".isrwatch/collect-logs.json",
+        description="resume state: file positions and the translator's memory",
+    )
+    metrics_port: Port = Field(default=9465, description="TCP port of its Prometheus metrics")
+
+
+class AdminCollectorSettings(BaseModel):
+    """``isrwatch collect admin``: a live cluster polled with the admin API."""
+
+    model_config = _FROZEN
+
+    poll_interval_ms: PositiveInt = Field(
+        default=10000, description="time between two polls of the cluster, ms"
+    )
+    fetch_responses: bool = Field(
+        default=True,
+        description="derive fetch-responses from per-replica log end offsets (ListOffsets)",
+    )
+    broker_changes: bool = Field(
+        default=True,
+        description="emit BrokerChange; off when collect logs reads the controller's log",
+    )
+    state_file: NonEmptyStr = Field(
+        default=".isrwatch/collect-admin.json",
+        description="resume state: the last snapshot and the brokers' epochs",
+    )
+    metrics_port: Port = Field(default=9466, description="TCP port of its Prometheus metrics")
+
+
+class CollectSettings(BaseModel):
+    """The collectors that feed the input topics from a real cluster."""
+
+    model_config = _FROZEN
+
+    metrics_host: NonEmptyStr = Field(
+        default="0.0.0.0", description="address the collectors' metrics listen on"
+    )
+    metrics_enabled: bool = Field(default=True, description="serve the collectors' metrics")
+    logs: LogCollectorSettings = Field(
+        default_factory=LogCollectorSettings, description="the broker log collector"
+    )
+    admin: AdminCollectorSettings = Field(
+        default_factory=AdminCollectorSettings, description="the admin API collector"
+    )
+
+
 class IsrwatchConfig(BaseModel):
     """The whole configuration of the job."""
 
@@ -373,6 +462,9 @@ class IsrwatchConfig(BaseModel):
     )
     metrics: MetricsSettings = Field(
         default_factory=MetricsSettings, description="the Prometheus exporter"
+    )
+    collect: CollectSettings = Field(
+        default_factory=CollectSettings, description="the collectors (isrwatch collect)"
     )
 
 

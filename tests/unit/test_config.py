@@ -439,3 +439,31 @@ def test_kafka_python_options_plaintext() -> None:
         "retry_backoff_ms": 1000,
         "reconnect_backoff_max_ms": 30000,
     }
+
+
+# --------------------------------------------------------------------------- collect
+
+
+def test_collect_section_defaults_and_layers(tmp_path: Path) -> None:
+    defaults = IsrwatchConfig().collect
+    assert (defaults.logs.time_zone, defaults.logs.start_at.value) == ("UTC", "beginning")
+    assert defaults.logs.metrics_port != defaults.admin.metrics_port
+    path = write(tmp_path, "collect:\n  logs:\n    time_zone: Europe/Paris\n    start_at: end\n")
+    env = {"ISRWATCH_COLLECT__ADMIN__POLL_INTERVAL_MS": "2500"}
+    collect = load_config(path, {"collect.admin.fetch_responses": False}, env).collect
+    assert (collect.logs.time_zone, collect.logs.start_at.value) == ("Europe/Paris", "end")
+    assert collect.admin.poll_interval_ms == 2500
+    assert collect.admin.fetch_responses is False
+
+
+def test_collect_settings_are_checked(tmp_path: Path) -> None:
+    path = write(tmp_path, "collect:\n  logs:\n    time_zone: Europe/Atlantis\n"
+                 "    start_at: middle\n  admin:\n    poll_interval_ms: 0\n")  # fmt: skip
+    with pytest.raises(ConfigError) as excinfo:
+        load_config(path, environ=NO_ENV)
+    lines = problems(excinfo)
+    assert f"{path}: collect.logs.time_zone: must be an IANA time zone name, such as UTC or " \
+        "Europe/Paris (got 'Europe/Atlantis')" in lines  # fmt: skip
+    assert any(line.startswith(f"{path}: collect.logs.start_at: ") for line in lines)
+    assert any(line.startswith(f"{path}: collect.admin.poll_interval_ms: ") for line in lines)
+    assert len(lines) == 3

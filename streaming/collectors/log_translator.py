@@ -1,0 +1,317 @@
+"""Parsed log records -> controller events (events.md), with the memory that needs.
+
+The translator is fed records in event-time order (``log_collector`` merges the files of
+one read by time) and returns the events they mean. Its memory is plain JSON
+(``state()`` / ``LogTranslator(state)``) and is saved with the file positions, so that
+reading the same lines again after a restart gives the same events.
+
+What each record becomes:
+
+* ``Cached leader info`` / ``Deleted partition ... from metadata cache`` lines of one
+  UpdateMetadata request (same broker, controller, epoch and correlation id, in a row)
+  -> one ``UpdateMetadata`` of that broker (``leader`` -2 for a deleted partition; such a
+  line carries no other state, so its epochs are 0 and its lists empty, which the model
+  does not read for a deletion). The lines do not list the request's live brokers.
+* ``Received LeaderAndIsr request`` -> ``LeaderAndIsr``, once per (leader epoch,
+  partition epoch): every replica of the partition logs the same request.
+* ``Shrinking/Expanding ISR from A to B`` is the leader's proposal; the ISR changes only
+  when ``ISR updated to B and (zk)version updated to V`` follows. That line becomes an
+  ``IsrChange`` from A to B with ``partition_epoch`` V (no ``leader_epoch``: the line has
+  none, and the model then applies it to the current one). A proposal that fails
+  (``skip updating ISR``, ``Failed to alter partition``) becomes nothing. Kafka 3.x logs
+  no proposal for an expansion: the ISR before is then the last one this translator saw
+  for the partition (LeaderAndIsr or an earlier commit); when it saw none, the change
+  cannot be described and is dropped (counted).
+* ``successfully elected as the controller. Epoch incremented to E`` (ZooKeeper) and
+  ``Becoming the active controller at epoch E`` (KRaft) -> ``ControllerChange``.
+* ``Initialized broker epochs cache`` (a new controller's view, with the real epochs)
+  and ``Newly added brokers ... all live brokers: ...`` -> ``BrokerChange``.
+* ``New topics: ...`` -> ``TopicChange.created``; ``Deletion of topic X successfully
+  completed`` -> ``TopicChange.deleted``.
+
+Broker epochs. The broker-change line names new, dead and bounced brokers but no epochs.
+An epoch the translator emits for a broker stays the same until the controller reports
+that broker new or bounced; it then becomes the larger of the previous one plus one and
+the broker's latest ``czxid (broker epoch)`` seen in a ``Registered broker`` line (on
+that broker's own server.log). Epochs from ``Initialized broker epochs cache`` are
+Kafka's own. So epochs only grow, and grow exactly when Kafka says a broker came back.
+
+Controller epochs. Events from controller.log carry the epoch of that controller's last
+election line, when the translator saw it; UpdateMetadata and LeaderAndIsr carry the
+epoch the line names.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from state.events import LEADER_DURING_DELETE, Source
+from streaming.collectors.log_lines import (
+    BrokerEpochsInitialized,
+    BrokerRegistered,
+    BrokerSetChanged,
+    CachedLeaderInfo,
+    ControllerElected,
+    DeletedFromCache,
+    IsrCommitted,
+    IsrProposal,
+    IsrUpdateFailed,
+    LeaderAndIsrReceived,
+    PartitionState,
+    Record,
+    TopicDeleted,
+    TopicsCreated,
+)
+from streaming.collectors.outgoing import MAX_PARTITIONS_PER_EVENT, Outgoing, partition_key
+
+STATE_VERSION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataUpdate:
+    """The cached-partition lines of one UpdateMetadata request on one broker, in a row."""
+
+    ts: int  # the last line's: the request is applied when its last partition is
+    broker: int
+    controller_id: int
+    controller_epoch: int
+    correlation_id: int
+    states: tuple[PartitionState | tuple[str, int], ...]  # (topic, partition): deleted
+
+
+TranslatorInput = Record | MetadataUpdate
+
+
+def group_metadata_updates(records: Iterable[Record]) -> list[TranslatorInput]:
+    """Consecutive cache lines of one request -> one ``MetadataUpdate`` (one file's records,
+    in file order), of at most ``MAX_PARTITIONS_PER_EVENT`` partitions."""
+    out: list[TranslatorInput] = []
+    for record in records:
+        if not isinstance(record, CachedLeaderInfo | DeletedFromCache):
+            out.append(record)
+            continue
+        entry: PartitionState | tuple[str, int] = (
+            record.state if isinstance(record, CachedLeaderInfo)
+            else (record.topic, record.partition)
+        )  # fmt: skip
+        request = (record.broker, record.controller_id, record.controller_epoch,
+                   record.correlation_id)  # fmt: skip
+        last = out[-1] if out else None
+        if (
+            isinstance(last, MetadataUpdate)
+            and (last.broker, last.controller_id, last.controller_epoch, last.correlation_id)
+            == request
+            and len(last.states) < MAX_PARTITIONS_PER_EVENT
+        ):
+            out[-1] = MetadataUpdate(record.ts, *request, (*last.states, entry))
+        else:
+            out.append(MetadataUpdate(record.ts, *request, (entry,)))
+    return out
+
+
+def input_ts(item: TranslatorInput) -> int:
+    return item.ts
+
+
+class LogTranslator:
+    """Records -> events; ``dropped`` counts records that became no event, by reason."""
+
+    def __init__(self, state: Mapping[str, Any] | None = None) -> None:
+        state = state or {}
+        if state and state.get("version") != STATE_VERSION:
+            raise ValueError(f"unknown translator state version {state.get('version')!r}")
+        # controller id -> epoch of its last election seen
+        self._controller_epochs: dict[int, int] = _int_keys(state.get("controller_epochs", {}))
+        # "topic:partition" -> [partition_epoch, isr]: the last committed ISR seen
+        self._isr: dict[str, list[Any]] = dict(state.get("isr", {}))
+        # "broker topic:partition" -> ISR before the leader's pending proposal
+        self._pending: dict[str, list[int]] = dict(state.get("pending", {}))
+        # "topic:partition" -> [leader_epoch, partition_epoch] of the last LeaderAndIsr sent
+        self._leader_and_isr: dict[str, list[int]] = dict(state.get("leader_and_isr", {}))
+        # broker -> epoch sent for its current registration; last epoch of every broker seen
+        self._live: dict[int, int] = _int_keys(state.get("live", {}))
+        self._last_epoch: dict[int, int] = _int_keys(state.get("last_epoch", {}))
+        self._registered: dict[int, int] = _int_keys(state.get("registered", {}))
+        self.dropped: Counter[str] = Counter()
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "controller_epochs": _str_keys(self._controller_epochs),
+            "isr": dict(self._isr),
+            "pending": dict(self._pending),
+            "leader_and_isr": dict(self._leader_and_isr),
+            "live": _str_keys(self._live),
+            "last_epoch": _str_keys(self._last_epoch),
+            "registered": _str_keys(self._registered),
+        }
+
+    def translate(self, items: Iterable[TranslatorInput]) -> list[Outgoing]:
+        out: list[Outgoing] = []
+        for item in items:
+            event = self._translate(item)
+            if event is not None:
+                out.append(event)
+        return out
+
+    def _translate(self, item: TranslatorInput) -> Outgoing | None:
+        match item:
+            case MetadataUpdate():
+                return self._update_metadata(item)
+            case LeaderAndIsrReceived():
+                return self._leader_and_isr_event(item)
+            case IsrProposal():
+                key = f"{item.broker} {partition_key(item.topic, item.partition)}"
+                self._pending[key] = list(item.old_isr)
+                return None
+            case IsrCommitted():
+                return self._isr_change(item)
+            case IsrUpdateFailed():
+                self._pending.pop(f"{item.broker} {partition_key(item.topic, item.partition)}",
+                                  None)  # fmt: skip
+                self.dropped["isr_update_failed"] += 1
+                return None
+            case ControllerElected():
+                self._controller_epochs[item.controller_id] = item.controller_epoch
+                value = {"type": "ControllerChange", "ts": item.ts,
+                         "controller_id": item.controller_id,
+                         "controller_epoch": item.controller_epoch}  # fmt: skip
+                return Outgoing(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
+            case BrokerEpochsInitialized():
+                self._live = dict(item.epochs)
+                for broker, epoch in item.epochs.items():
+                    self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
+                return self._broker_change(item.ts, item.controller_id)
+            case BrokerSetChanged():
+                return self._broker_set_changed(item)
+            case BrokerRegistered():
+                self._registered[item.broker] = max(self._registered.get(item.broker, 0),
+                                                    item.epoch)  # fmt: skip
+                return None
+            case TopicsCreated():
+                created = {topic: {str(p): list(replicas) for p, replicas in sorted(parts.items())}
+                           for topic, parts in item.assignment.items()}  # fmt: skip
+                if not created:
+                    return None
+                return self._controller_event(
+                    item.ts, item.controller_id, {"type": "TopicChange", "created": created,
+                                                  "deleted": []})  # fmt: skip
+            case TopicDeleted():
+                self._forget_topic(item.topic)
+                return self._controller_event(
+                    item.ts,
+                    item.controller_id,
+                    {"type": "TopicChange", "created": {}, "deleted": [item.topic]},
+                )
+        return None  # the records with no event were handled above
+
+    # ------------------------------------------------------------------ per kind
+
+    def _update_metadata(self, item: MetadataUpdate) -> Outgoing:
+        partitions = []
+        for state in item.states:
+            if isinstance(state, PartitionState):
+                partitions.append({
+                    "topic": state.topic, "partition": state.partition, "leader": state.leader,
+                    "leader_epoch": state.leader_epoch, "isr": list(state.isr),
+                    "replicas": list(state.replicas),
+                    "offline_replicas": list(state.offline_replicas),
+                })  # fmt: skip
+            else:
+                topic, partition = state
+                partitions.append({
+                    "topic": topic, "partition": partition, "leader": LEADER_DURING_DELETE,
+                    "leader_epoch": 0, "isr": [], "replicas": [], "offline_replicas": [],
+                })  # fmt: skip
+        value = {"type": "UpdateMetadata", "ts": item.ts, "broker": item.broker,
+                 "partitions": partitions, "controller_id": item.controller_id,
+                 "controller_epoch": item.controller_epoch}  # fmt: skip
+        return Outgoing(Source.CONTROLLER_EVENTS, str(item.broker), value)
+
+    def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> Outgoing | None:
+        state = item.state
+        assert state.partition_epoch is not None  # the parser requires it
+        key = partition_key(state.topic, state.partition)
+        epochs = [state.leader_epoch, state.partition_epoch]
+        sent = self._leader_and_isr.get(key)
+        if sent is not None and epochs <= sent:
+            self.dropped["leader_and_isr_seen"] += 1
+            return None
+        self._leader_and_isr[key] = epochs
+        self._learn_isr(key, state.partition_epoch, state.isr)
+        value = {"type": "LeaderAndIsr", "ts": item.ts, "topic": state.topic,
+                 "partition": state.partition, "leader": state.leader,
+                 "leader_epoch": state.leader_epoch, "isr": list(state.isr),
+                 "replicas": list(state.replicas), "partition_epoch": state.partition_epoch,
+                 "controller_id": item.controller_id,
+                 "controller_epoch": item.controller_epoch}  # fmt: skip
+        return Outgoing(Source.CONTROLLER_EVENTS, key, value)
+
+    def _isr_change(self, item: IsrCommitted) -> Outgoing | None:
+        key = partition_key(item.topic, item.partition)
+        old = self._pending.pop(f"{item.broker} {key}", None)
+        known = self._isr.get(key)
+        if old is None and known is not None:
+            old = list(known[1])
+        self._learn_isr(key, item.partition_epoch, item.isr)
+        if old is None:
+            self.dropped["isr_update_without_previous_isr"] += 1
+            return None
+        if set(old) == set(item.isr):
+            self.dropped["isr_update_unchanged"] += 1
+            return None
+        value = {"type": "IsrChange", "ts": item.ts, "topic": item.topic,
+                 "partition": item.partition, "leader": item.broker, "old_isr": old,
+                 "new_isr": list(item.isr), "partition_epoch": item.partition_epoch}  # fmt: skip
+        return Outgoing(Source.CONTROLLER_EVENTS, key, value)
+
+    def _broker_set_changed(self, item: BrokerSetChanged) -> Outgoing:
+        live: dict[int, int] = {}
+        for broker in item.live:
+            current = self._live.get(broker)
+            if current is None or broker in item.added or broker in item.bounced:
+                last = self._last_epoch.get(broker)
+                epoch = max(last + 1 if last is not None else 0, self._registered.get(broker, 0))
+            else:
+                epoch = current
+            live[broker] = epoch
+            self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
+        self._live = live
+        return self._broker_change(item.ts, item.controller_id)
+
+    def _broker_change(self, ts: int, controller_id: int) -> Outgoing:
+        live = [{"id": broker, "epoch": epoch} for broker, epoch in sorted(self._live.items())]
+        return self._controller_event(ts, controller_id, {"type": "BrokerChange", "live": live})
+
+    def _controller_event(self, ts: int, controller_id: int, body: dict[str, Any]) -> Outgoing:
+        value: dict[str, Any] = {**body, "ts": ts, "controller_id": controller_id}
+        epoch = self._controller_epochs.get(controller_id)
+        if epoch is not None:
+            value["controller_epoch"] = epoch
+        return Outgoing(Source.CONTROLLER_EVENTS, str(controller_id), value)
+
+    # ------------------------------------------------------------------ memory
+
+    def _learn_isr(self, key: str, partition_epoch: int, isr: Iterable[int]) -> None:
+        known = self._isr.get(key)
+        if known is None or partition_epoch >= known[0]:
+            self._isr[key] = [partition_epoch, list(isr)]
+
+    def _forget_topic(self, topic: str) -> None:
+        prefix = f"{topic}:"  # topic names have no ':'
+        for table in (self._isr, self._leader_and_isr):
+            for key in [key for key in table if key.startswith(prefix)]:
+                del table[key]
+        for key in [key for key in self._pending if key.split(" ", 1)[1].startswith(prefix)]:
+            del self._pending[key]
+
+
+def _int_keys(table: Mapping[str, int]) -> dict[int, int]:
+    return {int(key): int(value) for key, value in table.items()}
+
+
+def _str_keys(table: Mapping[int, int]) -> dict[str, int]:
+    return {str(key): value for key, value in sorted(table.items())}

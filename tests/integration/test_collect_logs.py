@@ -1,0 +1,100 @@
+"""``collect logs`` into the embedded broker, and the streaming job on what it produced:
+the job's health records equal ``replay`` of the same events."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from state.settings import RuleSettings
+from streaming.collectors.log_collector import LogCollector
+from streaming.collectors.metrics import CollectorMetrics
+from streaming.collectors.outgoing import Outgoing
+from streaming.collectors.publisher import KafkaPublisher
+from streaming.config import IsrwatchConfig, load_config
+from streaming.embedded_broker import EmbeddedBroker
+from streaming.job import run
+from streaming.metrics import HealthExporter
+from streaming.replay import replay
+
+pytestmark = pytest.mark.integration
+
+DATA = Path(__file__).resolve().parents[1] / "unit" / "data" / "kafka_logs" / "zk"
+
+
+class Spy:
+    def __init__(self, publisher: KafkaPublisher) -> None:
+        self.publisher = publisher
+        self.events: list[Outgoing] = []
+
+    def publish(self, events: Sequence[Outgoing]) -> None:
+        self.publisher.publish(events)
+        self.events += events
+
+    def close(self) -> None:
+        self.publisher.close()
+
+
+@pytest.fixture
+def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
+    suffix = uuid.uuid4().hex[:8]
+    names = {
+        "topics.controller_events": f"controller-events-{suffix}",
+        "topics.fetch_responses": f"fetch-responses-{suffix}",
+        "topics.partition_health": f"partition-health-{suffix}",
+        "topics.dead_letters": f"dead-letters-{suffix}",
+    }
+    broker.create_topics(list(names.values()))
+    return load_config(None, {
+        **names,
+        "kafka.bootstrap_servers": broker.bootstrap_servers,
+        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
+        "streaming.trigger_interval_ms": 500,
+        "streaming.state_shards": 2,
+        "metrics.enabled": False,
+        "collect.logs.state_file": str(tmp_path / "logs.json"),
+    }, environ={})  # fmt: skip
+
+
+def test_collected_logs_drive_the_job_like_replay(
+    job_config: IsrwatchConfig, tmp_path: Path
+) -> None:
+    paths = []
+    for name in ("controller.log", "state-change.log", "server.log"):
+        kept = [line for line in (DATA / name).read_text().splitlines(keepends=True)
+                if "Deletion of topic" not in line and "Deleted partition" not in line]  # fmt: skip
+        paths.append(tmp_path / name)
+        paths[-1].write_text("".join(kept))
+    spy = Spy(KafkaPublisher(job_config))
+    collector = LogCollector(
+        [str(p) for p in paths], job_config.collect.logs, spy,
+        CollectorMetrics("logs", CollectorRegistry()),
+        Path(job_config.collect.logs.state_file),
+    )  # fmt: skip
+    collector.run(follow=False, stop=threading.Event())
+    collector.close()
+    assert len(spy.events) == 13
+
+    health_out = tmp_path / "health.jsonl"
+    run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
+    from_job: dict[str, dict[str, object]] = {}
+    for record in map(json.loads, health_out.read_text().splitlines()):
+        from_job[f"{record['topic']}:{record['partition']}"] = record
+
+    capture = io.StringIO("".join(
+        json.dumps({"source": e.source.value, "value": dict(e.value)}) + "\n"
+        for e in spy.events
+    ))  # fmt: skip
+    replayed = replay(capture, RuleSettings(), None)
+    assert not replayed.dead_letters
+    expected = {f"{r['topic']}:{r['partition']}": r for r in replayed.records}
+    assert from_job == expected
+    assert sorted(expected) == ["payments:0", "payments:1"]
+    assert expected["payments:1"]["isr"] == [2, 1, 3]

@@ -1,0 +1,230 @@
+"""streaming.collectors.log_translator: parsed records -> controller events.
+
+Every event is also checked with the job's own parser, so a collector can never emit a
+record the job would dead-letter for its shape.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from state.event_parser import parse_json_line
+from state.events import DeadLetter, Source
+from streaming.collectors.log_lines import (
+    BrokerEpochsInitialized,
+    BrokerRegistered,
+    BrokerSetChanged,
+    CachedLeaderInfo,
+    ControllerElected,
+    DeletedFromCache,
+    IsrCommitted,
+    IsrProposal,
+    IsrUpdateFailed,
+    LeaderAndIsrReceived,
+    PartitionState,
+    TopicDeleted,
+    TopicsCreated,
+)
+from streaming.collectors.log_translator import (
+    LogTranslator,
+    MetadataUpdate,
+    TranslatorInput,
+    group_metadata_updates,
+)
+from streaming.collectors.outgoing import Outgoing
+
+
+def values(events: Sequence[Outgoing]) -> list[dict[str, Any]]:
+    for event in events:
+        assert event.source is Source.CONTROLLER_EVENTS
+        parsed = parse_json_line(event.source, dict(event.value))
+        assert not isinstance(parsed, DeadLetter), parsed
+    return [dict(event.value) for event in events]
+
+
+def state(topic: str, partition: int, leader: int, epoch: int, isr: tuple[int, ...],
+          version: int = 0) -> PartitionState:  # fmt: skip
+    return PartitionState(topic, partition, leader, epoch, isr, (1, 2, 3), (), version)
+
+
+def received(ts: int, broker: int, s: PartitionState) -> LeaderAndIsrReceived:
+    return LeaderAndIsrReceived(ts, broker, 1, 7, s)
+
+
+def test_cache_lines_of_one_request_make_one_update_metadata() -> None:
+    a = CachedLeaderInfo(10, 2, 1, 7, 6, state("t", 0, 1, 0, (1, 2, 3)))
+    b = CachedLeaderInfo(11, 2, 1, 7, 6, state("t", 1, 2, 0, (2, 3)))
+    c = DeletedFromCache(12, 2, 1, 7, 6, "u", 4)
+    other_request = CachedLeaderInfo(13, 2, 1, 7, 8, state("t", 0, 1, 0, (1, 2)))
+    other_broker = CachedLeaderInfo(14, 3, 1, 7, 8, state("t", 0, 1, 0, (1, 2)))
+    grouped = group_metadata_updates([a, b, c, other_request, other_broker])
+    assert [(g.ts, len(g.states)) for g in grouped if isinstance(g, MetadataUpdate)] == [
+        (12, 3), (13, 1), (14, 1),
+    ]  # fmt: skip
+    assert values(LogTranslator().translate(grouped[:1])) == [{
+        "type": "UpdateMetadata", "ts": 12, "broker": 2, "controller_id": 1,
+        "controller_epoch": 7, "partitions": [
+            {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
+             "replicas": [1, 2, 3], "offline_replicas": []},
+            {"topic": "t", "partition": 1, "leader": 2, "leader_epoch": 0, "isr": [2, 3],
+             "replicas": [1, 2, 3], "offline_replicas": []},
+            {"topic": "u", "partition": 4, "leader": -2, "leader_epoch": 0, "isr": [],
+             "replicas": [], "offline_replicas": []},
+        ],
+    }]  # fmt: skip
+
+
+def test_a_large_request_is_split_under_the_record_size_limit() -> None:
+    """A controller failover sends every partition in one UpdateMetadata request."""
+    lines = [CachedLeaderInfo(10 + p, 2, 1, 7, 6, state("t", p, 1, 0, (1,))) for p in range(2300)]
+    grouped = group_metadata_updates(lines)
+    events = values(LogTranslator().translate(grouped))
+    assert [(e["ts"], len(e["partitions"])) for e in events] == [
+        (1009, 1000), (2009, 1000), (2309, 300),
+    ]  # fmt: skip
+
+
+def test_update_metadata_key_is_the_broker() -> None:
+    grouped = group_metadata_updates([CachedLeaderInfo(10, 5, 1, 7, 6, state("t", 0, 1, 0, (1,)))])
+    assert [e.key for e in LogTranslator().translate(grouped)] == ["5"]
+
+
+def test_leader_and_isr_is_sent_once_per_epochs() -> None:
+    translator = LogTranslator()
+    first = state("t", 0, 1, 3, (1, 2), version=9)
+    events = translator.translate([
+        received(10, 1, first), received(11, 2, first), received(12, 3, first),  # every replica
+        received(13, 2, state("t", 0, 1, 2, (1, 2, 3), version=8)),  # older: a late log
+        received(14, 2, state("t", 0, 1, 3, (1,), version=10)),  # same leader epoch, newer
+    ])  # fmt: skip
+    assert [(e.key, e.value["ts"], e.value["partition_epoch"]) for e in events] == [
+        ("t:0", 10, 9), ("t:0", 14, 10),
+    ]  # fmt: skip
+    assert values(events)[0] == {
+        "type": "LeaderAndIsr", "ts": 10, "topic": "t", "partition": 0, "leader": 1,
+        "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2, 3], "partition_epoch": 9,
+        "controller_id": 1, "controller_epoch": 7,
+    }  # fmt: skip
+    assert translator.dropped == {"leader_and_isr_seen": 3}
+
+
+def test_isr_change_needs_the_commit() -> None:
+    translator = LogTranslator()
+    events = translator.translate([
+        IsrProposal(10, 2, "t", 1, (2, 3, 1), (2, 1)),
+        IsrCommitted(11, 2, "t", 1, (2, 1), 5),
+        IsrProposal(20, 2, "t", 1, (2, 1), (2, 1, 3)),
+        IsrUpdateFailed(21, 2, "t", 1),
+        IsrCommitted(30, 3, "t", 2, (3, 1), 2),  # nothing known of t-2 before
+    ])  # fmt: skip
+    assert values(events) == [{
+        "type": "IsrChange", "ts": 11, "topic": "t", "partition": 1, "leader": 2,
+        "old_isr": [2, 3, 1], "new_isr": [2, 1], "partition_epoch": 5,
+    }]  # fmt: skip
+    assert translator.dropped == {"isr_update_failed": 1, "isr_update_without_previous_isr": 1}
+
+
+def test_expansion_without_proposal_uses_the_last_isr_seen() -> None:
+    """Kafka 3.x logs no proposal for an expansion, only the commit."""
+    translator = LogTranslator()
+    events = translator.translate([
+        received(5, 1, state("t", 0, 1, 4, (1, 2, 3), version=8)),
+        IsrProposal(10, 1, "t", 0, (1, 2, 3), (1, 2)),
+        IsrCommitted(11, 1, "t", 0, (1, 2), 9),
+        IsrCommitted(20, 1, "t", 0, (1, 2, 3), 10),
+        IsrCommitted(30, 1, "t", 0, (3, 2, 1), 10),  # the same set again
+    ])  # fmt: skip
+    assert [(e.value["type"], e.value.get("old_isr"), e.value.get("new_isr")) for e in events] == [
+        ("LeaderAndIsr", None, None),
+        ("IsrChange", [1, 2, 3], [1, 2]),
+        ("IsrChange", [1, 2], [1, 2, 3]),
+    ]
+    assert translator.dropped == {"isr_update_unchanged": 1}
+
+
+def test_controller_epoch_of_the_last_election_goes_on_controller_events() -> None:
+    translator = LogTranslator()
+    events = translator.translate([
+        TopicsCreated(1, 1, {"t": {1: (2, 1), 0: (1, 2)}}),  # before any election line
+        ControllerElected(2, 1, 12),
+        TopicDeleted(3, 1, "t"),
+        TopicDeleted(4, 2, "u"),  # another controller, never seen elected
+    ])  # fmt: skip
+    assert values(events) == [
+        {"type": "TopicChange", "created": {"t": {"0": [1, 2], "1": [2, 1]}}, "deleted": [],
+         "ts": 1, "controller_id": 1},
+        {"type": "ControllerChange", "ts": 2, "controller_id": 1, "controller_epoch": 12},
+        {"type": "TopicChange", "created": {}, "deleted": ["t"], "ts": 3, "controller_id": 1,
+         "controller_epoch": 12},
+        {"type": "TopicChange", "created": {}, "deleted": ["u"], "ts": 4, "controller_id": 2},
+    ]  # fmt: skip
+    assert [e.key for e in events] == ["1", "1", "1", "2"]
+
+
+def test_topic_creation_without_assignment_gives_nothing() -> None:
+    assert LogTranslator().translate([TopicsCreated(1, 1, {})]) == []
+
+
+def test_broker_epochs_only_grow_when_kafka_says_a_broker_came_back() -> None:
+    translator = LogTranslator()
+    events = translator.translate([
+        BrokerEpochsInitialized(1, 1, {1: 100, 2: 200, 3: 300}),
+        BrokerSetChanged(2, 1, (), (3,), (), (1, 2)),  # 3 dies
+        BrokerRegistered(3, 2, 450),  # 2 registers again (its own server.log) ...
+        BrokerSetChanged(4, 1, (3,), (), (2,), (1, 2, 3)),  # ... and is reported bounced
+        BrokerRegistered(5, 1, 999),  # a registration the controller has not reported
+        BrokerSetChanged(6, 1, (), (), (), (1, 2, 3)),
+    ])  # fmt: skip
+    lives = [[(b["id"], b["epoch"]) for b in e["live"]] for e in values(events)]
+    assert lives == [
+        [(1, 100), (2, 200), (3, 300)],
+        [(1, 100), (2, 200)],
+        [(1, 100), (2, 450), (3, 301)],
+        [(1, 100), (2, 450), (3, 301)],
+    ]
+
+
+def test_broker_change_without_a_baseline() -> None:
+    """A collector started after the controller's election: unknown epochs start at 0."""
+    events = LogTranslator().translate([BrokerSetChanged(2, 1, (4,), (), (), (1, 4))])
+    assert values(events)[0]["live"] == [{"id": 1, "epoch": 0}, {"id": 4, "epoch": 0}]
+
+
+def test_state_round_trip_gives_the_same_events() -> None:
+    """What a restarted collector remembers: pending proposals, ISRs, epochs."""
+    before: list[TranslatorInput] = [
+        ControllerElected(1, 1, 3),
+        BrokerEpochsInitialized(2, 1, {1: 10, 2: 20}),
+        received(3, 1, state("t", 0, 1, 4, (1, 2), version=6)),
+        IsrProposal(4, 1, "t", 0, (1, 2), (1,)),
+    ]
+    after: list[TranslatorInput] = [
+        IsrCommitted(5, 1, "t", 0, (1,), 7),
+        received(6, 2, state("t", 0, 1, 4, (1, 2), version=6)),  # seen before the restart
+        BrokerSetChanged(7, 1, (), (), (2,), (1, 2)),
+    ]
+    one = LogTranslator()
+    one.translate(before)
+    expected = values(one.translate(after))
+    restarted = LogTranslator()
+    restarted.translate(before)
+    resumed = LogTranslator(restarted.state())
+    assert values(resumed.translate(after)) == expected
+    assert [e["type"] for e in expected] == ["IsrChange", "BrokerChange"]
+
+
+def test_deleting_a_topic_forgets_its_partitions() -> None:
+    translator = LogTranslator()
+    translator.translate([
+        received(1, 1, state("t", 0, 1, 0, (1,))),
+        IsrProposal(2, 1, "t", 0, (1,), (1,)),
+        received(1, 1, state("tt", 0, 1, 0, (1,))),
+        TopicDeleted(3, 1, "t"),
+    ])  # fmt: skip
+    kept = translator.state()
+    assert list(kept["leader_and_isr"]) == ["tt:0"]
+    assert kept["pending"] == {}
+    # the topic is created again with the same epochs: a new LeaderAndIsr is sent
+    again = translator.translate([received(4, 1, state("t", 0, 1, 0, (1,)))])
+    assert [e.value["type"] for e in again] == ["LeaderAndIsr"]
