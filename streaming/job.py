@@ -56,6 +56,7 @@ def spark_session(config: IsrwatchConfig) -> Any:
         SparkSession.builder.master(config.streaming.spark_master)
         .appName("isrwatch")
         .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # a service logs, it draws no bars
         .config("spark.sql.shuffle.partitions", str(config.streaming.shuffle_partitions))
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.sql.session.timeZone", "UTC")
