@@ -5,9 +5,9 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-SAMPLE := conf/samples/incident.jsonl
+ARGS ?=
 
-.PHONY: demo test lint typecheck unit bench clean
+.PHONY: demo java test lint typecheck unit bench clean
 
 $(STAMP): pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -15,9 +15,16 @@ $(STAMP): pyproject.toml constraints.txt
 	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev]'
 	touch $(STAMP)
 
-## Set up and run on the embedded default: replays the shipped incident capture.
-demo: $(STAMP)
-	$(BIN)/isrwatch replay $(SAMPLE)
+## Set up and run on the embedded default: broker, simulated cluster, job, /metrics, live view.
+demo: $(STAMP) java
+	$(BIN)/isrwatch demo $(ARGS)
+
+# Spark runs on a JVM: install Java 17 from Debian's packages when it is missing.
+java:
+	@command -v java >/dev/null || { \
+	  echo "Spark needs Java 17: installing openjdk-17-jre-headless"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    apt-get install -y -qq openjdk-17-jre-headless; }
 
 ## The whole test suite: lint, types, unit and integration tests.
 test: lint typecheck unit

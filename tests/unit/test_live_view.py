@@ -1,0 +1,75 @@
+"""The demo's view, drawn from the stats rows the shard step really produces."""
+
+from __future__ import annotations
+
+from rich.console import Console, RenderableType
+
+from streaming.live_view import ClusterHealth, lag_bar, plain_line, render, render_facts
+from tests.unit.test_shard_state import B, Job, kafka_records
+
+
+def text_of(renderable: RenderableType) -> str:
+    console = Console(record=True, width=200, color_system=None)
+    console.print(renderable)
+    return console.export_text()
+
+
+def one_eligible_follower() -> ClusterHealth:
+    """t:0's follower 2 is 12 s behind, its leader's T is 10 s: SHRINK_ELIGIBLE until 15 s."""
+    job = Job(2, snapshot_when_idle=False)
+    events = [
+        {"source": "controller-events", "value": {
+            "type": "BrokerConfig", "ts": B, "broker": 1, "replica_lag_time_max_ms": 10_000}},
+        {"source": "controller-events", "value": {
+            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 1,
+            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}},
+        {"source": "controller-events", "value": {
+            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 1, "leader": 2,
+            "leader_epoch": 0, "isr": [2, 1], "replicas": [2, 1], "partition_epoch": 0}},
+        {"source": "fetch-responses", "value": {
+            "ts": B + 12_000, "topic": "t", "partition": 0, "leader": 1, "follower": 2,
+            "leader_epoch": 0, "fetch_offset": 10, "leader_leo": 20, "high_watermark": 10}},
+        {"source": "fetch-responses", "value": {
+            "ts": B + 12_000, "topic": "t", "partition": 1, "leader": 2, "follower": 1,
+            "leader_epoch": 0, "fetch_offset": 20, "leader_leo": 20, "high_watermark": 20}},
+    ]  # fmt: skip
+    health = ClusterHealth()
+    health.on_batch(0, job.batch(kafka_records(events)))
+    return health
+
+
+def test_the_snapshot_merges_every_shard() -> None:
+    snapshot = one_eligible_follower().snapshot()
+    assert (snapshot.batches, snapshot.partitions, snapshot.now_ms) == (1, 2, B + 12_000)
+    assert snapshot.totals["predicted_under_replicated"] == 1
+    assert snapshot.totals["under_replicated"] == 0
+    assert snapshot.followers == {"SHRINK_ELIGIBLE": 1, "IN_SYNC": 1}
+    assert [(r["topic"], r["partition"]) for r in snapshot.unhealthy] == [("t", 0)]
+
+
+def test_the_view_shows_the_follower_against_its_deadline() -> None:
+    health = one_eligible_follower()
+    text = text_of(render(health.snapshot(), "header", []))
+    (row,) = [line for line in text.splitlines() if "SHRINK_ELIGIBLE" in line and "t-0" in line]
+    # lag 12 s; shrink by last caught up (B, the election) + 1.5 x 10 s: 3 s from now
+    assert "12.0s" in row
+    assert "in 3.0s" in row
+    assert "predicted-under-replicated 1" in text
+    assert health.peaks["predicted_under_replicated"] == 1
+    assert health.first_seen_ms["predicted_under_replicated"] == B + 12_000
+    assert "predicted=1" in plain_line(health.snapshot())
+
+
+def test_the_lag_bar_marks_t_and_one_and_a_half_t() -> None:
+    # 24 cells for 0 .. 2T: T at cell 12, 1.5 T at cell 18; 12 s of T = 10 s fills 14 cells
+    assert lag_bar(12_000, 10_000).plain == "█" * 12 + "|" + "█" + "····" + "|" + "·" * 5
+
+
+def test_facts_show_what_the_cluster_did() -> None:
+    facts = [
+        {"ts": B, "kind": "isr_shrink", "topic": "t", "partition": 0, "leader": 1, "follower": 2},
+        {"ts": B, "kind": "update_metadata", "broker": 1, "partitions": []},
+    ]
+    text = text_of(render_facts(facts))
+    assert "leader 1 dropped 2 from t-0's ISR" in text
+    assert "update_metadata" not in text
