@@ -183,7 +183,9 @@ class ClusterSimulator:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._topic_specs: dict[str, TopicSpec] = {}
         self._sessions: dict[tuple[int, int], int] = {}  # (follower, leader) -> token
-        self._held: dict[int, dict[int, int]] = defaultdict(dict)  # leader -> follower -> token
+        # leader -> follower -> (session token, hold): the fetches a leader is holding
+        self._held: dict[int, dict[int, tuple[int, int]]] = defaultdict(dict)
+        self._holds = 0
         self._pairs: dict[tuple[int, int], list[Partition]] | None = None
         self._tokens = 0
         self._schedule(self.start_ms, self._start)
@@ -394,9 +396,9 @@ class ClusterSimulator:
                         p.maybe_increment_high_watermark()
                     woken.add(p.leader)
             for leader in woken:
-                for follower, token in list(self._held[leader].items()):
+                for follower, (token, _) in list(self._held[leader].items()):
                     if self._has_data(follower, leader):
-                        self._serve(follower, leader, token)
+                        self._respond(follower, leader, token)
         self._schedule(self.now + interval, self._produce)
 
     # ------------------------------------------------------------------ fetching
@@ -439,28 +441,31 @@ class ClusterSimulator:
             self._schedule(self.now + FETCH_RETRY_BACKOFF_MS, self._fetch_request, follower,
                            leader, token)  # fmt: skip
             return
-        if self._has_data(follower, leader):
-            self._serve(follower, leader, token)
+        has_data = self._read_follower_positions(follower, leader)
+        if has_data:
+            self._respond(follower, leader, token)
         else:  # the leader holds an empty fetch until data arrives or wait_max passes
-            self._held[leader][follower] = token
+            self._holds += 1
+            self._held[leader][follower] = (token, self._holds)
             self._schedule(self.now + self.scenario.fetch.wait_max_ms, self._fetch_timeout,
-                           follower, leader, token)  # fmt: skip
+                           follower, leader, (token, self._holds))  # fmt: skip
 
-    def _fetch_timeout(self, follower: int, leader: int, token: int) -> None:
-        if self._held[leader].get(follower) == token:
-            self._serve(follower, leader, token)
+    def _fetch_timeout(self, follower: int, leader: int, hold: tuple[int, int]) -> None:
+        if self._held[leader].get(follower) == hold:  # not answered since, nor held anew
+            self._respond(follower, leader, hold[0])
 
-    def _serve(self, follower: int, leader: int, token: int) -> None:
-        """The leader answers a fetch: one fetch-responses record per partition."""
-        self._held[leader].pop(follower, None)
-        if self._sessions.get((follower, leader)) != token:
-            return
+    def _read_follower_positions(self, follower: int, leader: int) -> bool:
+        """The leader reads a fetch as it arrives (ReplicaManager.fetchMessages): it updates
+        each follower's fetch state from the fetch offsets, may expand the ISR and move the
+        HW, one fetch-responses record per partition; True if there is data to return."""
         fetch = self.scenario.fetch
         max_records = self.brokers[follower].max_records_from(leader, fetch.max_records)
+        has_data = False
         for p in self._pair_partitions(follower, leader):
             offset = p.logs[follower]
             leader_leo = p.logs[leader]
             returned = max(0, min(leader_leo - offset, max_records))
+            has_data = has_data or returned > 0
             p.remote[follower].update_fetch_state(offset, leader_leo, self.now)
             self._maybe_expand_isr(p, follower, offset)
             p.maybe_increment_high_watermark()
@@ -470,7 +475,17 @@ class ClusterSimulator:
                 "leader_leo": leader_leo, "high_watermark": p.high_watermark,
                 "log_start_offset": 0, "error": "NONE", "bytes": returned * fetch.record_bytes,
             })  # fmt: skip
-            p.logs[follower] = offset + returned
+        return has_data
+
+    def _respond(self, follower: int, leader: int, token: int) -> None:
+        """The response reaches the follower: it appends what the leader has now."""
+        self._held[leader].pop(follower, None)
+        if self._sessions.get((follower, leader)) != token:
+            return
+        fetch = self.scenario.fetch
+        max_records = self.brokers[follower].max_records_from(leader, fetch.max_records)
+        for p in self._pair_partitions(follower, leader):
+            p.logs[follower] += max(0, min(p.logs[leader] - p.logs[follower], max_records))
         rtt = self._between(fetch.round_trip_ms)
         delay = self.brokers[follower].delay_to(leader)
         self._schedule(self.now + rtt + delay, self._fetch_request, follower, leader, token)
