@@ -14,16 +14,12 @@ produce bursts, a slow follower, elections.
 from __future__ import annotations
 
 import argparse
-import sys
 import time
-from pathlib import Path
 from typing import Any, cast
 
 import pandas as pd
+from state_bench import Follower, Partition, baseline_apply, state_bytes
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from bench.state_bench import Follower, Partition, baseline_apply, state_bytes
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, Event, FetchResponse, LeaderAndIsr, Source
 from state.follower_fetch_state import FetchBatch
@@ -74,7 +70,8 @@ def windows(events: list[Any], window_ms: int) -> list[tuple[list[Event], pd.Dat
 def run_model(parts: list[tuple[list[Event], pd.DataFrame]]) -> dict[str, float]:
     """Seconds spent on controller events, on fetch batches, and per evaluation; bytes."""
     model = ReplicationModel(RuleSettings())
-    model.apply_fetch_batch(FetchBatch.from_frame(parts[1][1].iloc[:1]), ApplyReport())  # compile
+    first = next(frame for _, frame in parts if len(frame))
+    model.apply_fetch_batch(FetchBatch.from_frame(first.iloc[:1]), ApplyReport())  # compile
     model = ReplicationModel(RuleSettings())
     report = ApplyReport()
     spent = {"controller": 0.0, "fetches": 0.0, "evaluate": 0.0}

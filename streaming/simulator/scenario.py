@@ -7,6 +7,7 @@ or any path. ``--set dotted.key=value`` overrides one setting (``cluster.brokers
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from enum import StrEnum
 from pathlib import Path
@@ -24,7 +25,7 @@ from pydantic import (
     model_validator,
 )
 
-SCENARIO_DIR = Path(__file__).resolve().parents[2] / "conf" / "scenarios"
+from streaming.config import CONFIG_DIR_VARIABLE
 
 _STRICT = ConfigDict(extra="forbid", frozen=True)
 
@@ -214,15 +215,22 @@ class Scenario(BaseModel):
         )
 
 
+def scenario_dir() -> Path:
+    """``$ISRWATCH_CONF_DIR/scenarios`` if that variable is set, else the repository's."""
+    conf = os.environ.get(CONFIG_DIR_VARIABLE)
+    base = Path(conf) if conf else Path(__file__).resolve().parents[2] / "conf"
+    return base / "scenarios"
+
+
 def scenario_names() -> list[str]:
-    return sorted(path.stem for path in SCENARIO_DIR.glob("*.yaml"))
+    return sorted(path.stem for path in scenario_dir().glob("*.yaml"))
 
 
 def scenario_path(name_or_path: str) -> Path:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         return path
-    return SCENARIO_DIR / f"{name_or_path}.yaml"
+    return scenario_dir() / f"{name_or_path}.yaml"
 
 
 def load_scenario(name_or_path: str, overrides: Mapping[str, object] | None = None) -> Scenario:
