@@ -114,6 +114,12 @@ class ReplicationModel:
         self.caches = MetadataCaches(self.table)
         self.windows = PropagationWindows(settings.propagation)
 
+    def reconfigure(self, settings: RuleSettings) -> None:
+        """Judge the kept state by new rules (a restart with a changed ``rules`` section):
+        thresholds and windows are computed at evaluation time, so nothing is recomputed."""
+        self.settings = settings
+        self.windows.settings = settings.propagation
+
     @property
     def _zk(self) -> bool:
         return self.settings.propagation.mode is PropagationMode.ZK

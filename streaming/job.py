@@ -15,10 +15,12 @@ offsets and state are in the checkpoint, so a restarted job applies every event 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -79,9 +81,64 @@ def input_stream(spark: Any, config: IsrwatchConfig) -> Any:
     return spark.readStream.format("isrwatch_kafka").options(**options).load()
 
 
+def is_uri(location: str) -> bool:
+    return "://" in location or location.startswith("file:")
+
+
+def checkpoint_location(config: IsrwatchConfig) -> str:
+    """A local checkpoint path made absolute; a URI (s3a://, gs://, hdfs://...) as given."""
+    location = str(config.streaming.checkpoint_location)
+    return location if is_uri(location) else str(Path(location).resolve())
+
+
 def source_status_file(config: IsrwatchConfig) -> Path:
-    """Where the Kafka source's reader publishes its health for the exporter."""
-    return Path(config.streaming.checkpoint_location).resolve() / "source-status.json"
+    """Where the Kafka source's reader publishes its health for the exporter: next to a
+    local checkpoint, else in the local temporary directory (one per checkpoint URI). The
+    reader must run where the driver can read it (local mode, or a shared volume)."""
+    location = checkpoint_location(config)
+    if not is_uri(location):
+        return Path(location) / "source-status.json"
+    digest = hashlib.sha256(location.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"isrwatch-source-{digest}" / "source-status.json"
+
+
+class CheckpointMismatchError(Exception):
+    """The checkpoint was written by a job whose state layout differs from this one's."""
+
+
+def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
+    """What a checkpoint's offsets and state depend on: partitions are hashed into
+    ``state_shards`` groups, and the offsets are those of these topics and source."""
+    return {
+        "state_shards": config.streaming.state_shards,
+        "controller_events": config.topics.controller_events,
+        "fetch_responses": config.topics.fetch_responses,
+        "source_format": config.kafka.source_format.value,
+    }
+
+
+def guard_checkpoint(config: IsrwatchConfig) -> None:
+    """Refuse to reuse a local checkpoint written with another layout (the state would be
+    misrouted, or the offsets would belong to other topics); record it on first use.
+    Rules may change between runs: restored state is judged by the current ones."""
+    location = checkpoint_location(config)
+    if is_uri(location):
+        return  # object stores: the Helm chart's upgrade check guards the layout
+    path = Path(location) / "isrwatch-layout.json"
+    layout = checkpoint_layout(config)
+    if path.exists():
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        changed = {k: (kept.get(k), v) for k, v in layout.items() if kept.get(k) != v}
+        if changed:
+            details = ", ".join(f"{k}: {old!r} in the checkpoint, {new!r} now"
+                                for k, (old, new) in changed.items())  # fmt: skip
+            raise CheckpointMismatchError(
+                f"{location} was written by a job with another layout ({details}); "
+                "keep the old settings or use a new streaming.checkpoint_location"
+            )
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(layout, sort_keys=True), encoding="utf-8")
 
 
 def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
@@ -149,7 +206,7 @@ def start_query(
     return (
         health.writeStream.queryName("isrwatch")
         .foreachBatch(sink)
-        .option("checkpointLocation", str(Path(config.streaming.checkpoint_location).resolve()))
+        .option("checkpointLocation", checkpoint_location(config))
         .trigger(processingTime=f"{config.streaming.trigger_interval_ms} milliseconds")
         .start()
     )
@@ -187,6 +244,7 @@ def run(
     A failing query (broker gone while writing, say) is restarted from its checkpoint
     with back-off, so the job does not die of a transient fault.
     """
+    guard_checkpoint(config)
     exporter = exporter or HealthExporter()
     if config.kafka.source_format is SourceFormat.PYTHON:
         exporter.source_status = source_status_file(config)

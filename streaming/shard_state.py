@@ -127,6 +127,7 @@ def make_shard_function(
             pickle.loads(state.get[0]) if state.exists
             else ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, settings.shards)))
         )  # fmt: skip
+        snapshot.model.reconfigure(settings.rules)  # the rules of this run, not the first's
         watermark = state.getCurrentWatermarkMs()
         stream_clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
         frames = [frame for frame in batches if len(frame)]
@@ -299,7 +300,11 @@ def _stats_row(
         stats["topics"] = _topic_gauges(frame)
         stats["brokers"] = _broker_gauges(frame)
         unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
-        stats["unhealthy"] = [frame.record(i) for i in unhealthy]
+        # T of the leader: the record leaves it out, the metrics draw the shrink thresholds
+        stats["unhealthy"] = [
+            {**frame.record(i), "replica_lag_time_max_ms": int(frame.lag_time_max_ms[i])}
+            for i in unhealthy
+        ]
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
 
