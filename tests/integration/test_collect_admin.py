@@ -10,14 +10,13 @@ the gap.
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaAdminClient, KafkaConsumer, TopicPartition
+from kafka import KafkaAdminClient
 from prometheus_client import CollectorRegistry
 
 from streaming.collectors.admin_collector import AdminCollector
@@ -25,33 +24,19 @@ from streaming.collectors.admin_source import KafkaAdminSource
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.collectors.outgoing import Outgoing
 from streaming.collectors.publisher import KafkaPublisher
-from streaming.config import IsrwatchConfig, load_config
+from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.job import run
 from streaming.metrics import HealthExporter
+from tests.integration.kafka_topics import isolated_job_config, read_topic
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture
 def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
-    suffix = uuid.uuid4().hex[:8]
-    names = {
-        "topics.controller_events": f"controller-events-{suffix}",
-        "topics.fetch_responses": f"fetch-responses-{suffix}",
-        "topics.partition_health": f"partition-health-{suffix}",
-        "topics.dead_letters": f"dead-letters-{suffix}",
-    }
-    broker.create_topics(list(names.values()))
-    return load_config(None, {
-        **names,
-        "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
-        "streaming.trigger_interval_ms": 500,
-        "streaming.state_shards": 2,
-        "metrics.enabled": False,
-        "collect.admin.state_file": str(tmp_path / "admin.json"),
-    }, environ={})  # fmt: skip
+    state_file = {"collect.admin.state_file": str(tmp_path / "admin.json")}
+    return isolated_job_config(broker, tmp_path, {"streaming.state_shards": 2, **state_file})
 
 
 class Spy:
@@ -67,23 +52,6 @@ class Spy:
 
     def close(self) -> None:
         self.publisher.close()
-
-
-def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
-    consumer = KafkaConsumer(bootstrap_servers=config.kafka.bootstrap_servers,
-                             enable_auto_commit=False)  # fmt: skip
-    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    records: list[tuple[str, str | None]] = []
-    idle_since = time.monotonic()
-    while time.monotonic() - idle_since < 3:
-        for messages in consumer.poll(timeout_ms=500).values():
-            idle_since = time.monotonic()
-            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
-                        for m in messages]  # fmt: skip
-    consumer.close()
-    return records
 
 
 def of_topic(events: Sequence[Outgoing], topic: str) -> list[dict[str, Any]]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -18,11 +17,12 @@ from streaming.collectors.log_collector import LogCollector
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.collectors.outgoing import Outgoing
 from streaming.collectors.publisher import KafkaPublisher
-from streaming.config import IsrwatchConfig, load_config
+from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
+from tests.integration.kafka_topics import isolated_job_config
 
 pytestmark = pytest.mark.integration
 
@@ -44,23 +44,8 @@ class Spy:
 
 @pytest.fixture
 def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
-    suffix = uuid.uuid4().hex[:8]
-    names = {
-        "topics.controller_events": f"controller-events-{suffix}",
-        "topics.fetch_responses": f"fetch-responses-{suffix}",
-        "topics.partition_health": f"partition-health-{suffix}",
-        "topics.dead_letters": f"dead-letters-{suffix}",
-    }
-    broker.create_topics(list(names.values()))
-    return load_config(None, {
-        **names,
-        "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
-        "streaming.trigger_interval_ms": 500,
-        "streaming.state_shards": 2,
-        "metrics.enabled": False,
-        "collect.logs.state_file": str(tmp_path / "logs.json"),
-    }, environ={})  # fmt: skip
+    state_file = {"collect.logs.state_file": str(tmp_path / "logs.json")}
+    return isolated_job_config(broker, tmp_path, {"streaming.state_shards": 2, **state_file})
 
 
 def test_collected_logs_drive_the_job_like_replay(

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 import urllib.request
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -17,13 +16,14 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from state.settings import RuleSettings
-from streaming.config import IsrwatchConfig, load_config
+from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
 from streaming.simulator import ClusterSimulator, load_scenario
 from streaming.simulator.publish import KafkaPublisher, envelope_line
+from tests.integration.kafka_topics import isolated_job_config
 
 pytestmark = pytest.mark.integration
 
@@ -32,24 +32,7 @@ START_MS = 1_700_000_000_000
 
 @pytest.fixture
 def sim_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
-    suffix = uuid.uuid4().hex[:8]
-    names = {
-        "topics.controller_events": f"sim-controller-events-{suffix}",
-        "topics.fetch_responses": f"sim-fetch-responses-{suffix}",
-        "topics.partition_health": f"sim-partition-health-{suffix}",
-        "topics.dead_letters": f"sim-dead-letters-{suffix}",
-    }
-    broker.create_topics([names["topics.controller_events"]], partitions=1)
-    broker.create_topics([names["topics.fetch_responses"]], partitions=3)
-    broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
-    return load_config(None, {
-        **names,
-        "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
-        "streaming.trigger_interval_ms": 500,
-        "streaming.state_shards": 4,
-        "metrics.enabled": False,
-    }, environ={})  # fmt: skip
+    return isolated_job_config(broker, tmp_path, {"streaming.state_shards": 4}, fetch_partitions=3)
 
 
 def test_slow_follower_through_the_job_matches_the_ground_truth(

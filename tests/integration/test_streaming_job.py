@@ -8,23 +8,23 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 
 from state.settings import RuleSettings
 from state.sharding import shard_of
-from streaming.config import IsrwatchConfig, load_config
+from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
 from streaming.shard_state import STATS
+from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -34,25 +34,7 @@ B = 1_700_000_000_000
 
 @pytest.fixture
 def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
-    """Topics of their own for each test, on the shared broker."""
-    suffix = uuid.uuid4().hex[:8]
-    names = {
-        "topics.controller_events": f"controller-events-{suffix}",
-        "topics.fetch_responses": f"fetch-responses-{suffix}",
-        "topics.partition_health": f"partition-health-{suffix}",
-        "topics.dead_letters": f"dead-letters-{suffix}",
-    }
-    broker.create_topics([names["topics.controller_events"]], partitions=1)
-    broker.create_topics([names["topics.fetch_responses"]], partitions=2)
-    broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
-    return load_config(None, {
-        **names,
-        "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
-        "streaming.trigger_interval_ms": 500,
-        "streaming.state_shards": 3,
-        "metrics.enabled": False,
-    }, environ={})  # fmt: skip
+    return isolated_job_config(broker, tmp_path)
 
 
 def produce(
@@ -73,24 +55,6 @@ def produce(
     producer.close()
 
 
-def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
-    consumer = KafkaConsumer(bootstrap_servers=config.kafka.bootstrap_servers,
-                             enable_auto_commit=False)  # fmt: skip
-    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    records: list[tuple[str, str | None]] = []
-    idle_since = time.monotonic()
-    while time.monotonic() - idle_since < 3:
-        batch = consumer.poll(timeout_ms=500)
-        for messages in batch.values():
-            idle_since = time.monotonic()
-            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
-                        for m in messages]  # fmt: skip
-    consumer.close()
-    return records
-
-
 def sample() -> list[dict[str, Any]]:
     return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
 
@@ -99,13 +63,6 @@ def replayed() -> dict[str, dict[str, Any]]:
     with SAMPLE.open() as lines:
         return {f"{r['topic']}:{r['partition']}": r
                 for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
-
-
-def last_per_key(lines: list[tuple[str, str | None]]) -> dict[str, Any]:
-    latest: dict[str, Any] = {}
-    for key, value in lines:
-        latest[key] = json.loads(value) if value is not None else None
-    return latest
 
 
 class Batches:

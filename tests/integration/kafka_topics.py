@@ -1,0 +1,70 @@
+"""Topics of their own for each test on the shared embedded broker, and reading them back."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from kafka import KafkaConsumer, TopicPartition
+
+from streaming.config import IsrwatchConfig, load_config
+from streaming.embedded_broker import EmbeddedBroker
+
+
+def isolated_job_config(
+    broker: EmbeddedBroker,
+    tmp_path: Path,
+    settings: dict[str, object] | None = None,
+    *,
+    fetch_partitions: int = 2,
+) -> IsrwatchConfig:
+    """The job's configuration on fresh topics (a test's records are its own), a checkpoint
+    in ``tmp_path``, fast triggers and no exporter; ``settings`` override."""
+    suffix = uuid.uuid4().hex[:8]
+    names = {
+        "topics.controller_events": f"controller-events-{suffix}",
+        "topics.fetch_responses": f"fetch-responses-{suffix}",
+        "topics.partition_health": f"partition-health-{suffix}",
+        "topics.dead_letters": f"dead-letters-{suffix}",
+    }
+    broker.create_topics([names["topics.controller_events"]], partitions=1)
+    broker.create_topics([names["topics.fetch_responses"]], partitions=fetch_partitions)
+    broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
+    return load_config(None, {
+        **names,
+        "kafka.bootstrap_servers": broker.bootstrap_servers,
+        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
+        "streaming.trigger_interval_ms": 500,
+        "streaming.state_shards": 3,
+        "metrics.enabled": False,
+        **(settings or {}),
+    }, environ={})  # fmt: skip
+
+
+def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
+    """Every record of ``topic`` as (key, value), until it has been quiet for 3 s."""
+    consumer = KafkaConsumer(bootstrap_servers=config.kafka.bootstrap_servers,
+                             enable_auto_commit=False)  # fmt: skip
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    records: list[tuple[str, str | None]] = []
+    idle_since = time.monotonic()
+    while time.monotonic() - idle_since < 3:
+        for messages in consumer.poll(timeout_ms=500).values():
+            idle_since = time.monotonic()
+            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
+                        for m in messages]  # fmt: skip
+    consumer.close()
+    return records
+
+
+def last_per_key(lines: list[tuple[str, str | None]]) -> dict[str, Any]:
+    """A compacted topic's view: the last value of each key (None: a tombstone)."""
+    latest: dict[str, Any] = {}
+    for key, value in lines:
+        latest[key] = json.loads(value) if value is not None else None
+    return latest
