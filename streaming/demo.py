@@ -17,6 +17,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,10 +29,11 @@ from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
+from streaming.input_records import KafkaPublisher
 from streaming.live_view import COUNTED, ClusterHealth, clock, plain_line, render
 from streaming.metrics import HealthExporter
 from streaming.simulator.cluster import ClusterSimulator
-from streaming.simulator.publish import KafkaPublisher, paced
+from streaming.simulator.publish import paced, publish_all
 from streaming.simulator.scenario import Scenario
 
 log = logging.getLogger(__name__)
@@ -120,7 +122,7 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
     stop = threading.Event()
     health = ClusterHealth()
     started = time.monotonic()
-    published: dict[str, int] = {}
+    published: Counter[str] = Counter()
     workers: list[_Worker] = []
     with tempfile.TemporaryDirectory(prefix="isrwatch-demo-") as work, EmbeddedBroker() as broker:
         try:
@@ -139,9 +141,8 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
 
                 def publish() -> None:
                     try:
-                        publisher.publish(events, flush_every=500)
+                        publish_all(publisher, events, published)
                     finally:
-                        published.update(publisher.counts)
                         publisher.close()
 
                 exporter = HealthExporter()

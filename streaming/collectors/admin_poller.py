@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from state.events import Source
-from streaming.collectors.outgoing import MAX_PARTITIONS_PER_EVENT, Outgoing, partition_key
+from streaming.input_records import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
 
 STATE_VERSION = 1
 NO_CONTROLLER = -1
@@ -130,9 +130,9 @@ class AdminPoller:
             "epochs": {str(b): e for b, e in sorted(self._epochs.items())},
         }
 
-    def diff(self, snapshot: ClusterSnapshot) -> list[Outgoing]:
+    def diff(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
         previous = self._previous
-        out: list[Outgoing] = []
+        out: list[InputRecord] = []
         controller = snapshot.controller_id
         common: dict[str, Any] = {}
         if controller is not None and controller >= 0:
@@ -142,7 +142,7 @@ class AdminPoller:
         key = str(controller if controller is not None else NO_CONTROLLER)
 
         def event(body: dict[str, Any], event_key: str = key) -> None:
-            out.append(Outgoing(Source.CONTROLLER_EVENTS, event_key,
+            out.append(InputRecord(Source.CONTROLLER_EVENTS, event_key,
                                 {**body, "ts": snapshot.ts, **common}))  # fmt: skip
 
         if (
@@ -215,7 +215,7 @@ class AdminPoller:
             live.append({"id": broker, "epoch": self._epochs[broker]})
         return live
 
-    def _fetches(self, snapshot: ClusterSnapshot) -> list[Outgoing]:
+    def _fetches(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
         if snapshot.offsets_ts is None:
             return []
         out = []
@@ -233,7 +233,8 @@ class AdminPoller:
                     fetch_offset = leos.get((topic, partition, follower))
                     if follower == info.leader or fetch_offset is None:
                         continue
-                    out.append(Outgoing(Source.FETCH_RESPONSES, partition_key(topic, partition), {
+                    key = partition_key(topic, partition)
+                    out.append(InputRecord(Source.FETCH_RESPONSES, key, {
                         "ts": snapshot.offsets_ts, "topic": topic, "partition": partition,
                         "leader": info.leader, "follower": follower,
                         "leader_epoch": info.leader_epoch, "fetch_offset": fetch_offset,

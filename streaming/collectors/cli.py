@@ -13,9 +13,10 @@ import click
 
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.collectors.metrics import CollectorMetrics
-from streaming.collectors.publisher import JsonLinesPublisher, KafkaPublisher, Publisher
+from streaming.collectors.publisher import JsonLinesPublisher, Publisher
 from streaming.collectors.state_file import StateFileError
 from streaming.config import IsrwatchConfig
+from streaming.input_records import KafkaPublisher
 
 _dry_run_option = click.option(
     "--dry-run", is_flag=True,

@@ -65,7 +65,7 @@ from streaming.collectors.log_lines import (
     TopicDeleted,
     TopicsCreated,
 )
-from streaming.collectors.outgoing import MAX_PARTITIONS_PER_EVENT, Outgoing, partition_key
+from streaming.input_records import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
 
 STATE_VERSION = 1
 
@@ -149,15 +149,15 @@ class LogTranslator:
             "registered": _str_keys(self._registered),
         }
 
-    def translate(self, items: Iterable[TranslatorInput]) -> list[Outgoing]:
-        out: list[Outgoing] = []
+    def translate(self, items: Iterable[TranslatorInput]) -> list[InputRecord]:
+        out: list[InputRecord] = []
         for item in items:
             event = self._translate(item)
             if event is not None:
                 out.append(event)
         return out
 
-    def _translate(self, item: TranslatorInput) -> Outgoing | None:
+    def _translate(self, item: TranslatorInput) -> InputRecord | None:
         match item:
             case MetadataUpdate():
                 return self._update_metadata(item)
@@ -179,7 +179,7 @@ class LogTranslator:
                 value = {"type": "ControllerChange", "ts": item.ts,
                          "controller_id": item.controller_id,
                          "controller_epoch": item.controller_epoch}  # fmt: skip
-                return Outgoing(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
+                return InputRecord(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
             case BrokerEpochsInitialized():
                 self._live = dict(item.epochs)
                 for broker, epoch in item.epochs.items():
@@ -210,7 +210,7 @@ class LogTranslator:
 
     # ------------------------------------------------------------------ per kind
 
-    def _update_metadata(self, item: MetadataUpdate) -> Outgoing:
+    def _update_metadata(self, item: MetadataUpdate) -> InputRecord:
         partitions = []
         for state in item.states:
             if isinstance(state, PartitionState):
@@ -229,9 +229,9 @@ class LogTranslator:
         value = {"type": "UpdateMetadata", "ts": item.ts, "broker": item.broker,
                  "partitions": partitions, "controller_id": item.controller_id,
                  "controller_epoch": item.controller_epoch}  # fmt: skip
-        return Outgoing(Source.CONTROLLER_EVENTS, str(item.broker), value)
+        return InputRecord(Source.CONTROLLER_EVENTS, str(item.broker), value)
 
-    def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> Outgoing | None:
+    def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> InputRecord | None:
         state = item.state
         assert state.partition_epoch is not None  # the parser requires it
         key = partition_key(state.topic, state.partition)
@@ -248,9 +248,9 @@ class LogTranslator:
                  "replicas": list(state.replicas), "partition_epoch": state.partition_epoch,
                  "controller_id": item.controller_id,
                  "controller_epoch": item.controller_epoch}  # fmt: skip
-        return Outgoing(Source.CONTROLLER_EVENTS, key, value)
+        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
 
-    def _isr_change(self, item: IsrCommitted) -> Outgoing | None:
+    def _isr_change(self, item: IsrCommitted) -> InputRecord | None:
         key = partition_key(item.topic, item.partition)
         old = self._pending.pop(f"{item.broker} {key}", None)
         known = self._isr.get(key)
@@ -266,9 +266,9 @@ class LogTranslator:
         value = {"type": "IsrChange", "ts": item.ts, "topic": item.topic,
                  "partition": item.partition, "leader": item.broker, "old_isr": old,
                  "new_isr": list(item.isr), "partition_epoch": item.partition_epoch}  # fmt: skip
-        return Outgoing(Source.CONTROLLER_EVENTS, key, value)
+        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
 
-    def _broker_set_changed(self, item: BrokerSetChanged) -> Outgoing:
+    def _broker_set_changed(self, item: BrokerSetChanged) -> InputRecord:
         live: dict[int, int] = {}
         for broker in item.live:
             current = self._live.get(broker)
@@ -282,16 +282,16 @@ class LogTranslator:
         self._live = live
         return self._broker_change(item.ts, item.controller_id)
 
-    def _broker_change(self, ts: int, controller_id: int) -> Outgoing:
+    def _broker_change(self, ts: int, controller_id: int) -> InputRecord:
         live = [{"id": broker, "epoch": epoch} for broker, epoch in sorted(self._live.items())]
         return self._controller_event(ts, controller_id, {"type": "BrokerChange", "live": live})
 
-    def _controller_event(self, ts: int, controller_id: int, body: dict[str, Any]) -> Outgoing:
+    def _controller_event(self, ts: int, controller_id: int, body: dict[str, Any]) -> InputRecord:
         value: dict[str, Any] = {**body, "ts": ts, "controller_id": controller_id}
         epoch = self._controller_epochs.get(controller_id)
         if epoch is not None:
             value["controller_epoch"] = epoch
-        return Outgoing(Source.CONTROLLER_EVENTS, str(controller_id), value)
+        return InputRecord(Source.CONTROLLER_EVENTS, str(controller_id), value)
 
     # ------------------------------------------------------------------ memory
 

@@ -1,6 +1,6 @@
 """A simulated Kafka cluster producing ``controller-events`` and ``fetch-responses``."""
 
-from streaming.simulator.cluster import ClusterSimulator, SimEvent
+from streaming.simulator.cluster import ClusterSimulator
 from streaming.simulator.ground_truth import GroundTruth
 from streaming.simulator.scenario import Scenario, ScenarioError, load_scenario, scenario_names
 
@@ -9,7 +9,6 @@ __all__ = [
     "GroundTruth",
     "Scenario",
     "ScenarioError",
-    "SimEvent",
     "load_scenario",
     "scenario_names",
 ]

@@ -13,8 +13,9 @@ from typing import TextIO
 import click
 
 from streaming.cli_options import key_values, load_or_exit
-from streaming.simulator.cluster import ClusterSimulator, SimEvent
-from streaming.simulator.publish import KafkaPublisher, paced, write_replay_file
+from streaming.input_records import InputRecord, KafkaPublisher
+from streaming.simulator.cluster import ClusterSimulator
+from streaming.simulator.publish import paced, publish_all, write_replay_file
 from streaming.simulator.scenario import Scenario, ScenarioError, load_scenario, scenario_names
 
 parse_params = key_values("cluster.brokers=30")
@@ -122,12 +123,12 @@ def simulate_command(
 
 
 def _produce(
-    events: Iterable[SimEvent], bootstrap_servers: str | None, config_file: Path | None
+    events: Iterable[InputRecord], bootstrap_servers: str | None, config_file: Path | None
 ) -> Counter[str]:
     config = load_or_exit(config_file, {"kafka.bootstrap_servers": bootstrap_servers})
     publisher = KafkaPublisher(config)
     try:
-        return publisher.publish(events)
+        return publish_all(publisher, events)
     finally:
         publisher.close()
 

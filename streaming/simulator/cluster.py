@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from state.events import Source
+from streaming.input_records import InputRecord
 from streaming.simulator.ground_truth import GroundTruth
 from streaming.simulator.scenario import (
     Action,
@@ -50,23 +51,6 @@ UNKNOWN_OFFSET = -1
 NEVER = 0
 FETCH_RETRY_BACKOFF_MS = 1_000  # replica.fetch.backoff.ms
 BROKER_EPOCH_BASE = 4_096  # broker epochs look like ZooKeeper czxids: large and increasing
-
-
-@dataclass(frozen=True)
-class SimEvent:
-    """One record for a topic: ``key`` as events.md says, ``value`` a contract object."""
-
-    source: Source
-    key: str
-    value: dict[str, Any]
-
-    @property
-    def ts(self) -> int:
-        return int(self.value["ts"])
-
-    def envelope(self) -> dict[str, Any]:
-        """The replay file's line (events.md, replay contract)."""
-        return {"source": self.source.value, "value": self.value}
 
 
 @dataclass
@@ -169,7 +153,7 @@ class ClusterSimulator:
         self._numpy = np.random.default_rng(seed)
         self._queue: list[tuple[int, int, Callable[..., None], tuple[Any, ...]]] = []
         self._sequence = 0
-        self._out: list[SimEvent] = []
+        self._out: list[InputRecord] = []
         spec = scenario.cluster
         self.brokers = {
             b: Broker(b, BROKER_EPOCH_BASE + b, scenario.lag_time_max_ms(b))
@@ -196,7 +180,7 @@ class ClusterSimulator:
     def end_ms(self) -> int:
         return self.start_ms + self.scenario.duration_s * 1000
 
-    def events(self, until_ms: int | None = None) -> Iterator[SimEvent]:
+    def events(self, until_ms: int | None = None) -> Iterator[InputRecord]:
         """Advance simulated time to ``until_ms`` (default: the scenario's end)."""
         end = self.end_ms if until_ms is None else until_ms
         while self._queue and self._queue[0][0] <= end:
@@ -219,7 +203,7 @@ class ClusterSimulator:
     # ------------------------------------------------------------------ output
 
     def _emit(self, source: Source, key: str, value: dict[str, Any]) -> None:
-        self._out.append(SimEvent(source, key, {"ts": self.now, **value}))
+        self._out.append(InputRecord(source, key, {"ts": self.now, **value}))
 
     def _controller_event(self, key: str, event_type: str, **fields: Any) -> None:
         self._emit(Source.CONTROLLER_EVENTS, key, {

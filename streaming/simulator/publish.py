@@ -2,86 +2,74 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, TextIO
+from typing import TextIO
 
-from state.events import Source
-from streaming.config import IsrwatchConfig
-from streaming.simulator.cluster import SimEvent
+from streaming.input_records import InputRecord, KafkaPublisher
 
 
 def paced(
-    events: Iterable[SimEvent],
+    records: Iterable[InputRecord],
     start_ms: int,
     speed: float | None,
     stop: threading.Event | None = None,
     clock: Callable[[], float] = time.monotonic,
-) -> Iterator[SimEvent]:
+) -> Iterator[InputRecord]:
     """Release each record when its simulated time comes: ``speed`` simulated seconds per
     wall second (1.0: real time); ``None``: as fast as possible. Ends early on ``stop``."""
     stop = stop or threading.Event()
     began = clock()
-    for event in events:
+    for record in records:
         if stop.is_set():
             return
         if speed is not None:
-            due = began + (event.ts - start_ms) / 1000.0 / speed
-            wait = due - clock()
+            wait = began + (record.ts - start_ms) / 1000.0 / speed - clock()
             if wait > 0 and stop.wait(wait):
                 return
-        yield event
+        yield record
 
 
-def envelope_line(event: SimEvent) -> str:
-    return json.dumps(event.envelope(), separators=(",", ":"))
+def envelope_line(record: InputRecord) -> str:
+    return json.dumps(record.envelope(), separators=(",", ":"))
 
 
-def write_replay_file(events: Iterable[SimEvent], out: TextIO) -> Counter[str]:
+def write_replay_file(records: Iterable[InputRecord], out: TextIO) -> Counter[str]:
     """The replay contract's lines (``isrwatch replay`` reads them back)."""
     counts: Counter[str] = Counter()
-    for event in events:
-        out.write(envelope_line(event) + "\n")
-        counts[event_kind(event)] += 1
+    for record in records:
+        out.write(envelope_line(record) + "\n")
+        counts[record.event_type] += 1
     return counts
 
 
-def event_kind(event: SimEvent) -> str:
-    return str(event.value.get("type", "FetchResponse"))
+def publish_all(
+    publisher: KafkaPublisher,
+    records: Iterable[InputRecord],
+    counts: Counter[str] | None = None,
+    batch: int = 1_000,
+    batch_s: float = 0.25,
+) -> Counter[str]:
+    """Send in order, a batch at a time: ``batch`` records or ``batch_s`` seconds' worth
+    (paced records should not wait for a full batch). Counts what was acknowledged."""
+    counts = Counter() if counts is None else counts
+    iterator = iter(records)
+    while True:
+        started = time.monotonic()
+        chunk = list(itertools.islice(_until(iterator, started + batch_s), batch))
+        if not chunk:
+            return counts
+        publisher.publish(chunk)
+        counts.update(record.event_type for record in chunk)
 
 
-class KafkaPublisher:
-    """Produces records to the job's input topics with the contract's keys."""
-
-    def __init__(self, config: IsrwatchConfig, producer: Any = None) -> None:
-        if producer is None:
-            from kafka import KafkaProducer
-
-            options = config.kafka.kafka_python_options()
-            producer = KafkaProducer(linger_ms=50, acks=1, **options)
-        self._producer = producer
-        self._topics = {
-            Source.CONTROLLER_EVENTS: config.topics.controller_events,
-            Source.FETCH_RESPONSES: config.topics.fetch_responses,
-        }
-        self.counts: Counter[str] = Counter()
-
-    def send(self, event: SimEvent) -> None:
-        value = json.dumps(event.value, separators=(",", ":")).encode()
-        self._producer.send(self._topics[event.source], key=event.key.encode(), value=value)
-        self.counts[event_kind(event)] += 1
-
-    def publish(self, events: Iterable[SimEvent], flush_every: int = 5_000) -> Counter[str]:
-        for n, event in enumerate(events, start=1):
-            self.send(event)
-            if n % flush_every == 0:
-                self._producer.flush()
-        self._producer.flush()
-        return self.counts
-
-    def close(self) -> None:
-        self._producer.flush()
-        self._producer.close(timeout=10)
+def _until(records: Iterator[InputRecord], deadline: float) -> Iterator[InputRecord]:
+    """Records from ``records`` until one is taken past ``deadline`` (it is included)."""
+    for record in records:
+        yield record
+        if time.monotonic() >= deadline:
+            return

@@ -22,10 +22,9 @@ from prometheus_client import CollectorRegistry
 from streaming.collectors.admin_collector import AdminCollector
 from streaming.collectors.admin_source import KafkaAdminSource
 from streaming.collectors.metrics import CollectorMetrics
-from streaming.collectors.outgoing import Outgoing
-from streaming.collectors.publisher import KafkaPublisher
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
+from streaming.input_records import InputRecord, KafkaPublisher
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from tests.integration.kafka_topics import isolated_job_config, read_topic
@@ -44,9 +43,9 @@ class Spy:
 
     def __init__(self, publisher: KafkaPublisher) -> None:
         self.publisher = publisher
-        self.polls: list[list[Outgoing]] = []
+        self.polls: list[list[InputRecord]] = []
 
-    def publish(self, events: Sequence[Outgoing]) -> None:
+    def publish(self, events: Sequence[InputRecord]) -> None:
         self.publisher.publish(events)
         self.polls[-1] += events
 
@@ -54,7 +53,7 @@ class Spy:
         self.publisher.close()
 
 
-def of_topic(events: Sequence[Outgoing], topic: str) -> list[dict[str, Any]]:
+def of_topic(events: Sequence[InputRecord], topic: str) -> list[dict[str, Any]]:
     mine = []
     for event in events:
         value = dict(event.value)

@@ -15,10 +15,9 @@ from prometheus_client import CollectorRegistry
 from state.settings import RuleSettings
 from streaming.collectors.log_collector import LogCollector
 from streaming.collectors.metrics import CollectorMetrics
-from streaming.collectors.outgoing import Outgoing
-from streaming.collectors.publisher import KafkaPublisher
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
+from streaming.input_records import InputRecord, KafkaPublisher
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
@@ -32,9 +31,9 @@ DATA = Path(__file__).resolve().parents[1] / "unit" / "data" / "kafka_logs" / "z
 class Spy:
     def __init__(self, publisher: KafkaPublisher) -> None:
         self.publisher = publisher
-        self.events: list[Outgoing] = []
+        self.events: list[InputRecord] = []
 
-    def publish(self, events: Sequence[Outgoing]) -> None:
+    def publish(self, events: Sequence[InputRecord]) -> None:
         self.publisher.publish(events)
         self.events += events
 

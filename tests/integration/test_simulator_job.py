@@ -18,11 +18,12 @@ from prometheus_client.parser import text_string_to_metric_families
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
+from streaming.input_records import KafkaPublisher
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
 from streaming.simulator import ClusterSimulator, load_scenario
-from streaming.simulator.publish import KafkaPublisher, envelope_line
+from streaming.simulator.publish import envelope_line
 from tests.integration.kafka_topics import isolated_job_config
 
 pytestmark = pytest.mark.integration

@@ -15,7 +15,7 @@ from streaming.collectors.admin_collector import AdminCollector
 from streaming.collectors.admin_poller import ClusterSnapshot, PartitionInfo
 from streaming.collectors.admin_source import _config_values, _partitions
 from streaming.collectors.metrics import CollectorMetrics
-from streaming.collectors.outgoing import Outgoing
+from streaming.input_records import InputRecord
 
 
 class Snapshots:
@@ -35,10 +35,10 @@ class Snapshots:
 
 class Capture:
     def __init__(self, fail: int = 0) -> None:
-        self.events: list[Outgoing] = []
+        self.events: list[InputRecord] = []
         self.fail = fail
 
-    def publish(self, events: Sequence[Outgoing]) -> None:
+    def publish(self, events: Sequence[InputRecord]) -> None:
         if self.fail:
             self.fail -= 1
             raise ConnectionError("broker down")

@@ -8,7 +8,7 @@ from typing import Any
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, Source
 from streaming.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
-from streaming.collectors.outgoing import Outgoing
+from streaming.input_records import InputRecord
 
 
 def snap(
@@ -27,7 +27,7 @@ def info(leader: int, epoch: int | None, isr: tuple[int, ...],
     return PartitionInfo(leader, epoch, replicas, isr)
 
 
-def checked(events: Sequence[Outgoing]) -> list[tuple[str, str, dict[str, Any]]]:
+def checked(events: Sequence[InputRecord]) -> list[tuple[str, str, dict[str, Any]]]:
     out = []
     for event in events:
         assert not isinstance(parse_json_line(event.source, dict(event.value)), DeadLetter)
@@ -35,7 +35,7 @@ def checked(events: Sequence[Outgoing]) -> list[tuple[str, str, dict[str, Any]]]
     return out
 
 
-def types(events: Sequence[Outgoing]) -> list[str]:
+def types(events: Sequence[InputRecord]) -> list[str]:
     return [e.event_type for e in events]
 
 

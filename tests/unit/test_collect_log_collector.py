@@ -16,8 +16,8 @@ from state.event_parser import parse_json_line
 from state.events import DeadLetter
 from streaming.collectors.log_collector import LogCollector
 from streaming.collectors.metrics import CollectorMetrics
-from streaming.collectors.outgoing import Outgoing
 from streaming.config import LogCollectorSettings
+from streaming.input_records import InputRecord
 
 DATA = Path(__file__).resolve().parent / "data" / "kafka_logs"
 ZK_FILES = ("controller.log", "state-change.log", "server.log")
@@ -32,11 +32,11 @@ class Capture:
     """A publisher that keeps what it is given; ``fail`` makes the next calls raise."""
 
     def __init__(self) -> None:
-        self.batches: list[list[Outgoing]] = []
+        self.batches: list[list[InputRecord]] = []
         self.fail = 0
         self.closed = False
 
-    def publish(self, events: Sequence[Outgoing]) -> None:
+    def publish(self, events: Sequence[InputRecord]) -> None:
         if self.fail:
             self.fail -= 1
             raise ConnectionError("broker down")

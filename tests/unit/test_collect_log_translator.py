@@ -32,10 +32,10 @@ from streaming.collectors.log_translator import (
     TranslatorInput,
     group_metadata_updates,
 )
-from streaming.collectors.outgoing import Outgoing
+from streaming.input_records import InputRecord
 
 
-def values(events: Sequence[Outgoing]) -> list[dict[str, Any]]:
+def values(events: Sequence[InputRecord]) -> list[dict[str, Any]]:
     for event in events:
         assert event.source is Source.CONTROLLER_EVENTS
         parsed = parse_json_line(event.source, dict(event.value))

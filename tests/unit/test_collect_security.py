@@ -9,8 +9,8 @@ import kafka
 import pytest
 
 from streaming.collectors.admin_source import KafkaAdminSource
-from streaming.collectors.publisher import KafkaPublisher
 from streaming.config import IsrwatchConfig, load_config
+from streaming.input_records import KafkaPublisher
 
 SECURED = {
     "sasl-scram-tls": {

@@ -9,6 +9,7 @@ with what the simulator recorded as having happened.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 
 import pytest
 
@@ -63,7 +64,7 @@ def test_remote_replica_follows_the_last_caught_up_rule() -> None:
 # ---------------------------------------------------------------- the simulator itself
 
 
-def first_events(seed: int, count: int = 3_000) -> list[dict[str, object]]:
+def first_events(seed: int, count: int = 3_000) -> list[Mapping[str, object]]:
     sim = ClusterSimulator(load_scenario("demo"), seed=seed, start_ms=START_MS)
     return [event.value for event in itertools.islice(sim.events(), count)]
 
