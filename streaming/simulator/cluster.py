@@ -19,14 +19,22 @@ import heapq
 import random
 from collections import defaultdict
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from state.events import Source
 from streaming.input_records import InputRecord
+from streaming.simulator.broker import Broker
 from streaming.simulator.ground_truth import GroundTruth
+from streaming.simulator.partition import (
+    LEADER_DURING_DELETE,
+    NEVER,
+    NO_LEADER,
+    UNKNOWN_OFFSET,
+    Partition,
+    RemoteReplica,
+)
 from streaming.simulator.scenario import (
     Action,
     BounceBroker,
@@ -45,97 +53,8 @@ from streaming.simulator.scenario import (
     TopicSpec,
 )
 
-NO_LEADER = -1
-LEADER_DURING_DELETE = -2
-UNKNOWN_OFFSET = -1
-NEVER = 0
 FETCH_RETRY_BACKOFF_MS = 1_000  # replica.fetch.backoff.ms
 BROKER_EPOCH_BASE = 4_096  # broker epochs look like ZooKeeper czxids: large and increasing
-
-
-@dataclass
-class RemoteReplica:
-    """A leader's view of one follower (Kafka's Replica on the leader)."""
-
-    log_end_offset: int = UNKNOWN_OFFSET
-    last_fetch_time_ms: int = 0
-    last_fetch_leader_leo: int = 0
-    last_caught_up_ms: int = NEVER
-
-    def update_fetch_state(self, fetch_offset: int, leader_leo: int, now: int) -> None:
-        if fetch_offset >= leader_leo:
-            self.last_caught_up_ms = max(self.last_caught_up_ms, now)
-        elif fetch_offset >= self.last_fetch_leader_leo:
-            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_time_ms)
-        self.last_fetch_leader_leo = leader_leo
-        self.last_fetch_time_ms = now
-        self.log_end_offset = fetch_offset
-
-
-@dataclass
-class Partition:
-    topic: str
-    partition: int
-    replicas: tuple[int, ...]
-    min_insync_replicas: int
-    produce_rate: float
-    leader: int = NO_LEADER
-    leader_epoch: int = 0
-    partition_epoch: int = 0
-    isr: list[int] = field(default_factory=list)
-    logs: dict[int, int] = field(default_factory=dict)  # each replica's true log end offset
-    remote: dict[int, RemoteReplica] = field(default_factory=dict)  # on the leader
-    high_watermark: int = 0
-    epoch_start_offset: int = 0
-    # The controller's cached ISR: in zk mode it learns a leader's ISR change only from
-    # the change notification, so UpdateMetadata sent before that carries the old ISR.
-    controller_isr: list[int] = field(default_factory=list)
-
-    @property
-    def key(self) -> str:
-        return f"{self.topic}:{self.partition}"
-
-    @property
-    def leader_leo(self) -> int:
-        return self.logs[self.leader]
-
-    def metadata_state(self, offline: set[int]) -> dict[str, Any]:
-        return {
-            "topic": self.topic, "partition": self.partition, "leader": self.leader,
-            "leader_epoch": self.leader_epoch, "isr": list(self.controller_isr),
-            "replicas": list(self.replicas),
-            "offline_replicas": [r for r in self.replicas if r in offline],
-        }  # fmt: skip
-
-    def maybe_increment_high_watermark(self) -> None:
-        """HW = the smallest LEO among the ISR as the leader knows it; it never goes back."""
-        ends = [
-            self.logs[r] if r == self.leader else self.remote[r].log_end_offset for r in self.isr
-        ]
-        candidate = min(ends) if ends else self.high_watermark
-        self.high_watermark = max(self.high_watermark, candidate)
-
-
-@dataclass
-class Broker:
-    id: int
-    epoch: int
-    lag_time_max_ms: int
-    alive: bool = True
-    generation: int = 0  # tasks scheduled before a crash or restart see a newer one and stop
-    stuck: bool = False  # its ISR updates fail: it never shrinks
-    slowness: dict[int | None, tuple[int, int | None]] = field(default_factory=dict)
-    # ^ leader (None: any) -> (extra delay before each fetch, most records per partition)
-    isr_change_set: dict[tuple[str, int], int] = field(default_factory=dict)  # tp -> first
-    last_isr_change_ms: int = 0
-    last_isr_propagation_ms: int = 0
-
-    def delay_to(self, leader: int) -> int:
-        return self.slowness.get(leader, self.slowness.get(None, (0, None)))[0]
-
-    def max_records_from(self, leader: int, default: int) -> int:
-        cap = self.slowness.get(leader, self.slowness.get(None, (0, None)))[1]
-        return default if cap is None else min(cap, default)
 
 
 class ClusterSimulator:

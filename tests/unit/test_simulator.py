@@ -15,7 +15,7 @@ import pytest
 
 from state.events import DeadLetterReason, LeaderAndIsr
 from streaming.simulator import ClusterSimulator, ScenarioError, load_scenario, scenario_names
-from streaming.simulator.cluster import RemoteReplica
+from streaming.simulator.partition import RemoteReplica
 from tests.simulation import START_MS, MonitorRun, run_monitor
 
 T = 30_000
