@@ -174,6 +174,9 @@ class ReplicationModel:
     def apply_controller_event(
         self, source_id: int, event: ControllerEvent, report: ApplyReport
     ) -> None:
+        # Facts about one partition (observed propagation delays) go to the report of the
+        # shard that owns the partition; the event itself is counted by one shard only.
+        partition_report = report
         if not self._reports(event):
             report = ApplyReport()  # counted by the shard that owns it
         if not self.cluster.admits_controller_epoch(event.controller_epoch):
@@ -191,7 +194,7 @@ class ReplicationModel:
             case IsrChangePropagation():
                 self._propagation(event)
             case UpdateMetadata():
-                self._update_metadata(event, report)
+                self._update_metadata(event, partition_report)
             case BrokerChange():
                 change = self.cluster.apply_broker_change(event)
                 self.caches.drop_brokers(change.restarted_caches)

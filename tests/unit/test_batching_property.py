@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import cast
+from typing import Any, cast
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -168,12 +168,14 @@ def test_any_batching_equals_one_event_at_a_time(
 
 def sharded_outcome(
     sequence: list[Event], shards: int, mode: PropagationMode, now: int
-) -> tuple[list[HealthRecord], list[tuple[int, str]], Counter[str]]:
+) -> tuple[list[HealthRecord], list[tuple[int, str]], Counter[str], list[int], list[Any]]:
     """The streaming job's routing: fetches to their owner, controller events to all."""
     settings = RuleSettings(propagation=PropagationSettings(mode=mode))
     models = [ReplicationModel(settings, Shard(i, shards)) for i in range(shards)]
     rejected: list[tuple[int, str]] = []
     applied: Counter[str] = Counter()
+    delays: list[int] = []
+    transitions: list[Any] = []
     for index, model in enumerate(models):
         mine = [
             (n, e)
@@ -183,11 +185,13 @@ def sharded_outcome(
         report = model.apply(mine)
         rejected += zip(report.rejected_ids, report.rejected_reasons, strict=True)
         applied += report.applied
+        delays += report.propagation_delays_ms
+        transitions += report.isr_transitions
     records = sorted(
         (r for m in models for r in m.evaluate(now).records()),
         key=lambda r: (r["topic"], r["partition"]),
     )
-    return records, sorted(rejected), applied
+    return records, sorted(rejected), applied, sorted(delays), transitions
 
 
 @settings(max_examples=150, deadline=None)
@@ -198,9 +202,12 @@ def test_shards_fed_by_broadcast_equal_one_model(
     whole = outcome(sequence, [len(sequence) or 1], mode, now)
     whole_records = cast("list[HealthRecord]", whole[0])
     whole_rejected = cast("list[tuple[int, str]]", whole[1])
-    records, rejected, applied = sharded_outcome(sequence, 3, mode, now)
+    records, rejected, applied, delays, transitions = sharded_outcome(sequence, 3, mode, now)
     assert rejected == whole_rejected
     assert applied == whole[2]
+    # every observed propagation delay and ISR transition is reported, by one shard
+    assert delays == sorted(cast("list[int]", whole[3]))
+    assert sorted(transitions, key=repr) == sorted(cast("list[Any]", whole[4]), key=repr)
     if any(isinstance(sequence[n], IsrChange) for n, _ in whole_rejected):
         # A shard cannot fence another shard's IsrChange by leader epoch, so the
         # leader's window may differ; everything else must not (README).

@@ -245,3 +245,23 @@ def test_churn_in_another_shard_delays_the_window_of_the_same_leader() -> None:
     # Leader 1: a = 20 000, c = 23 000 (from the other shard's partition), p = a.
     meta = health(shard0, 23_000)["metadata"]
     assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (28_000, 30_500)
+
+
+def test_the_owning_shard_reports_the_observed_propagation_delay() -> None:
+    """A shrink at 1 000 reaches the last cache at 7 000: 6 000 ms, reported once, by the
+    shard that owns orders-0 (shard 0 counts the UpdateMetadata events themselves)."""
+    owner = shard_of("orders", 0, 4)
+    assert owner != 0
+    events = [
+        brokers(0, (1, 1), (2, 1), (3, 1)),
+        leader_and_isr(0),
+        *(update_metadata(10, b, isr=(1, 2, 3)) for b in (1, 2, 3)),
+        isr_change(1_000, (1, 2, 3), (1, 2)),
+        *(update_metadata(ts, b, isr=(1, 2)) for ts, b in ((6_500, 1), (6_800, 2), (7_000, 3))),
+    ]
+    delays = {}
+    for index in range(4):
+        report = apply(ReplicationModel(RuleSettings(), Shard(index, 4)), *events)
+        delays[index] = report.propagation_delays_ms
+    assert delays[owner] == [6_000]
+    assert all(found == [] for index, found in delays.items() if index != owner)
