@@ -207,7 +207,11 @@ class ClusterSimulator:
                     "type": "TopicConfig", "topic": name,
                     "min_insync_replicas": spec.min_insync_replicas,
                 })  # fmt: skip
-                assignment = self._assign(spec.partitions, spec.replication_factor)
+                assignment = (
+                    [tuple(replicas) for replicas in spec.replica_assignment]
+                    if spec.replica_assignment
+                    else self._assign(spec.partitions, spec.replication_factor)
+                )
                 created[name] = {str(i): list(r) for i, r in enumerate(assignment)}
                 for i, replicas in enumerate(assignment):
                     p = Partition(name, i, replicas, spec.min_insync_replicas, spec.produce_rate)

@@ -50,16 +50,32 @@ class TopicSpec(BaseModel):
     min_insync_replicas: PositiveInt = 1
     produce_rate: NonNegativeFloat = 100.0  # records per second per partition
     initial_offset: NonNegativeInt = 0  # log end offset of every replica at start
+    # kafka-topics --replica-assignment: one replica list per partition, preferred leader
+    # first; replaces partitions and replication_factor
+    replica_assignment: list[list[PositiveInt]] | None = None
 
     def names(self) -> list[str]:
         if self.count == 1:
             return [self.name.format(i=0) if "{i}" in self.name else self.name]
         return [self.name.format(i=i) for i in range(self.count)]
 
+    @model_validator(mode="before")
+    @classmethod
+    def _sizes_from_assignment(cls, data: Any) -> Any:
+        assignment = data.get("replica_assignment") if isinstance(data, dict) else None
+        if isinstance(assignment, list) and assignment and isinstance(assignment[0], list):
+            sizes = {len(replicas) if isinstance(replicas, list) else -1 for replicas in assignment}
+            if len(sizes) != 1:
+                raise ValueError("replica_assignment needs partitions of one replication factor")
+            return {**data, "partitions": len(assignment), "replication_factor": sizes.pop()}
+        return data
+
     @model_validator(mode="after")
     def _count_needs_template(self) -> TopicSpec:
         if self.count > 1 and "{i}" not in self.name:
             raise ValueError("a topic spec with count > 1 needs '{i}' in its name")
+        if any(len(set(replicas)) != len(replicas) for replicas in self.replica_assignment or []):
+            raise ValueError("replica_assignment lists a broker twice for one partition")
         if self.min_insync_replicas > self.replication_factor:
             raise ValueError("min_insync_replicas cannot exceed replication_factor")
         return self
@@ -200,6 +216,9 @@ class Scenario(BaseModel):
         for spec in self.topics:
             if spec.replication_factor > brokers:
                 problems.append(f"topic {spec.name}: replication_factor exceeds {brokers}")
+            for replicas in spec.replica_assignment or []:
+                if not all(1 <= r <= brokers for r in replicas):
+                    problems.append(f"topic {spec.name}: replica_assignment names no broker")
         for i, action in enumerate(self.timeline):
             for field in ("broker", "leader", "to"):
                 value = getattr(action, field, None)

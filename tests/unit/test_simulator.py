@@ -110,6 +110,10 @@ def test_scenario_problems_are_reported_with_where_and_why() -> None:
         load_scenario("steady", {"cluster.brokers": 0})
     with pytest.raises(ScenarioError, match=r"timeline\.0\.broker: no broker 9 \(1\.\.4\)"):
         load_scenario("slow-follower", {"timeline.0.broker": 9})
+    with pytest.raises(ScenarioError, match=r"topics\.0: .*lists a broker twice"):
+        load_scenario("steady", {"topics.0.replica_assignment": [[1, 1]]})
+    with pytest.raises(ScenarioError, match=r"topics\.0: .*one replication factor"):
+        load_scenario("steady", {"topics.0.replica_assignment": [[1, 2], [2]]})
     not_an_index = r"topics\.5\.partitions: '5' is not an index of a 2-item list"
     with pytest.raises(ScenarioError, match=not_an_index):
         load_scenario("slow-follower", {"topics.5.partitions": 3})
@@ -263,7 +267,7 @@ def test_a_slow_controller_makes_metadata_staleness_overdue() -> None:
 def test_crashes_make_partitions_offline_and_under_min_isr_then_recover() -> None:
     run = behaving("broker-crash-and-bounce")
     both = {tp for tp, p in run.sim.partitions.items() if set(p.replicas) == {2, 3}}
-    assert both  # the two-replica topic has partitions on exactly brokers 2 and 3
+    assert {("audit", 0), ("audit", 1)} <= both  # placed on exactly brokers 2 and 3
     for tp in both:
         assert run.first("offline", tp) is not None
     for tp, p in run.sim.partitions.items():
