@@ -4,59 +4,33 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import signal
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import TextIO
 
 import click
-import yaml
 
-from streaming.config import ConfigError, IsrwatchConfig, dump_config, load_config
+from dashboards.cli import dashboards_command
+from streaming.cli_options import config_option, load_or_exit, set_option
+from streaming.collectors.cli import collect
+from streaming.config import dump_config
+from streaming.probe import probe_command
 from streaming.replay import replay
-
-
-def _load(config_file: Path | None, overrides: dict[str, object] | None = None) -> IsrwatchConfig:
-    try:
-        return load_config(config_file, overrides)
-    except ConfigError as error:
-        raise click.ClickException(f"invalid configuration:\n{error}") from error
+from streaming.simulator.cli import (
+    load_scenario_or_exit,
+    param_option,
+    scenario_option,
+    seed_option,
+    simulate_command,
+)
 
 
 def _dump_line(record: object) -> str:
     return json.dumps(record, separators=(",", ":"))
-
-
-config_option = click.option(
-    "--config",
-    "config_file",
-    type=click.Path(dir_okay=False, path_type=Path),
-    default=None,
-    help="YAML configuration file (default: conf/isrwatch.yaml, or $ISRWATCH_CONFIG).",
-)
-
-
-def _parse_settings(
-    _context: click.Context, _parameter: click.Parameter, values: tuple[str, ...]
-) -> dict[str, object]:
-    overrides: dict[str, object] = {}
-    for item in values:
-        key, sep, text = item.partition("=")
-        if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE (e.g. rules.warn_ratio=0.8)")
-        overrides[key.strip()] = yaml.safe_load(text) if text else None
-    return overrides
-
-
-set_option = click.option(
-    "--set",
-    "overrides",
-    multiple=True,
-    metavar="KEY=VALUE",
-    callback=_parse_settings,
-    help="Override one setting (dotted key, YAML value); repeatable. Beats file and env.",
-)
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -95,7 +69,7 @@ def replay_command(
     the event contract or that Kafka would ignore (stale epochs, ...) are counted on
     stderr and, with --dead-letters, written out with their reason.
     """
-    config = _load(config_file, overrides)
+    config = load_or_exit(config_file, overrides)
     result = replay(events_file, config.rules, until_ms)
     for record in result.records:
         click.echo(_dump_line(record))
@@ -144,20 +118,22 @@ def run_command(
     overrides: dict[str, object],
 ) -> None:
     """Run the streaming job: controller-events + fetch-responses -> partition health."""
-    from streaming.job import run
+    from streaming.job import CheckpointMismatchError, run
 
     flags = {
         "kafka.bootstrap_servers": bootstrap_servers,
         "streaming.checkpoint_location": checkpoint_location,
         "streaming.health_out": health_out,
     }
-    config = _load(config_file, {**overrides, **flags})
+    config = load_or_exit(config_file, {**overrides, **flags})
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     out = config.streaming.health_out
     try:
         run(config, available_now=available_now, health_out=Path(out) if out else None,
             stop=stop)  # fmt: skip
+    except CheckpointMismatchError as error:
+        raise click.ClickException(str(error)) from error
     except KeyboardInterrupt:
         stop.set()
 
@@ -169,7 +145,7 @@ def broker_command(port: int, config_file: Path | None) -> None:
     """Run the embedded Kafka-protocol broker (Tansu) with the job's topics, until Ctrl-C."""
     from streaming.embedded_broker import EmbeddedBroker
 
-    config = _load(config_file)
+    config = load_or_exit(config_file)
     topics = config.topics
     with EmbeddedBroker(port=port) as broker:
         broker.start()
@@ -189,8 +165,74 @@ def broker_command(port: int, config_file: Path | None) -> None:
 @set_option
 def config_command(config_file: Path | None, overrides: dict[str, object]) -> None:
     """Print the effective configuration (file < environment < --set), secrets masked."""
-    click.echo(dump_config(_load(config_file, overrides)), nl=False)
+    click.echo(dump_config(load_or_exit(config_file, overrides)), nl=False)
 
+
+main.add_command(probe_command)
+
+main.add_command(dashboards_command)
+
+main.add_command(collect)
+
+
+@main.command(name="demo")
+@scenario_option
+@param_option
+@seed_option
+@click.option(
+    "--seconds",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Stop after this many wall seconds (default: Ctrl-C or the scenario's end).",
+)
+@click.option(
+    "--speed",
+    type=click.FloatRange(min=0, min_open=True),
+    default=1.0,
+    show_default=True,
+    help="Simulated seconds per wall second.",
+)
+@click.option("--metrics-port", type=int, default=None, help="Port of /metrics (default: config).")
+@click.option("--live/--no-live", default=None, help="Live view (default: when on a terminal).")
+@config_option
+@set_option
+def demo_command(
+    scenario: str,
+    params: dict[str, object],
+    seed: int,
+    seconds: float | None,
+    speed: float,
+    metrics_port: int | None,
+    live: bool | None,
+    config_file: Path | None,
+    overrides: dict[str, object],
+) -> None:
+    """Run everything on this machine: embedded broker, simulated cluster, the job, /metrics.
+
+    The simulator produces a scenario's records in real time (or --speed times faster), the
+    streaming job reads them and serves /metrics, and a live view shows what the monitor
+    sees. Ctrl-C or --seconds stops everything and prints a summary.
+    """
+    from rich.console import Console
+
+    from streaming.demo import DemoOptions, quiet_stderr, run_demo
+
+    config = load_or_exit(config_file, {**overrides, "metrics.port": metrics_port})
+    options = DemoOptions(load_scenario_or_exit(scenario, params), seconds, speed, seed)
+    log_path = Path(tempfile.gettempdir()) / f"isrwatch-demo-{os.getpid()}.log"
+    with quiet_stderr(log_path) as terminal:
+        console = Console(file=terminal)
+        options.live = console.is_terminal if live is None else live
+        result = run_demo(config, options, console)
+    console = Console(stderr=True)
+    for line in result.summary:
+        console.print(line, highlight=False)
+    console.print(f"Spark's and the job's logs: {log_path}", highlight=False)
+    if result.error is not None:
+        raise SystemExit(1)
+
+
+main.add_command(simulate_command)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -10,6 +10,7 @@ bounds cardinality on a 100,000-partition cluster. Counters accumulate.
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
@@ -21,9 +22,16 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from state.events import DeadLetterReason, Source
+
 PARTITION_FLAGS = (
     "under_replicated", "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated",
 )  # fmt: skip
+EVENT_RESULTS = {
+    Source.FETCH_RESPONSES.value: ("applied", "error_response", "dead_letter"),
+    Source.CONTROLLER_EVENTS.value: ("applied", "dead_letter"),
+}
+"""The result of every input event, by source (see ``HealthExporter.record_batch``)."""
 
 
 class HealthExporter(Collector):
@@ -44,11 +52,12 @@ class HealthExporter(Collector):
             "isrwatch_dead_letters", "Records not applied, by reason", ["reason"],
             registry=self.registry,
         )  # fmt: skip
-        self.isr_changes = PromCounter(
-            "isrwatch_isr_changes",
-            "ISR changes applied, by topic, leader, kind (shrink/expand/other) and origin",
-            ["topic", "leader", "kind", "origin"], registry=self.registry,
-        )  # fmt: skip
+        # ISR changes by (topic, leader, kind, origin): too many label values to start them
+        # all at 0, and rate()/increase() miss the first count of a series that appears
+        # with it. So a new series is exported at 0 for one scrape before its count.
+        self._isr_changes: Counter[tuple[str, str, str, str]] = Counter()  # exported
+        self._new_isr_changes: Counter[tuple[str, str, str, str]] = Counter()  # not yet
+        self._isr_lock = threading.Lock()  # scrapes run in the HTTP server's threads
         self.bounced = PromCounter(
             "isrwatch_broker_bounces", "Brokers seen re-registering with a larger epoch",
             ["broker"], registry=self.registry,
@@ -63,6 +72,13 @@ class HealthExporter(Collector):
             "isrwatch_batch_duration_seconds", "Wall time of one micro-batch, sinks included",
             buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=self.registry,
         )  # fmt: skip
+        # Counters start at 0 for every label value known in advance: Prometheus' rate()
+        # and increase() cannot see the first increment of a series that starts at 1.
+        for source, results in EVENT_RESULTS.items():
+            for result in results:
+                self.events.labels(source, result)
+        for reason in DeadLetterReason:
+            self.dead_letters.labels(reason.value)
         self.registry.register(self)
 
     def serve(self, host: str, port: int) -> None:
@@ -93,11 +109,18 @@ class HealthExporter(Collector):
                 if event_type == "FetchResponse":
                     count -= shard["fetch_error_responses"]  # counted as error_response
                 self.events.labels(source, "applied").inc(count)
-            for topic, leader, kind, by_controller in shard["isr_transitions"]:
-                origin = "controller" if by_controller else "leader"
-                self.isr_changes.labels(topic, str(leader), kind, origin).inc()
+            with self._isr_lock:
+                for topic, leader, kind, by_controller in shard["isr_transitions"]:
+                    key = (topic, str(leader), kind, "controller" if by_controller else "leader")
+                    if key in self._isr_changes:
+                        self._isr_changes[key] += 1
+                    else:
+                        self._new_isr_changes[key] += 1
             for delay_ms in shard["propagation_delays_ms"]:
                 self.propagation_delay.observe(delay_ms / 1000)
+            for broker in shard.get("brokers", {}):
+                if int(broker) >= 0:  # -1 stands for "no leader"
+                    self.bounced.labels(broker)  # at 0 until its first bounce
             for broker in shard["bounced_brokers"]:
                 self.bounced.labels(str(broker)).inc()
         self.batch_duration.observe(duration_s)
@@ -142,6 +165,23 @@ class HealthExporter(Collector):
         since.add_metric([], time.time() - self._batch_time)
         yield since
         yield from self._source_health()
+        yield self._isr_change_counts()
+
+    def _isr_change_counts(self) -> Metric:
+        family = CounterMetricFamily(
+            "isrwatch_isr_changes",
+            "ISR changes applied, by topic, leader, kind (shrink/expand/other) and origin "
+            "(a new series is 0 for one scrape before its count)",
+            labels=["topic", "leader", "kind", "origin"],
+        )
+        with self._isr_lock:
+            for key, count in sorted(self._isr_changes.items()):
+                family.add_metric(list(key), count)
+            for key in sorted(self._new_isr_changes):
+                family.add_metric(list(key), 0)
+            self._isr_changes.update(self._new_isr_changes)
+            self._new_isr_changes.clear()
+        return family
 
     def _source_health(self) -> Iterator[Metric]:
         """From the status file the Kafka source's reader writes (streaming.kafka_source)."""
@@ -244,10 +284,37 @@ class HealthExporter(Collector):
         yield led
 
     def _unhealthy(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+        partition_labels = ["topic", "partition"]
         condition = GaugeMetricFamily(
             "isrwatch_partition_condition",
             "1 for each unhealthy condition of a partition (series exist only while it holds)",
-            labels=["topic", "partition", "condition"],
+            labels=[*partition_labels, "condition"],
+        )
+        high_watermark = GaugeMetricFamily(
+            "isrwatch_partition_high_watermark", "High watermark of an unhealthy partition",
+            labels=partition_labels,
+        )  # fmt: skip
+        leader_leo = GaugeMetricFamily(
+            "isrwatch_partition_leader_leo", "Leader's log end offset, unhealthy partitions",
+            labels=partition_labels,
+        )  # fmt: skip
+        lag_time_max = GaugeMetricFamily(
+            "isrwatch_partition_replica_lag_time_max_seconds",
+            "replica.lag.time.max.ms (T) of the leader of an unhealthy partition: an ISR "
+            "follower lagging more than T is removed by 1.5 T",
+            labels=partition_labels,
+        )
+        blackout_earliest = GaugeMetricFamily(
+            "isrwatch_partition_blackout_earliest_seconds",
+            "Predicted propagation window of a partition with stale metadata: the earliest "
+            "time its ISR change can reach the brokers (epoch seconds)",
+            labels=partition_labels,
+        )
+        blackout_latest = GaugeMetricFamily(
+            "isrwatch_partition_blackout_latest_seconds",
+            "Predicted propagation window of a partition with stale metadata: the latest "
+            "time its ISR change should reach the brokers (epoch seconds)",
+            labels=partition_labels,
         )
         follower_lag = GaugeMetricFamily(
             "isrwatch_follower_lag_time_seconds",
@@ -269,9 +336,22 @@ class HealthExporter(Collector):
                 for flag in PARTITION_FLAGS:
                     if record[flag] and flag != "at_min_isr":
                         condition.add_metric([topic, partition, flag], 1)
-                if record["metadata"]["state"] != "CONSISTENT":
-                    state = record["metadata"]["state"].lower()
+                metadata = record["metadata"]
+                if metadata["state"] != "CONSISTENT":
+                    state = metadata["state"].lower()
                     condition.add_metric([topic, partition, f"metadata_{state}"], 1)
+                if metadata["blackout_earliest_ms"] is not None:
+                    blackout_earliest.add_metric(
+                        [topic, partition], metadata["blackout_earliest_ms"] / 1000
+                    )
+                    blackout_latest.add_metric(
+                        [topic, partition], metadata["blackout_latest_ms"] / 1000
+                    )
+                high_watermark.add_metric([topic, partition], record["high_watermark"])
+                leader_leo.add_metric([topic, partition], record["leader_leo"])
+                lag_time_max.add_metric(
+                    [topic, partition], record["replica_lag_time_max_ms"] / 1000
+                )
                 for f in record["followers"]:
                     if f["status"] == "IN_SYNC":
                         continue
@@ -283,6 +363,11 @@ class HealthExporter(Collector):
                     if "shrink_by_ms" in f:
                         shrink_by.add_metric(labels, f["shrink_by_ms"] / 1000)
         yield condition
+        yield high_watermark
+        yield leader_leo
+        yield lag_time_max
+        yield blackout_earliest
+        yield blackout_latest
         yield follower_lag
         yield follower_messages
         yield shrink_by

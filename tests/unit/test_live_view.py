@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console, RenderableType
 
 from streaming.live_view import ClusterHealth, lag_bar, plain_line, render, render_facts
-from tests.unit.test_shard_state import B, Job, kafka_records
+from tests.unit.test_shard_state import B, Job, follower_behind_a_short_t, kafka_records
 
 
 def text_of(renderable: RenderableType) -> str:
@@ -17,22 +17,7 @@ def text_of(renderable: RenderableType) -> str:
 def one_eligible_follower() -> ClusterHealth:
     """t:0's follower 2 is 12 s behind, its leader's T is 10 s: SHRINK_ELIGIBLE until 15 s."""
     job = Job(2, snapshot_when_idle=False)
-    events = [
-        {"source": "controller-events", "value": {
-            "type": "BrokerConfig", "ts": B, "broker": 1, "replica_lag_time_max_ms": 10_000}},
-        {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 1,
-            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}},
-        {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 1, "leader": 2,
-            "leader_epoch": 0, "isr": [2, 1], "replicas": [2, 1], "partition_epoch": 0}},
-        {"source": "fetch-responses", "value": {
-            "ts": B + 12_000, "topic": "t", "partition": 0, "leader": 1, "follower": 2,
-            "leader_epoch": 0, "fetch_offset": 10, "leader_leo": 20, "high_watermark": 10}},
-        {"source": "fetch-responses", "value": {
-            "ts": B + 12_000, "topic": "t", "partition": 1, "leader": 2, "follower": 1,
-            "leader_epoch": 0, "fetch_offset": 20, "leader_leo": 20, "high_watermark": 20}},
-    ]  # fmt: skip
+    events = follower_behind_a_short_t()
     health = ClusterHealth()
     health.on_batch(0, job.batch(kafka_records(events)))
     return health

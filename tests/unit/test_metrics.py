@@ -35,13 +35,15 @@ def unhealthy_record(partition: int) -> dict[str, Any]:
     return {
         "topic": "orders", "partition": partition, "leader": 1, "under_replicated": True,
         "under_min_isr": False, "at_min_isr": True, "offline": False,
-        "predicted_under_replicated": False,
+        "predicted_under_replicated": False, "high_watermark": 5_000, "leader_leo": 5_100,
+        "replica_lag_time_max_ms": 30_000,
         "followers": [
             {"broker": 2, "status": "IN_SYNC", "lag_time_ms": 0, "lag_messages": 0},
             {"broker": 3, "status": "SHRINK_ELIGIBLE", "lag_time_ms": 32_000,
              "lag_messages": 1_100, "shrink_by_ms": 1_700_000_025_000},
         ],
-        "metadata": {"state": "STALE_EXPECTED"},
+        "metadata": {"state": "STALE_EXPECTED", "blackout_earliest_ms": 1_700_000_001_000,
+                     "blackout_latest_ms": 1_700_000_003_500},
     }  # fmt: skip
 
 
@@ -62,6 +64,7 @@ def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
         0.5,
     )
     exporter.record_batch([shard_stats(0), shard_stats(1)], {("controller-events", "late"): 1}, 0.5)
+    samples(exporter)  # a scrape: new ISR-change series are exported at 0 once first
     got = samples(exporter)
     topic = (("topic", "orders"),)
     assert got[("isrwatch_under_replicated_partitions", topic)] == 2  # 1 per shard, latest
@@ -99,9 +102,26 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     conditions = {dict(labels)["condition"] for name, labels in got
                   if name == "isrwatch_partition_condition"}  # fmt: skip
     assert conditions == {"under_replicated", "metadata_stale_expected"}
+    partition = (("partition", "7"), ("topic", "orders"))
+    assert got[("isrwatch_partition_high_watermark", partition)] == 5_000
+    assert got[("isrwatch_partition_leader_leo", partition)] == 5_100
+    assert got[("isrwatch_partition_replica_lag_time_max_seconds", partition)] == 30
+    assert got[("isrwatch_partition_blackout_earliest_seconds", partition)] == 1_700_000_001
+    assert got[("isrwatch_partition_blackout_latest_seconds", partition)] == 1_700_000_003.5
     exporter.record_batch([shard_stats(0)], {}, 0.1)  # partition 7 is healthy again
     assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_follower_")]
-    assert not [key for key in samples(exporter) if key[0] == "isrwatch_partition_condition"]
+    assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_partition_")]
+
+
+def test_no_blackout_series_without_a_predicted_window() -> None:
+    record = unhealthy_record(7)
+    record["metadata"] = {"state": "CONSISTENT", "blackout_earliest_ms": None,
+                          "blackout_latest_ms": None}  # fmt: skip
+    exporter = HealthExporter()
+    exporter.record_batch([shard_stats(0, unhealthy=[record])], {}, 0.1)
+    names = {name for name, _ in samples(exporter)}
+    assert "isrwatch_partition_high_watermark" in names
+    assert not {n for n in names if n.startswith("isrwatch_partition_blackout_")}
 
 
 def test_source_health_comes_from_the_readers_status_file(tmp_path: Path) -> None:
@@ -117,3 +137,31 @@ def test_source_health_comes_from_the_readers_status_file(tmp_path: Path) -> Non
     assert got[("isrwatch_source_consecutive_failures", ())] == 4
     assert got[("isrwatch_source_failures_total", ())] == 9
     assert got[("isrwatch_source_last_success_time_seconds", ())] == 1_700_000_000
+
+
+def test_counters_start_at_zero_for_label_values_known_in_advance() -> None:
+    """rate() and increase() miss the first increment of a series that appears at 1."""
+    exporter = HealthExporter()
+    got = samples(exporter)
+    assert got[("isrwatch_dead_letters_total", (("reason", "late"),))] == 0
+    errors = (("result", "error_response"), ("source", "fetch-responses"))
+    assert got[("isrwatch_events_total", errors)] == 0
+    assert not [k for k in got if k[0] == "isrwatch_broker_bounces_total"]
+    exporter.record_batch([shard_stats(0)], {}, 0.1)  # brokers 1 and 3 are known now
+    bounces = {dict(labels)["broker"]: value for (name, labels), value in samples(exporter).items()
+               if name == "isrwatch_broker_bounces_total"}  # fmt: skip
+    assert bounces == {"1": 0, "3": 0}
+    exporter.record_batch([shard_stats(0, bounced_brokers=[3])], {}, 0.1)
+    assert samples(exporter)[("isrwatch_broker_bounces_total", (("broker", "3"),))] == 1
+
+
+def test_a_new_isr_change_series_is_scraped_at_zero_before_its_count() -> None:
+    """rate() and increase() miss the first count of a series that appears with it."""
+    exporter = HealthExporter()
+    exporter.record_batch([shard_stats(0)], {}, 0.1)  # one shrink, leader 1
+    exporter.record_batch([shard_stats(0)], {}, 0.1)  # another, before any scrape
+    shrinks = (("kind", "shrink"), ("leader", "1"), ("origin", "leader"), ("topic", "orders"))
+    assert samples(exporter)[("isrwatch_isr_changes_total", shrinks)] == 0
+    assert samples(exporter)[("isrwatch_isr_changes_total", shrinks)] == 2
+    exporter.record_batch([shard_stats(0)], {}, 0.1)  # an exported series counts at once
+    assert samples(exporter)[("isrwatch_isr_changes_total", shrinks)] == 3

@@ -173,3 +173,35 @@ def test_deleted_topic_leaves_a_tombstone() -> None:
     }}  # fmt: skip
     out = job.batch(kafka_records([deletion]))
     assert list(out[out["kind"] == TOMBSTONE]["key"]) == ["payments:0"]
+
+
+def follower_behind_a_short_t() -> list[dict[str, Any]]:
+    """t:0's follower 2 is 12 s behind its leader 1, whose T is 10 s (SHRINK_ELIGIBLE until
+    15 s after the election at B); t:1 is in sync (default T)."""
+    return [
+        {"source": "controller-events", "value": {
+            "type": "BrokerConfig", "ts": B, "broker": 1, "replica_lag_time_max_ms": 10_000}},
+        {"source": "controller-events", "value": {
+            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 1,
+            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}},
+        {"source": "controller-events", "value": {
+            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 1, "leader": 2,
+            "leader_epoch": 0, "isr": [2, 1], "replicas": [2, 1], "partition_epoch": 0}},
+        {"source": "fetch-responses", "value": {
+            "ts": B + 12_000, "topic": "t", "partition": 0, "leader": 1, "follower": 2,
+            "leader_epoch": 0, "fetch_offset": 10, "leader_leo": 20, "high_watermark": 10}},
+        {"source": "fetch-responses", "value": {
+            "ts": B + 12_000, "topic": "t", "partition": 1, "leader": 2, "follower": 1,
+            "leader_epoch": 0, "fetch_offset": 20, "leader_leo": 20, "high_watermark": 20}},
+    ]  # fmt: skip
+
+
+def test_unhealthy_partitions_in_the_stats_carry_their_leaders_lag_time_max() -> None:
+    job = Job(1, snapshot_when_idle=False)
+    events = follower_behind_a_short_t()
+    out = job.batch(kafka_records(events))
+    (stats,) = [json.loads(v) for v in out[out["kind"] == STATS]["value"]]
+    # t:0's follower 2 is 12 s behind its leader's T of 10 s; t:1 is in sync (default T).
+    assert [(r["topic"], r["partition"], r["replica_lag_time_max_ms"])
+            for r in stats["unhealthy"]] == [("t", 0, 10_000)]  # fmt: skip
+    assert stats["unhealthy"][0]["followers"][0]["status"] == "SHRINK_ELIGIBLE"
