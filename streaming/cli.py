@@ -215,21 +215,31 @@ def demo_command(
     """
     from rich.console import Console
 
-    from streaming.demo import DemoOptions, quiet_stderr, run_demo
+    from streaming.demo import DemoError, DemoOptions, quiet_stderr, run_demo
 
     config = load_or_exit(config_file, {**overrides, "metrics.port": metrics_port})
     options = DemoOptions(load_scenario_or_exit(scenario, params), seconds, speed, seed)
     log_path = Path(tempfile.gettempdir()) / f"isrwatch-demo-{os.getpid()}.log"
+    signal.signal(signal.SIGTERM, _interrupt)  # stop as cleanly as on Ctrl-C
     with quiet_stderr(log_path) as terminal:
         console = Console(file=terminal)
         options.live = console.is_terminal if live is None else live
-        result = run_demo(config, options, console)
+        try:
+            result = run_demo(config, options, console)
+        except DemoError as error:
+            raise click.ClickException(
+                f"{error} (Spark's and the job's logs: {log_path})"
+            ) from error
     console = Console(stderr=True)
     for line in result.summary:
         console.print(line, highlight=False)
     console.print(f"Spark's and the job's logs: {log_path}", highlight=False)
     if result.error is not None:
         raise SystemExit(1)
+
+
+def _interrupt(_signal: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 main.add_command(simulate_command)

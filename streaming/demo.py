@@ -70,6 +70,10 @@ def quiet_stderr(log_path: Path) -> Iterator[TextIO]:
             os.close(terminal_fd)
 
 
+class DemoError(Exception):
+    """The demo could not start."""
+
+
 @dataclass
 class DemoOptions:
     scenario: Scenario
@@ -120,10 +124,12 @@ class _Worker(threading.Thread):
 
 def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> DemoResult:
     stop = threading.Event()
+    query_started = threading.Event()
     health = ClusterHealth()
     started = time.monotonic()
     published: Counter[str] = Counter()
     workers: list[_Worker] = []
+    sim: ClusterSimulator | None = None
     with tempfile.TemporaryDirectory(prefix="isrwatch-demo-") as work, EmbeddedBroker() as broker:
         try:
             with _startup_progress(console) as step:
@@ -135,9 +141,18 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 step(f"Creating topics {', '.join(names)}")
                 broker.create_topics(names)
                 job_config = demo_config(config, broker.bootstrap_servers, Path(work) / "ckpt")
+                exporter = HealthExporter()
+                job = _Worker("streaming job", lambda: _run_job(
+                    job_config, exporter, stop, health, query_started.set
+                ))  # fmt: skip
+                workers.append(job)
+                step("Starting Spark and the streaming query")
+                job.start()
+                _wait_for(query_started.is_set, workers, stop, "the streaming query to start")
+                # the simulated clock starts now: none of the scenario passes during start-up
                 sim = ClusterSimulator(options.scenario, options.seed, int(time.time() * 1000))
-                publisher = KafkaPublisher(job_config)
                 events = paced(sim.events(), sim.start_ms, options.speed, stop)
+                publisher = KafkaPublisher(job_config)
 
                 def publish() -> None:
                     try:
@@ -145,38 +160,44 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                     finally:
                         publisher.close()
 
-                exporter = HealthExporter()
-                workers = [
-                    _Worker("simulator", publish),
-                    _Worker("streaming job", lambda: _run_job(job_config, exporter, stop, health)),
-                ]
-                step(f"Starting the simulator ({options.scenario.name}) and Spark")
-                for worker in workers:
-                    worker.start()
+                workers.insert(0, _Worker("simulator", publish))
+                step(f"Starting the simulator ({options.scenario.name})")
+                workers[0].start()
                 step("Waiting for the streaming query's first micro-batch")
-                _wait_for_first_batch(health, workers, stop)
+                _wait_for(lambda: health.snapshot().batches > 0, workers, stop,
+                          "the first micro-batch")  # fmt: skip
             _watch(health, sim, options, workers, job_config, console, started)
         except KeyboardInterrupt:
-            console.print("[bold]Ctrl-C: stopping[/bold]")
+            console.print("[bold]Stopping (interrupted)[/bold]")
         finally:
             stop.set()
             with console.status("Stopping the query, Spark, the simulator and the broker"):
                 _join(workers)
-                _stop_spark()
                 broker.stop()
     error = next((f"{w.name}: {w.error}" for w in workers if w.error is not None), None)
-    truth = {label: sim.truth.count(kind) for kind, label in TRUTH_LABELS.items()}
+    truth = {label: sim.truth.count(kind) if sim else 0 for kind, label in TRUTH_LABELS.items()}
     result = DemoResult(time.monotonic() - started, dict(published), health, truth, error)
     result.summary = summarize(result, options.scenario)
     return result
 
 
 def _run_job(
-    config: IsrwatchConfig, exporter: HealthExporter, stop: threading.Event, health: ClusterHealth
+    config: IsrwatchConfig,
+    exporter: HealthExporter,
+    stop: threading.Event,
+    health: ClusterHealth,
+    on_started: Callable[[], None],
 ) -> None:
+    from pyspark.sql import SparkSession
+
     from streaming.job import run
 
-    run(config, exporter=exporter, stop=stop, on_batch=health.on_batch)
+    try:
+        run(config, exporter=exporter, stop=stop, on_batch=health.on_batch, on_started=on_started)
+    finally:
+        session = SparkSession.getActiveSession()  # per thread: the one this thread made
+        if session is not None:
+            session.stop()
 
 
 @contextlib.contextmanager
@@ -195,16 +216,16 @@ def _startup_progress(console: Console) -> Iterator[Callable[[str], None]]:
             progress.update(current[-1], completed=1, total=1)
 
 
-def _wait_for_first_batch(
-    health: ClusterHealth, workers: list[_Worker], stop: threading.Event
+def _wait_for(
+    done: Callable[[], bool], workers: list[_Worker], stop: threading.Event, what: str
 ) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while health.snapshot().batches == 0:
+    while not done():
         failed = [w for w in workers if w.error is not None]
         if failed:
-            raise RuntimeError(f"{failed[0].name} failed during start-up: {failed[0].error}")
+            raise DemoError(f"{failed[0].name} failed during start-up: {failed[0].error}")
         if time.monotonic() > deadline:
-            raise RuntimeError(f"no micro-batch within {STARTUP_TIMEOUT_S} s of start-up")
+            raise DemoError(f"waited {STARTUP_TIMEOUT_S} s for {what}")
         stop.wait(0.25)
 
 
@@ -238,6 +259,8 @@ def _watch(
             return "time is up"
         if not workers[0].is_alive():
             return "the scenario ended"
+        if not workers[1].is_alive():
+            return "the streaming job stopped"
         return None
 
     reason: str | None = None
@@ -260,14 +283,6 @@ def _join(workers: list[_Worker]) -> None:
     for worker in workers:
         if worker.is_alive():
             worker.join(timeout=120)
-
-
-def _stop_spark() -> None:
-    from pyspark.sql import SparkSession
-
-    session = SparkSession.getActiveSession()
-    if session is not None:
-        session.stop()
 
 
 def summarize(result: DemoResult, scenario: Scenario) -> list[str]:

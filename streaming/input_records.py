@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from state.events import Source
 from streaming.config import IsrwatchConfig
@@ -20,6 +20,8 @@ Kafka's default 1 MB record limit: a controller failover puts every partition of
 cluster in one request."""
 
 SEND_TIMEOUT_S = 60.0
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,27 @@ class InputRecord:
     def envelope(self) -> dict[str, Any]:
         """The replay file's line (events.md, replay contract)."""
         return {"source": self.source.value, "value": dict(self.value)}
+
+
+def chunks(items: Sequence[_T], size: int) -> list[list[_T]]:
+    """``items`` in consecutive lists of at most ``size`` (one empty list if none)."""
+    return [list(items[i : i + size]) for i in range(0, len(items), size)] or [[]]
+
+
+def split_created(
+    created: Mapping[str, Mapping[str, list[int]]], most: int = MAX_PARTITIONS_PER_EVENT
+) -> list[dict[str, dict[str, list[int]]]]:
+    """A TopicChange's ``created`` map in parts of at most ``most`` partitions each."""
+    parts: list[dict[str, dict[str, list[int]]]] = []
+    size = most
+    for topic, partitions in created.items():
+        for partition, replicas in partitions.items():
+            if size == most:
+                parts.append({})
+                size = 0
+            parts[-1].setdefault(topic, {})[partition] = replicas
+            size += 1
+    return parts
 
 
 def partition_key(topic: str, partition: int) -> str:

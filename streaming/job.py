@@ -238,6 +238,7 @@ def run(
     exporter: HealthExporter | None = None,
     stop: threading.Event | None = None,
     on_batch: Callable[[int, pd.DataFrame], None] | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> None:
     """Run the job until ``stop`` is set (or, with ``available_now``, until caught up).
 
@@ -257,6 +258,8 @@ def run(
     try:
         while not stop.is_set():
             query = start_query(spark, config, sink, snapshot_when_idle=available_now)
+            if on_started is not None:
+                on_started()
             try:
                 if available_now:
                     until_caught_up(query, stop)

@@ -169,7 +169,7 @@ def render_followers(snapshot: HealthSnapshot, limit: int = 12) -> Table:
             partition_name(record), str(follower["broker"]), str(record["leader"]),
             Text(follower["status"], style=STATUS_STYLE[follower["status"]]),
             seconds(lag), lag_bar(lag, lag_max) if lag is not None and lag_max else Text("-"),
-            f"in {seconds(deadline - now)}" if deadline is not None and now is not None else "-",
+            _relative(deadline, now),
             str(follower.get("lag_messages", "-")),
         )  # fmt: skip
     if len(rows) > limit:

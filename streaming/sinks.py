@@ -14,6 +14,7 @@ remembers the last batch it wrote (``FILE.batch``) and skips a re-run.
 from __future__ import annotations
 
 import json
+import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping
@@ -26,6 +27,8 @@ from kafka import KafkaProducer
 from streaming.metrics import HealthExporter
 from streaming.routing import DEAD
 from streaming.shard_state import HEALTH, STATS, TOMBSTONE
+
+log = logging.getLogger("isrwatch.sinks")
 
 
 class HealthFile:
@@ -88,7 +91,10 @@ class BatchSink:
         ]
         self.exporter.record_batch(stats, dead_letters_by_reason(dead), time.monotonic() - started)
         if self.on_batch is not None:
-            self.on_batch(batch_id, rows)
+            try:
+                self.on_batch(batch_id, rows)
+            except Exception:  # an observer's failure must not fail the batch
+                log.exception("the on_batch hook failed on batch %d", batch_id)
 
     def _send(self, health: pd.DataFrame, dead: pd.DataFrame) -> None:
         if self._producer_factory is None or (health.empty and dead.empty):

@@ -39,7 +39,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from state.events import Source
-from streaming.input_records import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
+from streaming.input_records import (
+    InputRecord,
+    partition_key,
+    split_created,
+)
 
 STATE_VERSION = 1
 NO_CONTROLLER = -1
@@ -160,7 +164,7 @@ class AdminPoller:
             if self._broker_changes:
                 event({"type": "BrokerChange", "live": live})
         created, deleted = _topic_changes(previous, snapshot)
-        for part in _split(created):
+        for part in split_created(created):
             event({"type": "TopicChange", "created": part, "deleted": []})
         if deleted:
             event({"type": "TopicChange", "created": {}, "deleted": deleted})
@@ -258,19 +262,3 @@ def _topic_changes(
             created[topic] = new
     deleted = sorted(set(before) - set(snapshot.partitions))
     return created, deleted
-
-
-def _split(
-    created: Mapping[str, Mapping[str, list[int]]],
-) -> list[dict[str, dict[str, list[int]]]]:
-    """``created`` in parts of at most ``MAX_PARTITIONS_PER_EVENT`` partitions."""
-    parts: list[dict[str, dict[str, list[int]]]] = []
-    size = MAX_PARTITIONS_PER_EVENT
-    for topic, partitions in created.items():
-        for partition, replicas in partitions.items():
-            if not parts or size == MAX_PARTITIONS_PER_EVENT:
-                parts.append({})
-                size = 0
-            parts[-1].setdefault(topic, {})[partition] = replicas
-            size += 1
-    return parts

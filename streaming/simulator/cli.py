@@ -13,7 +13,7 @@ from typing import TextIO
 import click
 
 from streaming.cli_options import key_values, load_or_exit
-from streaming.input_records import InputRecord, KafkaPublisher
+from streaming.input_records import InputRecord, KafkaPublisher, PublishError
 from streaming.simulator.cluster import ClusterSimulator
 from streaming.simulator.publish import paced, publish_all, write_replay_file
 from streaming.simulator.scenario import Scenario, ScenarioError, load_scenario, scenario_names
@@ -109,11 +109,12 @@ def simulate_command(
     pace = 1.0 if real_time and speed is None else speed
     events = paced(sim.events(until), start, pace)
     started = time.monotonic()
+    counts: Counter[str] = Counter()
     with contextlib.suppress(KeyboardInterrupt):
         if out is not None:
-            counts = write_replay_file(events, out)
+            write_replay_file(events, out, counts)
         else:
-            counts = _produce(events, bootstrap_servers, config_file)
+            _produce(events, bootstrap_servers, config_file, counts)
     summary = ", ".join(f"{kind}: {n}" for kind, n in sorted(counts.items()))
     click.echo(
         f"simulate: {loaded.name} seed {seed}, {(sim.now - start) / 1000:.1f} simulated s in "
@@ -123,12 +124,23 @@ def simulate_command(
 
 
 def _produce(
-    events: Iterable[InputRecord], bootstrap_servers: str | None, config_file: Path | None
-) -> Counter[str]:
+    events: Iterable[InputRecord],
+    bootstrap_servers: str | None,
+    config_file: Path | None,
+    counts: Counter[str],
+) -> None:
+    from kafka.errors import KafkaError
+
     config = load_or_exit(config_file, {"kafka.bootstrap_servers": bootstrap_servers})
-    publisher = KafkaPublisher(config)
     try:
-        return publish_all(publisher, events)
+        publisher = KafkaPublisher(config)
+    except KafkaError as error:
+        raise click.ClickException(f"cannot reach Kafka at {config.kafka.bootstrap_servers}: "
+                                   f"{error}") from error  # fmt: skip
+    try:
+        publish_all(publisher, events, counts)
+    except PublishError as error:
+        raise click.ClickException(str(error)) from error
     finally:
         publisher.close()
 

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from state.events import Source
-from streaming.input_records import InputRecord
+from streaming.input_records import MAX_PARTITIONS_PER_EVENT, InputRecord, chunks, split_created
 from streaming.simulator.broker import Broker
 from streaming.simulator.ground_truth import GroundTruth
 from streaming.simulator.partition import (
@@ -83,6 +83,8 @@ class ClusterSimulator:
         self.controller_epoch = spec.controller_epoch
         self.controller_live: dict[int, int] = {b.id: b.epoch for b in self.brokers.values()}
         self.controller_delay_ms: int | None = None  # a slow controller's fixed delay
+        self._last_send_ms = 0  # the controller's last UpdateMetadata send
+        self._last_arrival_ms: dict[int, int] = {}  # per broker, its last one's arrival
         self.partitions: dict[tuple[str, int], Partition] = {}
         self._topic_specs: dict[str, TopicSpec] = {}
         self._sessions: dict[tuple[int, int], int] = {}  # (follower, leader) -> token
@@ -220,12 +222,13 @@ class ClusterSimulator:
                     new.append(p)
         if not created:
             return
-        self._controller_event(str(self.controller_id), "TopicChange", created=created,
-                               deleted=[])  # fmt: skip
+        for part in split_created(created):
+            self._controller_event(str(self.controller_id), "TopicChange", created=part,
+                                   deleted=[])  # fmt: skip
         for p in new:
             self.partitions[(p.topic, p.partition)] = p
             live = [r for r in p.replicas if r in self.controller_live]
-            p.isr = live or [p.replicas[0]]
+            p.set_isr(live or [p.replicas[0]], self.now)
             self._become_leader(p, live[0] if live else NO_LEADER)
             self._leader_and_isr(p, "topic created")
         for name in created:
@@ -278,7 +281,7 @@ class ClusterSimulator:
         """Offline/reassignment election: the first live ISR replica in assignment order."""
         live_isr = [r for r in p.isr if r in self.controller_live]
         eligible = [r for r in p.replicas if r in live_isr and r in candidates]
-        p.isr = live_isr or p.isr[-1:]  # Kafka keeps the last ISR member of an offline partition
+        p.set_isr(live_isr or p.isr[-1:], self.now)  # an offline partition keeps its last member
         p.partition_epoch += 1
         p.leader_epoch += 1
         self._become_leader(p, eligible[0] if eligible else NO_LEADER)
@@ -290,7 +293,7 @@ class ClusterSimulator:
         interval = self.scenario.fetch.produce_interval_ms
         active = [
             p for p in self.partitions.values()
-            if p.leader != NO_LEADER and self.brokers[p.leader].alive and p.produce_rate > 0
+            if p.leader != NO_LEADER and self._serves_as_leader(p.leader) and p.produce_rate > 0
         ]  # fmt: skip
         if active:
             rates = np.fromiter((p.produce_rate for p in active), float, len(active))
@@ -408,7 +411,7 @@ class ClusterSimulator:
         if self.brokers[p.leader].stuck:
             return
         old = list(p.isr)
-        p.isr = [*p.isr, follower]
+        p.set_isr([*p.isr, follower], self.now)
         self._leader_changed_isr(p, old, "isr_expand", follower=follower, fetch_offset=offset)
 
     def _isr_expiration(self, broker_id: int, generation: int) -> None:
@@ -417,6 +420,10 @@ class ClusterSimulator:
         if not broker.alive or broker.generation != generation:
             return
         lag_max = broker.lag_time_max_ms
+        if not self._serves_as_leader(broker_id):  # restarted, no LeaderAndIsr yet
+            self._schedule(self.now + max(1, lag_max // 2), self._isr_expiration, broker_id,
+                           generation)  # fmt: skip
+            return
         for p in list(self.partitions.values()):
             if p.leader != broker_id:
                 continue
@@ -429,16 +436,19 @@ class ClusterSimulator:
                 continue
             for f in out:
                 lcu = p.remote[f].last_caught_up_ms
+                # at the latest at the first run after lcu + T, or after it (re)entered the
+                # ISR already out of sync (runs are T/2 apart)
+                deadline = max(lcu + lag_max * 3 // 2, p.isr_since.get(f, 0) + lag_max // 2)
                 self.truth.add(
                     self.now, "shrink_failed" if broker.stuck else "isr_shrink",
                     topic=p.topic, partition=p.partition, leader=broker_id, follower=f,
-                    last_caught_up_ms=lcu, lag_time_max_ms=lag_max,
-                    deadline_ms=lcu + lag_max * 3 // 2,
+                    last_caught_up_ms=lcu, lag_time_max_ms=lag_max, deadline_ms=deadline,
+                    isr_since_ms=p.isr_since.get(f, 0),
                 )  # fmt: skip
             if broker.stuck:
                 continue
             old = list(p.isr)
-            p.isr = [r for r in p.isr if r not in out]
+            p.set_isr([r for r in p.isr if r not in out], self.now)
             self._leader_changed_isr(p, old, None)
             p.maybe_increment_high_watermark()
         self._schedule(self.now + max(1, lag_max // 2), self._isr_expiration, broker_id,
@@ -509,32 +519,42 @@ class ClusterSimulator:
             send_at = self.now + self.controller_delay_ms
         else:
             send_at = self.now + self._between(delay or spec.controller_delay_ms)
+        # the controller handles its events one at a time, in order (its event queue)
+        send_at = self._last_send_ms = max(send_at, self._last_send_ms)
         self._schedule(send_at, self._update_metadata_sent, tuple(partitions),
-                       tuple(states) if states else None, refresh)  # fmt: skip
+                       tuple(states) if states else None, refresh,
+                       self.controller_epoch)  # fmt: skip
 
     def _update_metadata_sent(
         self,
         partitions: tuple[Partition, ...],
         states: tuple[dict[str, Any], ...] | None,
         refresh: bool,
+        controller_epoch: int,
     ) -> None:
+        if controller_epoch != self.controller_epoch or not self._controller_up():
+            return  # a deposed or dead controller sends nothing; its successor resends all
         if refresh:
             for p in partitions:
                 p.controller_isr = list(p.isr)
         offline = set(self.brokers) - set(self.controller_live)
         snapshot = list(states) if states else [
             p.metadata_state(offline) for p in partitions
-            if (p.topic, p.partition) in self.partitions
+            if self.partitions.get((p.topic, p.partition)) is p  # not a deleted, re-created one
         ]  # fmt: skip
         if not snapshot:
             return
         live = sorted(self.controller_live)
         for broker_id in live:
-            arrival = self.now + self._random.randint(
-                0, self.scenario.cluster.update_metadata_jitter_ms
+            # one connection per broker: its requests arrive in the order they were sent
+            arrival = max(
+                self.now + self._random.randint(0, self.scenario.cluster.update_metadata_jitter_ms),
+                self._last_arrival_ms.get(broker_id, 0),
             )
-            self._schedule(arrival, self._update_metadata_arrives, broker_id, snapshot, live,
-                           self.controller_id, self.controller_epoch)  # fmt: skip
+            self._last_arrival_ms[broker_id] = arrival
+            for chunk in chunks(snapshot, MAX_PARTITIONS_PER_EVENT):
+                self._schedule(arrival, self._update_metadata_arrives, broker_id, chunk, live,
+                               self.controller_id, self.controller_epoch)  # fmt: skip
 
     def _update_metadata_arrives(
         self,
@@ -555,6 +575,15 @@ class ClusterSimulator:
             {"topic": s["topic"], "partition": s["partition"], "isr": s["isr"],
              "leader": s["leader"]} for s in snapshot
         ])  # fmt: skip
+
+    def _serves_as_leader(self, broker_id: int) -> bool:
+        """Alive and known to the controller with its current epoch: a restarted broker
+        leads nothing until the controller has seen it (and re-elected)."""
+        broker = self.brokers[broker_id]
+        return broker.alive and self.controller_live.get(broker_id) == broker.epoch
+
+    def _controller_up(self) -> bool:
+        return self.brokers[self.controller_id].alive
 
     # ------------------------------------------------------------------ brokers
 
@@ -592,11 +621,14 @@ class ClusterSimulator:
         if self.brokers[broker_id].alive:
             return
         del self.controller_live[broker_id]
-        if broker_id == self.controller_id:
-            self._fail_over(min(self.controller_live) if self.controller_live else broker_id)
+        failover = broker_id == self.controller_id and bool(self.controller_live)
+        if failover:
+            self._fail_over(min(self.controller_live))
         self._broker_change()
         self.truth.add(self.now, "broker_change", dead=[broker_id], new=[], bounced=[])
         self._on_broker_failure(broker_id)
+        if failover:  # the new controller reads every partition and tells every broker
+            self._send_update_metadata(list(self.partitions.values()), refresh=True)
 
     def _registered(self, broker_id: int, epoch: int) -> None:
         broker = self.brokers[broker_id]
@@ -619,11 +651,11 @@ class ClusterSimulator:
                 continue
             if p.leader == broker_id:
                 candidates = [r for r in p.replicas if r != broker_id]
-                p.isr = [r for r in p.isr if r != broker_id] or p.isr
+                p.set_isr([r for r in p.isr if r != broker_id] or p.isr, self.now)
                 self._elect(p, candidates, f"broker {broker_id} failed")
                 changed.append(p)
             elif broker_id in p.isr and len(p.isr) > 1:
-                p.isr = [r for r in p.isr if r != broker_id]
+                p.set_isr([r for r in p.isr if r != broker_id], self.now)
                 p.partition_epoch += 1
                 p.leader_epoch += 1
                 if p.leader != NO_LEADER:
@@ -707,7 +739,7 @@ class ClusterSimulator:
                 if self.brokers[action.to].alive:
                     self._fail_over(action.to)
                     self._broker_change()
-                    self._send_update_metadata(list(self.partitions.values()))
+                    self._send_update_metadata(list(self.partitions.values()), refresh=True)
                     if action.zombie_events:
                         self._schedule(self.now + 200, self._zombie_decision, *old)
             case PreferredElection():

@@ -58,6 +58,13 @@ class Partition:
     # The controller's cached ISR: in zk mode it learns a leader's ISR change only from
     # the change notification, so UpdateMetadata sent before that carries the old ISR.
     controller_isr: list[int] = field(default_factory=list)
+    isr_since: dict[int, int] = field(default_factory=dict)  # when each member (re)entered
+
+    def set_isr(self, isr: list[int], now: int) -> None:
+        for replica in isr:
+            if replica not in self.isr or replica not in self.isr_since:
+                self.isr_since[replica] = now
+        self.isr = isr
 
     @property
     def key(self) -> str:

@@ -38,9 +38,11 @@ def envelope_line(record: InputRecord) -> str:
     return json.dumps(record.envelope(), separators=(",", ":"))
 
 
-def write_replay_file(records: Iterable[InputRecord], out: TextIO) -> Counter[str]:
+def write_replay_file(
+    records: Iterable[InputRecord], out: TextIO, counts: Counter[str] | None = None
+) -> Counter[str]:
     """The replay contract's lines (``isrwatch replay`` reads them back)."""
-    counts: Counter[str] = Counter()
+    counts = Counter() if counts is None else counts
     for record in records:
         out.write(envelope_line(record) + "\n")
         counts[record.event_type] += 1

@@ -1,7 +1,7 @@
 """Simulator scenarios: a cluster, its topics and a timeline of things that happen to it.
 
 Scenarios are YAML files in ``conf/scenarios/`` (``isrwatch simulate --scenario NAME``)
-or any path. ``--set dotted.key=value`` overrides one setting (``cluster.brokers=50``,
+or any path. ``--param dotted.key=value`` overrides one setting (``cluster.brokers=50``,
 ``topics.0.partitions=2000``); problems are reported as ``source: dotted.key: why``.
 """
 

@@ -30,19 +30,25 @@ BEHAVING: dict[str, dict[str, object] | None] = {
     "demo": {"duration_s": 150},
 }
 
-_runs: dict[tuple[str, tuple[tuple[str, object], ...]], MonitorRun] = {}
+SEEDS = (7, 29, 37)
+"""The ground truth must hold for any seed: a few, each making different timings."""
+
+_runs: dict[tuple[str, tuple[tuple[str, object], ...], int], MonitorRun] = {}
 
 
-def monitored(name: str, overrides: dict[str, object] | None = None) -> MonitorRun:
+def monitored(name: str, overrides: dict[str, object] | None = None, seed: int = 7) -> MonitorRun:
     """Each scenario runs once per test session; the tests only read the result."""
-    key = (name, tuple(sorted((overrides or {}).items())))
+    key = (name, tuple(sorted((overrides or {}).items())), seed)
     if key not in _runs:
-        _runs[key] = run_monitor(name, overrides)
+        _runs[key] = run_monitor(name, overrides, seed=seed)
     return _runs[key]
 
 
-def behaving(name: str) -> MonitorRun:
-    return monitored(name, BEHAVING[name])
+def behaving(name: str, seed: int = 7) -> MonitorRun:
+    return monitored(name, BEHAVING[name], seed)
+
+
+every_seed = pytest.mark.parametrize("seed", SEEDS)
 
 
 # ---------------------------------------------------------------- the leader's rule
@@ -122,9 +128,10 @@ def test_scenario_problems_are_reported_with_where_and_why() -> None:
 # ---------------------------------------------------------------- ground truth, all scenarios
 
 
+@every_seed
 @pytest.mark.parametrize("name", BEHAVING)
-def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str) -> None:
-    run = behaving(name)
+def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str, seed: int) -> None:
+    run = monitored(name, BEHAVING.get(name), seed)
     for shrink in run.sim.truth.of("isr_shrink"):
         key = (shrink["topic"], shrink["partition"], shrink["follower"])
         reported = run.before_shrink[(shrink["ts"], key)]
@@ -142,16 +149,18 @@ def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str) -> None:
         assert (first is not None and first < shrink["ts"]) or shrink["ts"] - crossed <= 1_000
 
 
+@every_seed
 @pytest.mark.parametrize("name", BEHAVING)
-def test_no_overdue_report_when_the_cluster_behaves(name: str) -> None:
-    run = behaving(name)
+def test_no_overdue_report_when_the_cluster_behaves(name: str, seed: int) -> None:
+    run = monitored(name, BEHAVING.get(name), seed)
     assert run.statuses["SHRINK_OVERDUE"] == 0
     assert run.metadata_states["STALE_OVERDUE"] == 0
     assert run.statuses["IN_SYNC"] > 0
 
 
-@pytest.mark.parametrize("name", BEHAVING)
-def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str) -> None:
+@every_seed
+@pytest.mark.parametrize("name", [*BEHAVING, "stuck-leader", "slow-controller"])
+def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str, seed: int) -> None:
     """The leader's window just before its task fired: the latest bound always holds; the
     earliest once the monitor has seen that broker propagate.
 
@@ -159,7 +168,7 @@ def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str)
     bound); a broker whose real last propagation is over 60 s old then propagates at its
     next tick, earlier than the ``c + 5 s`` the assumption gives.
     """
-    run = behaving(name)
+    run = monitored(name, BEHAVING.get(name), seed)
     seen_propagating: set[int] = set()
     for propagation in run.sim.truth.of("propagation"):
         broker = propagation["broker"]
@@ -183,17 +192,19 @@ def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str)
         assert seen_propagating
 
 
+@every_seed
 @pytest.mark.parametrize("name", BEHAVING)
-def test_final_leaders_and_isrs_match_the_cluster(name: str) -> None:
-    run = behaving(name)
+def test_final_leaders_and_isrs_match_the_cluster(name: str, seed: int) -> None:
+    run = monitored(name, BEHAVING.get(name), seed)
     reported = {(r["topic"], r["partition"]): (r["leader"], r["isr"]) for r in run.final}
     actual = {tp: (p.leader, p.isr) for tp, p in run.sim.partitions.items()}
     assert reported == actual
 
 
+@every_seed
 @pytest.mark.parametrize("name", BEHAVING)
-def test_only_fenced_events_are_rejected(name: str) -> None:
-    run = behaving(name)
+def test_only_fenced_events_are_rejected(name: str, seed: int) -> None:
+    run = monitored(name, BEHAVING.get(name), seed)
     zombies = run.sim.truth.count("zombie_event")
     assert [reason for _, reason in run.rejected] == [
         DeadLetterReason.STALE_CONTROLLER_EPOCH
@@ -213,23 +224,27 @@ def followers_of(run: MonitorRun, broker: int, leader: int | None = None) -> set
     }  # fmt: skip
 
 
-def test_slow_follower_is_dropped_everywhere_it_follows_and_comes_back() -> None:
-    run = behaving("slow-follower")
+@every_seed
+def test_slow_follower_is_dropped_everywhere_it_follows_and_comes_back(seed: int) -> None:
+    run = behaving("slow-follower", seed)
     shrinks = list(run.sim.truth.of("isr_shrink"))
     assert {s["follower"] for s in shrinks} == {3}
     assert {(s["topic"], s["partition"]) for s in shrinks} == followers_of(run, 3)
-    # slow from 15 s: out of sync after T, removed by 1.5 T
+    # slow from 15 s (at 100 records/s, payments still gets some catch-ups in after that),
+    # recovered at 110 s: every shrink is in between
     for shrink in shrinks:
-        assert START_MS + 15_000 + T < shrink["ts"] <= START_MS + 15_000 + T * 3 // 2 + 1_000
+        assert shrink["last_caught_up_ms"] >= START_MS + 14_000
+        assert START_MS + 15_000 + T < shrink["ts"] < START_MS + 110_000
     expands = list(run.sim.truth.of("isr_expand"))
     assert sorted((e["topic"], e["partition"]) for e in expands) == sorted(
         (s["topic"], s["partition"]) for s in shrinks
     )
     assert all(e["ts"] > START_MS + 110_000 for e in expands)
     for tp in followers_of(run, 3):
-        assert run.first("LAGGING", (*tp, 3)) is not None
-        assert run.first("predicted_under_replicated", tp) is not None
+        assert run.first("LAGGING", (*tp, 3)) is not None  # for T/2: every 1 s evaluation sees it
         assert run.first("under_replicated", tp) is not None
+    # predicted: unless Kafka shrank within the 1 s between evaluations of crossing T
+    assert any(run.first("predicted_under_replicated", tp) for tp in followers_of(run, 3))
     assert not any(r["under_replicated"] for r in run.final)
 
 
@@ -253,14 +268,23 @@ def test_a_slow_controller_makes_metadata_staleness_overdue() -> None:
     run = monitored("slow-controller")
     assert run.metadata_states["STALE_OVERDUE"] > 0
     slack = run.settings.propagation.overdue_slack_ms
+    arrivals = list(run.sim.truth.of("update_metadata"))
     for propagation in run.sim.truth.of("propagation"):
         for change in propagation["changes"]:
             tp = (change["topic"], change["partition"])
             key = (propagation["ts"], propagation["broker"], *tp)
             latest = run.before_propagation[key]["blackout_latest_ms"]
             first = run.first("STALE_OVERDUE", tp)
-            # UpdateMetadata comes 20 s after the propagation: overdue past latest + slack
+            # the caches got the change only at the last UpdateMetadata arrival (truth), 20 s
+            # after the propagation; overdue from the first evaluation past latest + slack
+            fixed = max(
+                a["ts"] for a in arrivals
+                if a["ts"] > propagation["ts"]
+                and any((m["topic"], m["partition"]) == tp for m in a["partitions"])
+            )  # fmt: skip
+            assert fixed - propagation["ts"] >= 20_000
             assert first is not None
+            assert propagation["ts"] + slack < first < fixed
             assert latest + slack < first <= latest + slack + 1_000
 
 
