@@ -236,6 +236,8 @@ class ReplicationModel:
         new_leader = event.leader != table.leader[row]
         table.set_replicas(row, event.replicas)
         table.set_isr(row, event.isr)
+        # A follower that stays in the ISR keeps its entry time (README, re-entry).
+        table.mark_isr_entries(row, set(event.isr) - set(old_isr), event.ts)
         table.leader[row] = event.leader
         table.leader_epoch[row] = event.leader_epoch
         table.partition_epoch[row] = event.partition_epoch
@@ -272,7 +274,10 @@ class ReplicationModel:
             return DeadLetterReason.STALE_PARTITION_EPOCH
         if event.leader != table.leader[row] or event.leader == NO_LEADER:
             return DeadLetterReason.NOT_LEADER
+        # Entered at ts: added by the change, or new to the ISR the monitor held.
+        stayed = set(table.isr[row]) & set(event.old_isr)
         table.set_isr(row, event.new_isr)
+        table.mark_isr_entries(row, set(event.new_isr) - stayed, event.ts)
         if event.partition_epoch is not None:
             table.partition_epoch[row] = event.partition_epoch
         self._record_isr_change(row, event.ts, ChangeOrigin.LEADER, event.leader)

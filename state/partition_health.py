@@ -161,6 +161,7 @@ def evaluate(
         epoch_start_offset=np.broadcast_to(table.epoch_start_offset[rows][:, None], broker.shape),
         last_caught_up_ms=table.last_caught_up_ms[rows],
         lag_time_max_ms=np.broadcast_to(lag_time_max[:, None], broker.shape),
+        isr_since_ms=table.isr_since_ms[rows],
     )
     status = np.where(is_follower, classify(facts, now_ms, settings.warn_ratio), NO_FOLLOWER)
     shrinking = (status == FollowerStatus.SHRINK_ELIGIBLE) | (
@@ -207,7 +208,9 @@ def evaluate(
         follower_fetch_offset=facts.log_end_offset,
         follower_last_caught_up_ms=facts.last_caught_up_ms,
         follower_lag_time_ms=lag_time_ms(facts, now_ms),
-        follower_shrink_by_ms=shrink_deadline_ms(facts.last_caught_up_ms, facts.lag_time_max_ms),
+        follower_shrink_by_ms=shrink_deadline_ms(
+            facts.last_caught_up_ms, facts.lag_time_max_ms, facts.isr_since_ms
+        ),
         metadata_state=metadata,
         stale_brokers=stale_brokers,
         blackout_earliest_ms=earliest,

@@ -9,7 +9,9 @@ added one at a time (no index rebuild between controller events).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,7 +26,8 @@ UNKNOWN_OFFSET = -1
 """``log_end_offset`` of a follower whose fetch offset has not been seen (since election)."""
 
 NEVER = 0
-"""``last_caught_up_ms`` of a follower that was never caught up (semantics.md section 2)."""
+"""``last_caught_up_ms`` of a follower that was never caught up (semantics.md section 2),
+and ``isr_since_ms`` of a replica whose entry into the ISR was not seen."""
 
 NO_TIME = -1
 """Any other time column that has no value."""
@@ -94,6 +97,9 @@ class PartitionTable:
         self.fetch_state: I64 = np.zeros((*shape, len(FETCH_STATE_FIELDS)), dtype=np.int64)
         self.log_end_offset[:] = UNKNOWN_OFFSET
         self.last_caught_up_ms[:] = NEVER
+        # When the replica last entered the ISR as the monitor saw it (NEVER: not seen).
+        # Not read by the fetch pass, so kept out of the fetch state records.
+        self.isr_since_ms: I64 = np.full(shape, NEVER, dtype=np.int64)
 
     @property
     def leader(self) -> I32:
@@ -134,7 +140,13 @@ class PartitionTable:
         "frozen_latest_ms",
     )  # fmt: skip
     _ROW_LISTS = ("isr", "replicas", "cached_isr")
-    _REPLICA_ARRAYS = ("replica_broker", "in_isr", "fetch_state")
+    _REPLICA_ARRAYS = ("replica_broker", "in_isr", "fetch_state", "isr_since_ms")
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle; a table pickled before ``isr_since_ms`` existed gets NEVER there."""
+        if "isr_since_ms" not in state:
+            state["isr_since_ms"] = np.full(state["replica_broker"].shape, NEVER, dtype=np.int64)
+        self.__dict__.update(state)
 
     @property
     def partition_capacity(self) -> int:
@@ -260,23 +272,26 @@ class PartitionTable:
         self.last_fetch_time_ms[row, slots] = 0
         self.last_fetch_leader_leo[row, slots] = 0
         self.last_caught_up_ms[row, slots] = NEVER
+        self.isr_since_ms[row, slots] = NEVER
 
     # ------------------------------------------------------ assignment, ISR
 
     def set_replicas(self, row: int, replicas: tuple[int, ...]) -> None:
-        """Assign replicas in order; a replica that stays keeps its fetch state."""
+        """Assign replicas in order; a replica that stays keeps its fetch state and ISR entry."""
         if replicas == self.replicas[row]:
             return
         self.ensure_replica_capacity(len(replicas))
         old_slot = {int(b): k for k, b in enumerate(self.replica_broker[row]) if b >= 0}
         kept = [old_slot.get(b, -1) for b in replicas]
         saved = self.fetch_state[row].copy()
+        saved_since = self.isr_since_ms[row].copy()
         self.replica_broker[row] = -1
         self._reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
         for k, (broker, old_k) in enumerate(zip(replicas, kept, strict=True)):
             self.replica_broker[row, k] = broker
             if old_k >= 0:
                 self.fetch_state[row, k] = saved[old_k]
+                self.isr_since_ms[row, k] = saved_since[old_k]
         self.replicas[row] = replicas
         self.n_replicas[row] = len(replicas)
         self.set_isr(row, self.isr[row])
@@ -288,6 +303,17 @@ class PartitionTable:
         self.in_isr[row] = np.isin(self.replica_broker[row], members) & (
             self.replica_broker[row] >= 0
         )
+
+    def mark_isr_entries(self, row: int, entered: Collection[int], ts: int) -> None:
+        """The ``entered`` brokers joined the row's ISR at ``ts``: their ``isr_since_ms``.
+
+        Only assigned replicas now in the ISR are marked; every other slot keeps its value.
+        """
+        if not entered:
+            return
+        brokers = np.asarray(sorted(entered), dtype=np.int32)
+        mask = self.in_isr[row] & np.isin(self.replica_broker[row], brokers)
+        self.isr_since_ms[row, mask] = ts
 
     def slot_of(self, row: int, broker: int) -> int:
         hits = np.flatnonzero(self.replica_broker[row] == broker)

@@ -4,6 +4,13 @@ A follower in the ISR is out of sync when it is not at the leader's LEO and
 ``now - last_caught_up_ms > T`` (T = replica.lag.time.max.ms of the leader, strictly
 greater). The leader's isr-expiration task runs every T / 2, so Kafka removes it no
 later than ``last_caught_up_ms + 1.5 T``; past that it should already have.
+
+A follower can re-enter the ISR already out of sync: Kafka's maybeExpandIsr adds it once
+its fetch offset reaches the HW (which another ISR member may hold back below the
+leader's LEO) and does not reset its last caught-up time. The next isr-expiration run,
+at most T / 2 after the entry, removes it. So the deadline of an ISR follower is
+``max(last_caught_up_ms + 1.5 T, isr_since_ms + T / 2)``, where ``isr_since_ms`` is when
+the monitor saw it enter the ISR (NEVER = 0 when not seen: the first term alone).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ class FollowerFacts:
     epoch_start_offset: I64
     last_caught_up_ms: I64
     lag_time_max_ms: I64  # T of the partition's leader
+    isr_since_ms: I64  # when it last entered the ISR as seen; NEVER (0) if not seen
 
 
 def lag_time_ms(facts: FollowerFacts, now_ms: int) -> I64:
@@ -52,16 +60,20 @@ def lag_time_ms(facts: FollowerFacts, now_ms: int) -> I64:
     return np.where(at_leo, 0, now_ms - facts.last_caught_up_ms)
 
 
-def shrink_deadline_ms(last_caught_up_ms: I64, lag_time_max_ms: I64) -> I64:
-    """``last_caught_up_ms + 1.5 T``, in whole ms: the last ms it may still be in the ISR."""
-    return last_caught_up_ms + (3 * lag_time_max_ms) // 2
+def shrink_deadline_ms(last_caught_up_ms: I64, lag_time_max_ms: I64, isr_since_ms: I64) -> I64:
+    """``max(last_caught_up_ms + 1.5 T, isr_since_ms + T / 2)``, each rounded down to whole ms:
+    the last ms it may still be in the ISR (it is overdue from the next one on)."""
+    by_lag: I64 = last_caught_up_ms + (3 * lag_time_max_ms) // 2
+    by_entry: I64 = isr_since_ms + lag_time_max_ms // 2
+    return np.where(by_entry > by_lag, by_entry, by_lag)
 
 
 def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArray[np.int8]:
     """The FollowerStatus of every follower, as int8 codes.
 
     In the ISR: IN_SYNC when at the leader's LEO or ``lag <= warn_ratio T``; LAGGING up to
-    ``T``; SHRINK_ELIGIBLE up to ``1.5 T``; SHRINK_OVERDUE beyond. Out of the ISR: OFFLINE
+    ``T``; SHRINK_ELIGIBLE beyond that until :func:`shrink_deadline_ms`, SHRINK_OVERDUE after
+    it: ``lag > 1.5 T`` and more than ``T / 2`` since it entered the ISR. Out of the ISR: OFFLINE
     when its broker is not live, CATCHING_UP when the leader would add it back on its next
     fetch (offset at least the HW and the start offset of the leader epoch: Kafka's
     isFollowerInSync), OUT_OF_SYNC otherwise. Without a live leader no isr-expiration
@@ -69,14 +81,16 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
     """
     lag = lag_time_ms(facts, now_ms)
     t = facts.lag_time_max_ms
-    # Exact boundaries in integers: lag > 1.5 T as 2 lag > 3 T, and lag > warn_ratio T with
-    # the ratio as a fraction (0.7 x 45 000 is 31 499.999... in floating point).
+    # Exact boundaries in integers: lag > 1.5 T as 2 lag > 3 T, in the ISR for more than T / 2
+    # as 2 (now - since) > T, and lag > warn_ratio T with the ratio as a fraction (0.7 x
+    # 45 000 is 31 499.999... in floating point).
     warn = Fraction(str(warn_ratio)).limit_denominator(10_000)
     judged = facts.in_isr & facts.leader_live
+    entry_run_passed = 2 * (now_ms - facts.isr_since_ms) > t
     caught_up_offset = np.maximum(facts.high_watermark, facts.epoch_start_offset)
     status = np.select(
         [
-            judged & (lag > t) & (2 * lag > 3 * t),
+            judged & (lag > t) & (2 * lag > 3 * t) & entry_run_passed,
             judged & (lag > t),
             judged & (lag * warn.denominator > warn.numerator * t),
             facts.in_isr,

@@ -94,22 +94,36 @@ controller_events = st.one_of(
 @st.composite
 def events(draw: st.DrawFn) -> list[Event]:
     """Mostly fetches that Kafka would accept (current leader and epoch, an assigned
-    follower, offsets that grow), mixed with any controller event and stray fetches."""
+    follower, offsets that grow), mixed with the current leader's ISR shrinks and
+    expansions (so followers leave and re-enter the ISR, often out of sync), any
+    controller event and stray fetches."""
     sequence: list[Event] = []
     current: dict[tuple[str, int], LeaderAndIsr] = {}
+    isr: dict[tuple[str, int], tuple[int, ...]] = {}
     leo: Counter[tuple[str, int]] = Counter()
     clock = 0
     for _ in range(draw(st.integers(0, 80))):
         clock += draw(st.integers(0, 4_000))
-        kind = draw(st.sampled_from(("fetch",) * 6 + ("elect", "any", "stray")))
+        kind = draw(st.sampled_from(("fetch",) * 6 + ("elect", "isr", "any", "stray")))
         event: Event
         if kind == "elect":
             election = draw(leader_and_isr())
             current[(election.topic, election.partition)] = election
+            isr[(election.topic, election.partition)] = election.isr
             event = election
+        elif kind == "isr" and current:
+            key = draw(st.sampled_from(sorted(current)))
+            decision = current[key]
+            new_isr = draw(broker_set)
+            event = IsrChange(
+                ts=clock, topic=key[0], partition=key[1], leader=decision.leader,
+                old_isr=isr[key], new_isr=new_isr,
+                leader_epoch=draw(st.sampled_from((None, decision.leader_epoch))),
+            )  # fmt: skip
+            isr[key] = new_isr
         elif kind == "any":
             event = draw(controller_events)
-        elif kind == "stray" or not current:
+        elif kind in ("stray", "isr") or not current:
             event = draw(fetches())
         else:
             key = draw(st.sampled_from(sorted(current)))
@@ -214,3 +228,40 @@ def test_shards_fed_by_broadcast_equal_one_model(
         for record in (*records, *whole_records):
             record.pop("metadata")
     assert records == whole_records
+
+
+def test_batching_and_sharding_keep_the_entry_time_of_a_re_added_follower() -> None:
+    """A follower shrunk out, re-added behind the leader's LEO (its last caught-up time far
+    past), on two partitions of different shards, interleaved so that batches split the
+    events: eligible until entry + T / 2 = 95 000, overdue after, however they are fed."""
+    partitions = (("a", 0), ("b", 1))
+    assert len({shard_of(t, p, 3) for t, p in partitions}) == 2
+    sequence: list[Event] = []
+    for name, number in partitions:
+        common: dict[str, Any] = {"topic": name, "partition": number, "leader": 1}
+        sequence += [
+            LeaderAndIsr(ts=0, **common, leader_epoch=0, isr=(1, 2, 3), replicas=(1, 2, 3),
+                         partition_epoch=0),
+            FetchResponse(ts=10_000, **common, follower=2, leader_epoch=0, fetch_offset=500,
+                          leader_leo=500, high_watermark=500),
+            FetchResponse(ts=10_000, **common, follower=3, leader_epoch=0, fetch_offset=600,
+                          leader_leo=600, high_watermark=500),
+            IsrChange(ts=55_000, **common, old_isr=(1, 2, 3), new_isr=(1, 3), leader_epoch=0),
+            FetchResponse(ts=79_000, **common, follower=2, leader_epoch=0, fetch_offset=600,
+                          leader_leo=700, high_watermark=600),
+            IsrChange(ts=80_000, **common, old_isr=(1, 3), new_isr=(1, 2, 3), leader_epoch=None),
+        ]  # fmt: skip
+    sequence.sort(key=lambda e: e.ts)  # interleave the partitions
+    for now, status in ((95_000, "SHRINK_ELIGIBLE"), (95_001, "SHRINK_OVERDUE")):
+        for mode in PropagationMode:
+            whole = outcome(sequence, [len(sequence)], mode, now)
+            records = cast("list[HealthRecord]", whole[0])
+            assert [
+                (f["status"], f["shrink_by_ms"])
+                for r in records
+                for f in r["followers"]
+                if f["broker"] == 2
+            ] == [(status, 95_000)] * len(partitions)
+            assert outcome(sequence, [1] * len(sequence), mode, now) == whole
+            assert outcome(sequence, [3, 2, 5], mode, now) == whole
+            assert sharded_outcome(sequence, 3, mode, now)[0] == records

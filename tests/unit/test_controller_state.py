@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import pickle
+
+import numpy as np
+
 from state.events import (
     ControllerChange,
     DeadLetterReason,
     TopicChange,
 )
-from state.model import IsrChangeKind
+from state.model import IsrChangeKind, ReplicationModel
 from tests.unit.builders import (
+    TOPIC,
     apply,
     brokers,
     fetch,
@@ -172,3 +177,52 @@ def test_isr_change_on_a_leaderless_partition_is_rejected() -> None:
     report = apply(m, isr_change(1_000, (1, 2, 3), (2, 3), leader=-1, epoch=None))
     assert report.rejected_reasons == [DeadLetterReason.NOT_LEADER]
     assert health(m, 1_000)["isr"] == [1, 2, 3]
+
+
+def isr_since(m: ReplicationModel, row: int) -> dict[int, int]:
+    """Replica -> when it last entered the ISR as the model saw it (0: never seen)."""
+    table = m.table
+    return {
+        int(b): int(t)
+        for b, t in zip(table.replica_broker[row], table.isr_since_ms[row], strict=True)
+        if b >= 0
+    }
+
+
+def test_isr_entry_times_through_creation_reassignment_and_row_reuse() -> None:
+    m = model()
+    apply(m, leader_and_isr(1_000, isr=(1, 2), replicas=(1, 2, 3)))
+    row = m.table.live_row_of(TOPIC, 0)
+    assert isr_since(m, row) == {1: 1_000, 2: 1_000, 3: 0}  # new row: its ISR entered now
+    apply(m, isr_change(2_000, (1, 2), (1, 2, 3)))
+    assert isr_since(m, row) == {1: 1_000, 2: 1_000, 3: 2_000}
+    # Reassignment (same leader epoch, wider than the table's slots): 1 and 3 keep their
+    # times in their new slots, 2 leaves, 4 enters the ISR now, 5 is out of it.
+    apply(m, leader_and_isr(3_000, isr=(1, 3, 4), replicas=(3, 1, 4, 5, 6), partition_epoch=1))
+    assert m.table.replica_capacity > 4
+    assert isr_since(m, row) == {3: 2_000, 1: 1_000, 4: 3_000, 5: 0, 6: 0}
+    # A new leader epoch that keeps the ISR moves no entry time.
+    apply(m, leader_and_isr(4_000, leader=3, epoch=1, isr=(3, 1, 4), replicas=(3, 1, 4, 5, 6)))
+    assert isr_since(m, row) == {3: 2_000, 1: 1_000, 4: 3_000, 5: 0, 6: 0}
+    # Deleted, then recreated without an ISR: the reused row starts with no entry times.
+    apply(m, leader_and_isr(5_000, leader=-2, epoch=2))
+    apply(m, TopicChange(ts=6_000, created={TOPIC: {0: (1, 2, 3)}}))
+    assert m.table.live_row_of(TOPIC, 0) == row
+    assert isr_since(m, row) == {1: 0, 2: 0, 3: 0}
+    assert not m.table.isr_since_ms[row].any()
+
+
+def test_isr_entry_times_are_pickled_and_an_older_pickle_loads_without_them() -> None:
+    m = model()
+    # Follower 3, never caught up, is added at 40 000: eligible until 55 000.
+    apply(m, leader_and_isr(0, isr=(1, 2)), isr_change(40_000, (1, 2), (1, 2, 3)))
+    restored = pickle.loads(pickle.dumps(m))
+    np.testing.assert_array_equal(restored.table.isr_since_ms, m.table.isr_since_ms)
+    # A model pickled before the column existed: every entry time unknown (NEVER), so the
+    # 1.5 T rule applies alone.
+    del m.table.isr_since_ms
+    old = pickle.loads(pickle.dumps(m))
+    assert old.table.isr_since_ms.shape == old.table.replica_broker.shape
+    assert not old.table.isr_since_ms.any()
+    assert follower(health(old, 45_001), 3)["status"] == "SHRINK_OVERDUE"
+    assert follower(health(restored, 45_001), 3)["status"] == "SHRINK_ELIGIBLE"

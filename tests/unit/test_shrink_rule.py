@@ -9,10 +9,22 @@ warn_ratio = 0.5: IN_SYNC up to lag 15 000, LAGGING up to 30 000, SHRINK_ELIGIBL
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from state.events import BrokerConfig
-from tests.unit.builders import apply, brokers, fetch, follower, health, leader_and_isr, model
+from state.model import ReplicationModel
+from tests.unit.builders import (
+    apply,
+    brokers,
+    fetch,
+    follower,
+    health,
+    isr_change,
+    leader_and_isr,
+    model,
+)
 
 CAUGHT_UP = 10_000
 
@@ -137,3 +149,134 @@ def test_warn_boundary_is_exact_where_floating_point_is_not() -> None:
     m = lagging_follower_model(warn_ratio=0.7, replica_lag_time_max_ms=45_000)
     assert follower(health(m, CAUGHT_UP + 31_500), 2)["status"] == "IN_SYNC"
     assert follower(health(m, CAUGHT_UP + 31_501), 2)["status"] == "LAGGING"
+
+
+# Re-entry into the ISR (README, "A follower that re-enters the ISR out of sync"). Kafka's
+# maybeExpandIsr re-adds a follower whose fetch offset reached the HW, possibly still behind
+# the leader's LEO, and keeps its last caught-up time; the next isr-expiration run, at most
+# T / 2 later, removes it again. Deadline: max(last caught up + 1.5 T, entry + T / 2).
+
+REENTRY = 80_000
+
+
+def reentered_follower_model(caught_up: int = CAUGHT_UP, **settings: Any) -> ReplicationModel:
+    """Follower 2 has the leader's 500 at ``caught_up``; the leader appends (600, follower 3
+    has it); the leader shrinks 2 out at 55 000, 2 reaches the HW (600, held there by
+    follower 3) at 79 000 while the leader is at 700, and the leader re-adds it at 80 000.
+    The 79 000 fetch reached the previous leader LEO (500 >= 500): caught up at ``caught_up``.
+    """
+    m = model(**settings)
+    apply(
+        m,
+        leader_and_isr(0),
+        fetch(caught_up, follower=2, offset=500, leader_leo=500),
+        fetch(caught_up, follower=3, offset=600, leader_leo=600),
+        isr_change(55_000, (1, 2, 3), (1, 3)),
+        fetch(REENTRY - 1_000, follower=2, offset=600, leader_leo=700, hw=600),
+        isr_change(REENTRY, (1, 3), (1, 2, 3)),
+    )
+    return m
+
+
+def test_follower_re_added_out_of_sync_has_until_the_next_expiration_run() -> None:
+    # T = 30 000, last caught up 10 000: lcu + 1.5 T = 55 000 is long past at the re-entry
+    # (80 000); Kafka removes it at its first isr-expiration run after 80 000, by 95 000.
+    m = reentered_follower_model()
+    at_entry = follower(health(m, REENTRY), 2)
+    assert (at_entry["in_isr"], at_entry["last_caught_up_ms"]) == (True, CAUGHT_UP)
+    assert (at_entry["status"], at_entry["shrink_by_ms"]) == ("SHRINK_ELIGIBLE", 95_000)
+    f = follower(health(m, REENTRY + 15_000), 2)  # = entry + T / 2: the run may still be due
+    assert (f["status"], f["shrink_by_ms"], f["lag_time_ms"]) == ("SHRINK_ELIGIBLE", 95_000, 85_000)
+    assert health(m, 95_000)["predicted_under_replicated"] is True  # full ISR, about to shrink
+    f = follower(health(m, 95_001), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_OVERDUE", 95_000)
+
+
+def test_follower_re_added_out_of_sync_with_odd_t() -> None:
+    # T = 30 001: entry + T / 2 = 95 000.5, so 95 000 is the last eligible ms (and
+    # lcu + 1.5 T = 55 001.5 is long past).
+    m = reentered_follower_model(replica_lag_time_max_ms=30_001)
+    f = follower(health(m, 95_000), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_ELIGIBLE", 95_000)
+    f = follower(health(m, 95_001), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_OVERDUE", 95_000)
+
+
+@pytest.mark.parametrize(
+    ("caught_up", "at_entry", "shrink_by"),
+    [
+        # lcu + T < entry: out of sync when re-added; the entry term decides.
+        (49_999, "SHRINK_ELIGIBLE", 95_000),  # lcu + 1.5 T = 94 999
+        # lcu + T >= entry: not out of sync when re-added; the 1.5 T rule as before.
+        (50_000, "LAGGING", 95_000),  # both terms meet: lcu + 1.5 T = entry + T / 2
+        (50_001, "LAGGING", 95_001),
+        (70_000, "IN_SYNC", 115_000),
+    ],
+)
+def test_re_entry_deadline_against_the_one_and_a_half_t_rule(
+    caught_up: int, at_entry: str, shrink_by: int
+) -> None:
+    m = reentered_follower_model(caught_up)
+    assert follower(health(m, REENTRY), 2)["status"] == at_entry
+    assert follower(health(m, caught_up + 30_000), 2)["status"] in ("IN_SYNC", "LAGGING")
+    f = follower(health(m, shrink_by), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_ELIGIBLE", shrink_by)
+    f = follower(health(m, shrink_by + 1), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_OVERDUE", shrink_by)
+
+
+def test_controller_adding_a_follower_to_the_isr_starts_its_entry_time() -> None:
+    m = model()
+    apply(
+        m,
+        leader_and_isr(0, isr=(1, 3)),  # follower 2 out of the ISR
+        fetch(CAUGHT_UP, follower=2, offset=500, leader_leo=500),
+        fetch(CAUGHT_UP, follower=3, offset=600, leader_leo=600),
+        fetch(REENTRY - 1_000, follower=2, offset=600, leader_leo=700, hw=600),
+        # Same leader epoch: no reset, follower 2 keeps last caught up 10 000.
+        leader_and_isr(REENTRY, isr=(1, 2, 3), partition_epoch=1),
+    )
+    f = follower(health(m, 95_000), 2)
+    assert (f["last_caught_up_ms"], f["status"], f["shrink_by_ms"]) == (
+        CAUGHT_UP, "SHRINK_ELIGIBLE", 95_000,
+    )  # fmt: skip
+    assert follower(health(m, 95_001), 2)["status"] == "SHRINK_OVERDUE"
+    # Later ISR changes that keep follower 2 in the ISR do not move its entry time.
+    apply(m, leader_and_isr(90_000, isr=(1, 2), partition_epoch=2))
+    f = follower(health(m, 95_001), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_OVERDUE", 95_000)
+    apply(m, isr_change(92_000, (1, 2), (1, 2, 3)))
+    f = follower(health(m, 95_001), 2)
+    assert (f["status"], f["shrink_by_ms"]) == ("SHRINK_OVERDUE", 95_000)
+
+
+def test_re_entry_counts_from_the_isr_change_or_from_the_monitors_isr() -> None:
+    # Log-derived changes whose old ISR disagrees with the monitor's: a follower entered at
+    # the change if the change added it, or if the monitor did not hold it in the ISR.
+    m = model()
+    apply(
+        m,
+        leader_and_isr(0),
+        fetch(CAUGHT_UP, follower=2, offset=500, leader_leo=500),
+        fetch(CAUGHT_UP, follower=3, offset=500, leader_leo=500),
+        fetch(REENTRY - 1_000, follower=2, offset=600, leader_leo=700, hw=500),
+        # The shrink of 2 was not seen (the monitor holds [1, 2, 3]); this change adds it.
+        isr_change(REENTRY, (1, 3), (1, 2, 3), epoch=None),
+    )
+    f = follower(health(m, 95_000), 2)
+    assert (f["last_caught_up_ms"], f["status"], f["shrink_by_ms"]) == (
+        CAUGHT_UP, "SHRINK_ELIGIBLE", 95_000,
+    )  # fmt: skip
+    assert follower(health(m, 95_001), 2)["status"] == "SHRINK_OVERDUE"
+    apply(
+        m,
+        isr_change(82_000, (1, 2, 3), (1, 2)),
+        # The expansion that re-added 3 was not seen: this change names 3 in its old ISR,
+        # the monitor (ISR [1, 2]) sees 3 enter here.
+        isr_change(85_000, (1, 2, 3), (1, 3), epoch=None),
+    )
+    f = follower(health(m, 100_000), 3)
+    assert (f["last_caught_up_ms"], f["status"], f["shrink_by_ms"]) == (
+        CAUGHT_UP, "SHRINK_ELIGIBLE", 100_000,
+    )  # fmt: skip
+    assert follower(health(m, 100_001), 3)["status"] == "SHRINK_OVERDUE"
