@@ -23,8 +23,9 @@ demo: $(STAMP) java
 java:
 	@command -v java >/dev/null || { \
 	  echo "Spark needs Java 17: installing openjdk-17-jre-headless"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
-	    apt-get install -y -qq openjdk-17-jre-headless; }
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$SUDO apt-get install -y -qq openjdk-17-jre-headless; }
 
 ## The whole test suite: lint, types, unit and integration tests.
 test: lint typecheck unit

@@ -279,6 +279,7 @@ def run(
             backoff = min(2 * backoff, config.kafka.retry_backoff_max_ms / 1000)
     finally:
         sink.close()
+        exporter.close()
 
 
 def until_caught_up(query: Any, stop: threading.Event, after_batch: int = -1) -> None:

@@ -43,6 +43,7 @@ class HealthExporter(Collector):
         self.registry = registry or CollectorRegistry()
         self.source_status = source_status  # the Kafka source's health, written by its reader
         self._shards: dict[str, dict[str, Any]] = {}
+        self._server: Any = None
         self._batch_time = time.time()
         self.events = PromCounter(
             "isrwatch_events", "Input events by source and result", ["source", "result"],
@@ -82,7 +83,15 @@ class HealthExporter(Collector):
         self.registry.register(self)
 
     def serve(self, host: str, port: int) -> None:
-        start_http_server(port, addr=host, registry=self.registry)
+        """Serve /metrics on ``host:port`` until :meth:`close`."""
+        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+
+    def close(self) -> None:
+        """Stop serving and release the port (idempotent)."""
+        server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
 
     # ---------------------------------------------------------------- updates
 

@@ -278,7 +278,7 @@ class ClusterSimulator:
             self._ensure_fetcher(replica, leader)
 
     def _elect(self, p: Partition, candidates: list[int], reason: str) -> None:
-        """Offline/reassignment election: the first live ISR replica in assignment order."""
+        """Offline partition election: the first live ISR replica in assignment order."""
         live_isr = [r for r in p.isr if r in self.controller_live]
         eligible = [r for r in p.replicas if r in live_isr and r in candidates]
         p.set_isr(live_isr or p.isr[-1:], self.now)  # an offline partition keeps its last member

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import socket
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -165,3 +167,18 @@ def test_a_new_isr_change_series_is_scraped_at_zero_before_its_count() -> None:
     assert samples(exporter)[("isrwatch_isr_changes_total", shrinks)] == 2
     exporter.record_batch([shard_stats(0)], {}, 0.1)  # an exported series counts at once
     assert samples(exporter)[("isrwatch_isr_changes_total", shrinks)] == 3
+
+
+def test_the_exporter_serves_until_closed_and_releases_its_port() -> None:
+    exporter = HealthExporter()
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    exporter.serve("127.0.0.1", port)
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+        assert b"isrwatch_events_total" in response.read()
+    exporter.close()
+    exporter.close()  # idempotent
+    with socket.socket() as again:  # nobody listens any more
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))
