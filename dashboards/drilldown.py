@@ -20,10 +20,9 @@ from dashboards.panels import (
     RED,
     YELLOW,
     base_dashboard,
+    build_sections,
     multi_variable,
-    number_panels,
     query_variable,
-    row,
     stat_panel,
     state_timeline,
     target,
@@ -116,11 +115,7 @@ def build() -> model.Dashboard:
         ("Followers", _followers()),
         ("Partition", _partition()),
     ]
-    for title, panels in sections:
-        dashboard = dashboard.with_row(row(title))
-        for panel in panels:
-            dashboard = dashboard.with_panel(panel)
-    return number_panels(dashboard.build())
+    return build_sections(dashboard, sections)
 
 
 def _dashed(colour: str) -> list[model.DynamicConfigValue]:

@@ -12,11 +12,10 @@ from dashboards.panels import (
     ORANGE,
     YELLOW,
     base_dashboard,
+    build_sections,
     drilldown_link,
     instant_table,
     multi_variable,
-    number_panels,
-    row,
     stat_panel,
     target,
     targets,
@@ -91,11 +90,7 @@ def build() -> model.Dashboard:
         ("Per broker", _per_broker()),
         ("Unhealthy partitions and followers now", _unhealthy_now()),
     ]
-    for title, panels in sections:
-        dashboard = dashboard.with_row(row(title))
-        for panel in panels:
-            dashboard = dashboard.with_panel(panel)
-    return number_panels(dashboard.build())
+    return build_sections(dashboard, sections)
 
 
 def _now() -> Panels:

@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from grafana_foundation_sdk.builders import common as common_builders
 from grafana_foundation_sdk.builders import dashboard as dashboard_builders
 from grafana_foundation_sdk.builders import prometheus, stat, statetimeline, table, timeseries
+from grafana_foundation_sdk.cog.builder import Builder
 from grafana_foundation_sdk.models import common
 from grafana_foundation_sdk.models import dashboard as model
 from grafana_foundation_sdk.models.prometheus import PromQueryFormat
@@ -271,6 +272,18 @@ def drilldown_link(title: str, url: str) -> dashboard_builders.DashboardLink:
 
 def row(title: str) -> dashboard_builders.Row:
     return dashboard_builders.Row(title)
+
+
+def build_sections(
+    dashboard: dashboard_builders.Dashboard,
+    sections: Sequence[tuple[str, Sequence[Builder[model.Panel]]]],
+) -> model.Dashboard:
+    """A row per section, its panels under it; then the dashboard, panels numbered."""
+    for title, panels in sections:
+        dashboard = dashboard.with_row(row(title))
+        for panel in panels:
+            dashboard = dashboard.with_panel(panel)
+    return number_panels(dashboard.build())
 
 
 def number_panels(dashboard: model.Dashboard) -> model.Dashboard:

@@ -13,8 +13,7 @@ from dashboards.panels import (
     RED,
     YELLOW,
     base_dashboard,
-    number_panels,
-    row,
+    build_sections,
     stat_panel,
     target,
     targets,
@@ -60,11 +59,7 @@ def build() -> model.Dashboard:
         ("Processing", _processing()),
         ("Kafka source", _source()),
     ]
-    for title, panels in sections:
-        dashboard = dashboard.with_row(row(title))
-        for panel in panels:
-            dashboard = dashboard.with_panel(panel)
-    return number_panels(dashboard.build())
+    return build_sections(dashboard, sections)
 
 
 def _now() -> list[Builder[model.Panel]]:
