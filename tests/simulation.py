@@ -35,6 +35,8 @@ class MonitorRun:
     statuses: Counter[str] = field(default_factory=Counter)
     metadata_states: Counter[str] = field(default_factory=Counter)
     flags: Counter[str] = field(default_factory=Counter)  # partition health flags
+    # every STALE_OVERDUE seen: (time, topic-partition, the brokers whose cache is stale)
+    stale_overdue: list[tuple[int, tuple[str, int], tuple[int, ...]]] = field(default_factory=list)
     first_seen: dict[tuple[str, FollowerKey | tuple[str, int]], int] = field(default_factory=dict)
     # the removed follower's report just before each shrink was applied: (ts, key) -> record
     before_shrink: dict[tuple[int, FollowerKey], dict[str, Any]] = field(default_factory=dict)
@@ -47,6 +49,16 @@ class MonitorRun:
         default_factory=dict
     )
     final: list[HealthRecord] = field(default_factory=list)
+
+    def down_at(self, broker: int, ts: int) -> bool:
+        """Whether ``broker`` had crashed and not restarted at ``ts`` (ground truth)."""
+        down = False
+        for fact in self.sim.truth.records:
+            if fact["ts"] > ts:
+                break
+            if fact["kind"] in ("broker_crash", "broker_restart") and fact["broker"] == broker:
+                down = fact["kind"] == "broker_crash"
+        return down
 
     def first(self, status: str, key: FollowerKey | tuple[str, int]) -> int | None:
         return self.first_seen.get((status, key))
@@ -91,6 +103,8 @@ def run_monitor(
             state = record["metadata"]["state"]
             run.metadata_states[state] += 1
             run.first_seen.setdefault((state, tp), now)
+            if state == "STALE_OVERDUE":
+                run.stale_overdue.append((now, tp, tuple(record["metadata"]["stale_brokers"])))
             for follower in record["followers"]:
                 key = (*tp, follower["broker"])
                 run.statuses[follower["status"]] += 1
