@@ -53,7 +53,8 @@ _TANSU_VARIABLES = (
 _PR_SET_PDEATHSIG = 1
 
 
-def _free_port(host: str) -> int:
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port nothing listens on now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
         probe.bind((host, 0))
         port: int = probe.getsockname()[1]
@@ -101,7 +102,7 @@ class EmbeddedBroker:
     def __init__(self, port: int | None = None, host: str = "127.0.0.1") -> None:
         self._host = host
         self._port_given = port is not None
-        self._port = port if port is not None else _free_port(host)
+        self._port = port if port is not None else free_port(host)
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._admin: Any = None
@@ -151,7 +152,7 @@ class EmbeddedBroker:
                     self.stop()
                     if attempt == attempts:
                         raise
-                    self._port = _free_port(self._host)
+                    self._port = free_port(self._host)
             raise AssertionError("unreachable")  # pragma: no cover
 
     def _start_once(self, timeout_s: float) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,20 +22,13 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
-from streaming.embedded_broker import EmbeddedBroker
+from streaming.embedded_broker import EmbeddedBroker, free_port
 from tests.helm.chart import Manifest, config_file, find, job_container, render
 
 pytestmark = pytest.mark.integration
 
 SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
 CHECKPOINT_MOUNT = "/var/lib/isrwatch"
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def descendants(pid: int) -> list[int]:

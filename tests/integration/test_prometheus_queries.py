@@ -20,7 +20,6 @@ import json
 import math
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import threading
@@ -49,6 +48,7 @@ from state.events import Source
 from state.model import ReplicationModel
 from state.settings import RuleSettings
 from state.sharding import Shard
+from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
 from streaming.routing import route
 from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
@@ -65,13 +65,6 @@ STEP = "0.1"  # range queries see every scrape
 
 
 # ---------------------------------------------------------------------- Prometheus
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @dataclass(frozen=True)

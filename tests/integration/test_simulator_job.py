@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
-from streaming.embedded_broker import EmbeddedBroker
+from streaming.embedded_broker import EmbeddedBroker, free_port
 from streaming.input_records import KafkaPublisher
 from streaming.job import run
 from streaming.metrics import HealthExporter
@@ -73,12 +73,6 @@ def test_slow_follower_through_the_job_matches_the_ground_truth(
 
 
 # ---------------------------------------------------------------- the demo
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def processes() -> dict[int, tuple[int, str, str]]:

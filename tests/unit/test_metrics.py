@@ -11,6 +11,7 @@ from typing import Any
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
 
 
@@ -171,9 +172,7 @@ def test_a_new_isr_change_series_is_scraped_at_zero_before_its_count() -> None:
 
 def test_the_exporter_serves_until_closed_and_releases_its_port() -> None:
     exporter = HealthExporter()
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = int(probe.getsockname()[1])
+    port = free_port()
     exporter.serve("127.0.0.1", port)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert b"isrwatch_events_total" in response.read()

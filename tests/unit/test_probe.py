@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 from prometheus_client import start_http_server
 
 from streaming.cli import main
+from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
 from streaming.probe import (
     Check,
@@ -192,9 +192,7 @@ def test_exporter_answering_an_error_status_fails(text_server: TextServer) -> No
 
 
 def test_exporter_not_listening_fails() -> None:
-    with socket.socket() as sock:  # a port nothing listens on once closed
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+    port = free_port()  # nothing listens on it
     code, output = probe(f"http://127.0.0.1:{port}/metrics", "--check", "live")
     assert code == 1
     assert output.startswith(f"live: FAIL: the exporter at http://127.0.0.1:{port}/metrics")
