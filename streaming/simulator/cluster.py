@@ -419,40 +419,38 @@ class ClusterSimulator:
         broker = self.brokers[broker_id]
         if not broker.alive or broker.generation != generation:
             return
-        lag_max = broker.lag_time_max_ms
-        if not self._serves_as_leader(broker_id):  # restarted, no LeaderAndIsr yet
-            self._schedule(self.now + max(1, lag_max // 2), self._isr_expiration, broker_id,
-                           generation)  # fmt: skip
+        if self._serves_as_leader(broker_id):  # not before a restart's LeaderAndIsr
+            for p in list(self.partitions.values()):
+                if p.leader == broker_id:
+                    self._maybe_shrink_isr(p, broker)
+        self._schedule(self.now + max(1, broker.lag_time_max_ms // 2), self._isr_expiration,
+                       broker_id, generation)  # fmt: skip
+
+    def _maybe_shrink_isr(self, p: Partition, leader: Broker) -> None:
+        """Partition.maybeShrinkIsr: followers not at the LEO and not caught up for T."""
+        lag_max = leader.lag_time_max_ms
+        out = [
+            f for f in p.isr if f != leader.id
+            and p.remote[f].log_end_offset != p.leader_leo
+            and self.now - p.remote[f].last_caught_up_ms > lag_max
+        ]  # fmt: skip
+        for f in out:
+            lcu = p.remote[f].last_caught_up_ms
+            # at the latest at the first run after lcu + T, or after it (re)entered the
+            # ISR already out of sync (runs are T/2 apart)
+            deadline = max(lcu + lag_max * 3 // 2, p.isr_since.get(f, 0) + lag_max // 2)
+            self.truth.add(
+                self.now, "shrink_failed" if leader.stuck else "isr_shrink",
+                topic=p.topic, partition=p.partition, leader=leader.id, follower=f,
+                last_caught_up_ms=lcu, lag_time_max_ms=lag_max, deadline_ms=deadline,
+                isr_since_ms=p.isr_since.get(f, 0),
+            )  # fmt: skip
+        if not out or leader.stuck:
             return
-        for p in list(self.partitions.values()):
-            if p.leader != broker_id:
-                continue
-            out = [
-                f for f in p.isr if f != broker_id
-                and p.remote[f].log_end_offset != p.leader_leo
-                and self.now - p.remote[f].last_caught_up_ms > lag_max
-            ]  # fmt: skip
-            if not out:
-                continue
-            for f in out:
-                lcu = p.remote[f].last_caught_up_ms
-                # at the latest at the first run after lcu + T, or after it (re)entered the
-                # ISR already out of sync (runs are T/2 apart)
-                deadline = max(lcu + lag_max * 3 // 2, p.isr_since.get(f, 0) + lag_max // 2)
-                self.truth.add(
-                    self.now, "shrink_failed" if broker.stuck else "isr_shrink",
-                    topic=p.topic, partition=p.partition, leader=broker_id, follower=f,
-                    last_caught_up_ms=lcu, lag_time_max_ms=lag_max, deadline_ms=deadline,
-                    isr_since_ms=p.isr_since.get(f, 0),
-                )  # fmt: skip
-            if broker.stuck:
-                continue
-            old = list(p.isr)
-            p.set_isr([r for r in p.isr if r not in out], self.now)
-            self._leader_changed_isr(p, old, None)
-            p.maybe_increment_high_watermark()
-        self._schedule(self.now + max(1, lag_max // 2), self._isr_expiration, broker_id,
-                       generation)  # fmt: skip
+        old = list(p.isr)
+        p.set_isr([r for r in p.isr if r not in out], self.now)
+        self._leader_changed_isr(p, old, None)
+        p.maybe_increment_high_watermark()
 
     def _leader_changed_isr(
         self, p: Partition, old: list[int], truth_kind: str | None, **facts: Any
