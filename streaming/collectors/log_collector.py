@@ -22,13 +22,16 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from streaming.collectors.log_follower import LogFollower
+from streaming.collectors.log_layouts import compile_custom_layout
 from streaming.collectors.log_lines import (
     Continuation,
     Ignored,
+    LineParser,
+    LineResult,
     Unparseable,
-    parse_line,
     record_kind,
 )
+from streaming.collectors.log_recognition import Recognition
 from streaming.collectors.log_translator import (
     LogTranslator,
     TranslatorInput,
@@ -60,6 +63,9 @@ class LogCollector:
         self._paths = tuple(paths)
         self._settings = settings
         self._zone = ZoneInfo(settings.time_zone)
+        self._layout = compile_custom_layout(settings.layout) if settings.layout else None
+        self._parsers: dict[str, LineParser] = {}
+        self.recognition = Recognition()
         self._publisher = publisher
         self._metrics = metrics
         self._state_file = state_file
@@ -82,16 +88,54 @@ class LogCollector:
     def _file_changed(self, path: str, change: str) -> None:
         self._metrics.file_changes.labels(path, change).inc()
 
-    def read_once(self) -> tuple[int, int]:
+    def _parser(self, path: str) -> LineParser:
+        if path not in self._parsers:
+            self._parsers[path] = LineParser(self._zone, self._layout)
+        return self._parsers[path]
+
+    def _recognised(self, path: str, line: str, result: LineResult, record: bool) -> None:
+        counts = self.recognition.of(path)
+        self._metrics.lines_read.labels(path).inc()
+        if counts.count(line, result, record=record):
+            self._metrics.lines_recognised.labels(path).inc()
+        else:
+            self._metrics.lines_unrecognised.labels(path).inc()
+        if not counts.reported and counts.read >= self._settings.summary_after_lines:
+            self._report(path)
+
+    def _report(self, path: str) -> None:
+        counts = self.recognition.of(path)
+        counts.reported = True
+        if counts.understood():
+            log.info("%s", counts.summary(path))
+        else:
+            log.warning("the layout of this log is not understood (collect.logs.layout names"
+                        " a custom one): %s", counts.summary(path))  # fmt: skip
+
+    def report_all(self) -> list[str]:
+        """Log the counts of every file not yet reported; all the summaries."""
+        for path, counts in self.recognition.files.items():
+            if not counts.reported:
+                self._report(path)
+        return self.recognition.summaries()
+
+    def read_once(self, *, idle_flush: bool = True) -> tuple[int, int]:
         """One read of every file: (lines read, events published). Raises if the events
-        cannot be published (the lines will be read again)."""
+        cannot be published (the lines will be read again). A read that finds no new line
+        ends the pending Kafka 0.10-2.3 ISR proposals (``LogTranslator.flush``) when
+        ``idle_flush``."""
         dropped_before = Counter(self._translator.dropped)
         inputs: list[TranslatorInput] = []
         lines = 0
         for batch in self._follower.read():
             records = []
+            parser = self._parser(batch.path)
             for line in batch.lines:
-                result = parse_line(line, self._zone)
+                result = parser.parse(line)
+                self._recognised(
+                    batch.path, line, result,
+                    not isinstance(result, Continuation | Ignored | Unparseable),
+                )  # fmt: skip
                 if isinstance(result, Continuation):
                     label = "continuation"
                 elif isinstance(result, Ignored):
@@ -107,7 +151,14 @@ class LogCollector:
             lines += len(batch.lines)
             inputs += group_metadata_updates(records)
         inputs.sort(key=input_ts)
-        events = checked(self._translator.translate(inputs), self._metrics)
+        translated = self._translator.translate(inputs)
+        times = [parser.last_ts for parser in self._parsers.values() if parser.last_ts is not None]
+        log_time = max(times, default=None)
+        if log_time is not None:
+            translated += self._translator.advance(log_time)
+        if lines == 0 and idle_flush:
+            translated += self._translator.flush()
+        events = checked(translated, self._metrics)
         try:
             if events:
                 self._publisher.publish(events)
