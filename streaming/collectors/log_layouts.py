@@ -39,7 +39,8 @@ _TIME = (
     r"(?P<time>\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[,.]\d{1,9})?"
     r"(?:Z|[+-]\d{2}:?\d{2})?)"
 )
-_LOGGER = r"(?P<logger>[A-Za-z_$][\w.$-]*)"
+# %c, or %c:%L as in Kafka's own test log4j configuration
+_LOGGER = r"(?P<logger>[A-Za-z_$][\w.$-]*)(?::\d+)?"
 
 _PREFIXES: Final = (
     # docker compose: "kafka  | ", "kafka-1      | ", "broker_1 | "
