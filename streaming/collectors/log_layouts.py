@@ -154,7 +154,22 @@ class LineReader:
         self._layouts = tuple(layouts)
 
     def read(self, line: str) -> ReadLine:
-        text = strip_prefixes(line.rstrip("\r\n")).lstrip()
+        # The layouts are tried before each prefix is removed: a layout's own time can
+        # look like kubectl's (Spring Boot's RFC 3339 time).
+        text = line.rstrip("\r\n").lstrip()
+        for _ in range(_MAX_PREFIXES + 1):
+            entry = self._entry(text)
+            if entry is not None:
+                return entry
+            shorter = _strip_one_prefix(text)
+            if shorter is None:
+                break
+            text = shorter
+        if _LOOKS_LIKE_ENTRY.match(text):
+            return UNKNOWN_LAYOUT
+        return CONTINUATION
+
+    def _entry(self, text: str) -> Entry | Unrecognised | None:
         for name, layout in self._layouts:
             match = layout.fullmatch(text)
             if match is None:
@@ -166,24 +181,29 @@ class LineReader:
             ts = parse_time(groups["time"], self._zone)
             if ts is None:
                 return BAD_TIMESTAMP
-            message = groups["message"].strip()
-            return Entry(ts, level, groups.get("logger"), message, name)
-        if _LOOKS_LIKE_ENTRY.match(text):
-            return UNKNOWN_LAYOUT
-        return CONTINUATION
+            return Entry(ts, level, groups.get("logger"), groups["message"].strip(), name)
+        return None
+
+
+_MAX_PREFIXES = 4
+
+
+def _strip_one_prefix(text: str) -> str | None:
+    for prefix in _PREFIXES:
+        match = prefix.match(text)
+        if match is not None and match.end() < len(text):
+            return text[match.end() :].lstrip()
+    return None
 
 
 def strip_prefixes(text: str) -> str:
     """``text`` without the prefixes of docker compose, kubectl, journald and syslog
     (several may be stacked: ``[pod/...] 2024-...Z [2024-...] INFO ...``)."""
-    for _ in range(4):
-        for prefix in _PREFIXES:
-            match = prefix.match(text)
-            if match is not None and match.end() < len(text):
-                text = text[match.end() :]
-                break
-        else:
-            return text
+    for _ in range(_MAX_PREFIXES):
+        shorter = _strip_one_prefix(text)
+        if shorter is None:
+            break
+        text = shorter
     return text
 
 
