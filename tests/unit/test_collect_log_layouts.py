@@ -96,9 +96,11 @@ def test_a_prefix_alone_is_not_removed() -> None:
 def test_the_time_zone_is_the_configured_one_unless_the_time_names_one() -> None:
     line = f"[2024-07-01 12:00:00,000] INFO {MESSAGE} ({LOGGER})"
     paris = read(line, ZoneInfo("Europe/Paris"))
-    assert isinstance(paris, Entry) and paris.ts == ms("2024-07-01 10:00:00.000")  # CEST
+    assert isinstance(paris, Entry)
+    assert paris.ts == ms("2024-07-01 10:00:00.000")
     spring = read(f"2024-07-01T12:00:00.000+02:00  INFO 1 --- [t] k.c.Partition : {MESSAGE}")
-    assert isinstance(spring, Entry) and spring.ts == ms("2024-07-01 10:00:00.000")
+    assert isinstance(spring, Entry)
+    assert spring.ts == ms("2024-07-01 10:00:00.000")
 
 
 @pytest.mark.parametrize(
@@ -168,7 +170,9 @@ def test_a_custom_layout_from_the_configuration() -> None:
 def test_a_custom_layout_without_level_reads_info() -> None:
     layout = compile_custom_layout(r"(?P<time>\S+ \S+) (?P<message>.*)")
     entry = LineReader(UTC_ZONE, layout).read(f"2025-07-03 10:52:41 {MESSAGE}")
-    assert isinstance(entry, Entry) and entry.level == "INFO" and entry.message == MESSAGE
+    assert isinstance(entry, Entry)
+    assert entry.level == "INFO"
+    assert entry.message == MESSAGE
 
 
 @pytest.mark.parametrize(

@@ -41,9 +41,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-@pytest.mark.parametrize(
-    "entry", ENTRIES, ids=[f"{e['versions']} {e['class']}" for e in ENTRIES]
-)
+@pytest.mark.parametrize("entry", ENTRIES, ids=[f"{e['versions']} {e['class']}" for e in ENTRIES])
 def test_wording(entry: dict[str, Any]) -> None:
     expected = dict(entry["record"])
     kind = expected.pop("kind")
