@@ -209,7 +209,9 @@ def _topics(event: Mapping[str, Any]) -> set[str]:
 
 def score_file(corpus_file: CorpusFile) -> FileScore:
     result = FileScore(corpus_file.name, stated=len(corpus_file.statements))
-    emitted = [fact for event in emitted_events(corpus_file) for fact in flatten(event)]
+    emitted: list[Mapping[str, Any]] = [
+        fact for event in emitted_events(corpus_file) for fact in flatten(event)
+    ]
     result.emitted = len(emitted)
     text = "\n".join(corpus_file.lines)
     unmatched = list(emitted)

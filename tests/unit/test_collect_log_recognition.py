@@ -46,7 +46,7 @@ class Nothing:
 
 def run(path: Path, **settings: object) -> tuple[LogCollector, CollectorRegistry]:
     registry = CollectorRegistry()
-    collector = LogCollector([str(path)], LogCollectorSettings(**settings), Nothing(),  # type: ignore[arg-type]
+    collector = LogCollector([str(path)], LogCollectorSettings(**settings), Nothing(),
                              CollectorMetrics("logs", registry), None)  # fmt: skip
     collector.run(follow=False, stop=threading.Event())
     return collector, registry
