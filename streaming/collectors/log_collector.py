@@ -1,7 +1,8 @@
 """``isrwatch collect logs``: broker log files -> controller-events.
 
 One *read* takes the new complete lines of every file (``LogFollower``), parses them
-(``log_lines``), merges the records of all files by event time (stable: a file's own
+(``log_lines``, in the layout ``log_layouts`` finds, counting what it recognises:
+``log_recognition``), merges the records of all files by event time (stable: a file's own
 order is kept), translates them (``LogTranslator``) and publishes the events. Only when
 the publisher has them all acknowledged are the file positions and the translator's
 memory saved, together, to the state file. A read whose events cannot be published is
@@ -9,6 +10,10 @@ forgotten: the follower and the translator go back to the saved state and the sa
 lines are read again. After a crash between publishing and saving, the last read's
 events are sent again, identical (same lines, same memory): the job drops repeated
 controller events as duplicates.
+
+After each read the translator learns how far the logs have got (the latest time
+read), and a read that finds nothing new ends the input for now (``flush``): both settle
+the ISR proposals of Kafka 0.10-2.3 brokers, which log the change before its commit.
 """
 
 from __future__ import annotations
@@ -119,11 +124,11 @@ class LogCollector:
                 self._report(path)
         return self.recognition.summaries()
 
-    def read_once(self, *, idle_flush: bool = True) -> tuple[int, int]:
+    def read_once(self) -> tuple[int, int]:
         """One read of every file: (lines read, events published). Raises if the events
         cannot be published (the lines will be read again). A read that finds no new line
-        ends the pending Kafka 0.10-2.3 ISR proposals (``LogTranslator.flush``) when
-        ``idle_flush``."""
+        settles the pending ISR proposals of Kafka 0.10-2.3 (``LogTranslator.flush``):
+        their cancel would have been written by now."""
         dropped_before = Counter(self._translator.dropped)
         inputs: list[TranslatorInput] = []
         lines = 0
@@ -156,7 +161,7 @@ class LogCollector:
         log_time = max(times, default=None)
         if log_time is not None:
             translated += self._translator.advance(log_time)
-        if lines == 0 and idle_flush:
+        if lines == 0:
             translated += self._translator.flush()
         events = checked(translated, self._metrics)
         try:
@@ -200,6 +205,7 @@ class LogCollector:
             wait = interval
             if lines:
                 continue  # more may be waiting beyond max_read_bytes
+            self.report_all()  # every file read to its end: say how much was understood
             if not follow:
                 return
             stop.wait(interval)
