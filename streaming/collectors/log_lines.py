@@ -94,10 +94,11 @@ class CommitLogging(StrEnum):
       in zookeeper, skip updating ISR`` follows.
     * ``info``: Kafka 2.4 and later (ZooKeeper writes, AlterIsr, AlterPartition). The
       change is the commit line ``ISR updated to ...``.
-    * ``unknown``: a wording Kafka 2.2 to 2.7 share (``Shrinking ISR from A to B.
-      Leader: (...)``, ``Expanding ISR from A to B``): 2.2 and 2.3 log the commit at
-      TRACE, 2.4 and later at INFO. The translator learns which from the broker's other
-      lines.
+    * ``unknown``: a wording that versions of both kinds share: the shrink of 2.2 to 3.5
+      (``Shrinking ISR from A to B. Leader: (...)``) and the expansion of 1.0 to 2.7
+      (``[Partition t-p broker=N] Expanding ISR from A to B``); up to 2.3 the commit is
+      logged at TRACE, from 2.4 at INFO. The translator learns which from the broker's
+      other lines.
     """
 
     TRACE = "trace"
@@ -289,14 +290,14 @@ def parse_line(line: str, zone: tzinfo) -> LineResult:
 
 _IDS = r"\d+(?:,\d+)*"
 _BROKER = r"\[Broker id=(?P<broker>\d+)\] "
-# kafka.cluster.Partition's logIdent: "[Partition foo-0 broker=1] " (1.1 and later) or
-# "Partition [foo,0] on broker 1: " (0.10 to 1.0).
+# kafka.cluster.Partition's logIdent: "[Partition foo-0 broker=1] " (1.0 and later) or
+# "Partition [foo,0] on broker 1: " (0.10 to 0.11).
 _PARTITION = (
     r"(?:\[Partition (?P<tp>\S+) broker=(?P<broker>\d+)\] "
     r"|Partition \[(?P<topic>[^,\]]+),(?P<partition>\d+)\] on broker (?P<broker1>\d+): )"
 )
-# KafkaController's logIdent: "[Controller id=N] " (1.1 and later), "[Controller N]: " (0.10
-# to 1.0); its listeners in 0.10: "[BrokerChangeListener on Controller N]: ".
+# KafkaController's logIdent: "[Controller id=N] " (1.0 and later), "[Controller N]: " (0.10
+# to 0.11); its listeners in 0.10: "[BrokerChangeListener on Controller N]: ".
 _CONTROLLER = r"\[(?:\w+ on )?Controller(?: id=)? ?(?P<controller>\d+)\]:? "
 _UPDATE_METADATA_SOURCE = (
     r" in response to UpdateMetadata request sent by controller (?P<cid>\d+)"
@@ -314,9 +315,9 @@ _DELETED = re.compile(
     _BROKER + r"Deleted partition (?P<tp>\S+) from metadata cache" + _UPDATE_METADATA_SOURCE
 )
 # ReplicaManager.becomeLeaderOrFollower, one line per partition (TRACE): "Broker N received
-# LeaderAndIsr request PartitionState(...) ... for partition [t,p]" (0.10 to 1.0),
+# LeaderAndIsr request PartitionState(...) ... for partition [t,p]" (0.10 to 0.11),
 # "[Broker id=N] Received LeaderAndIsr request PartitionState(...) ... for partition t-p"
-# (1.1 to 2.3), "... LeaderAndIsrPartitionState(topicName='t', partitionIndex=p, ...)"
+# (1.0 to 2.3), "... LeaderAndIsrPartitionState(topicName='t', partitionIndex=p, ...)"
 # (2.4+; zkVersion= up to 3.2, partitionEpoch= from 3.3). The INFO "Handling
 # LeaderAndIsr request correlationId ..." summary (2.8+) names no partition state.
 _RECEIVED = re.compile(
@@ -324,15 +325,15 @@ _RECEIVED = re.compile(
     r" request (?P<state>\w*PartitionState\(.*\)) correlation id (?P<corr>-?\d+) from"
     r" controller (?P<cid>\d+) epoch (?P<cepoch>\d+)(?: for partition (?P<tp>\S+))?"
 )
-# Partition.maybeShrinkIsr. 0.10 to 1.0: "Shrinking ISR for partition [t,p] from A to B";
-# 1.1 to 2.1: "Shrinking ISR from A to B"; 2.2 and later add ". Leader: (highWatermark: H,
+# Partition.maybeShrinkIsr. 0.10: "Shrinking ISR for partition [t,p] from A to B"; 0.11 to
+# 2.1: "Shrinking ISR from A to B"; 2.2 and later add ". Leader: (highWatermark: H,
 # endOffset: E). Out of sync replicas: (brokerId: R, endOffset: O)." and 3.6 and later
 # add ", lastCaughtUpTimeMs: T" to each replica.
 _SHRINK = re.compile(
     _PARTITION + rf"Shrinking ISR (?:for partition \S+ )?from (?P<old>{_IDS}) to (?P<new>{_IDS})"
     r"(?P<tail>\. Leader: .*)?\.?"
 )
-# Partition.maybeExpandIsr (0.10 to 2.7; "for partition T" up to 1.0). Since 2.8 no
+# Partition.maybeExpandIsr (0.10 to 2.7; "for partition T" in 0.10). Since 2.8 no
 # expansion is logged before the commit.
 _EXPAND = re.compile(
     _PARTITION + rf"Expanding ISR (?P<for>for partition \S+ )?from (?P<old>{_IDS})"
@@ -355,15 +356,15 @@ _FAILED = re.compile(
     r" skip updating ISR|Failed to alter partition to .*)"
 )
 # KafkaController.elect: "N successfully elected as the controller. Epoch incremented to E
-# and epoch zk version is now V" (2.2+); 1.1 to 2.1 log "Epoch incremented to E" apart, and
-# 0.10 "Controller N incremented epoch to E".
+# and epoch zk version is now V" (2.2+); 1.1 to 2.1 log "Epoch incremented to E" apart, 1.0
+# "Incremented epoch to E", and 0.10 to 0.11 "Controller N incremented epoch to E".
 _ELECTED = re.compile(
     _CONTROLLER + r"(?P<self>\d+) successfully elected as the controller\. Epoch incremented to"
     r" (?P<epoch>\d+) and epoch zk version is now \d+"
 )
 _EPOCH_INCREMENTED = re.compile(
-    _CONTROLLER + r"(?:Epoch incremented to|Controller (?P<self>\d+) incremented epoch to)"
-    r" (?P<epoch>\d+)"
+    _CONTROLLER + r"(?:Epoch incremented to|Incremented epoch to"
+    r"|Controller (?P<self>\d+) incremented epoch to) (?P<epoch>\d+)"
 )
 # QuorumController (KRaft): "[Controller N] Becoming the active controller at epoch E, ..."
 # (3.0 to 3.4), "[QuorumController id=N] Becoming ..." (3.5+); the tail differs by version.
@@ -492,7 +493,7 @@ def _isr_proposal(ts: int, message: str) -> Record | Ignored | None:
         else:
             logging = CommitLogging.UNKNOWN
     elif match := _EXPAND.fullmatch(message):
-        # "for partition" or the 0.10 logIdent: 0.10 to 1.0
+        # "for partition" (0.10) or the 0.10-0.11 logIdent
         old_wording = match["for"] is not None or match["tp"] is None
         logging = CommitLogging.TRACE if old_wording else CommitLogging.UNKNOWN
     else:
@@ -526,7 +527,7 @@ def _controller_elected(ts: int, message: str) -> Record | Ignored | None:
     if match := _ACTIVE.fullmatch(message):
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
     if "successfully elected as the controller" in message:
-        return IGNORED_RECORD  # 1.1 to 2.1: the epoch comes on its own line
+        return IGNORED_RECORD  # 1.0 to 2.1: the epoch comes on its own line
     return None
 
 
@@ -606,8 +607,8 @@ _PARSERS: Final = {
 
 def split_topic_partition(text: str) -> tuple[str, int]:
     """``"my-topic-3"`` (Kafka's TopicPartition.toString) or ``"[my-topic,3]"``
-    (TopicAndPartition, 0.10 to 1.0) -> ``("my-topic", 3)``."""
-    if text.startswith("[") and text.endswith("]"):  # "[my-topic,3]": 0.10 to 1.0
+    (TopicAndPartition, 0.10 to 0.11) -> ``("my-topic", 3)``."""
+    if text.startswith("[") and text.endswith("]"):  # "[my-topic,3]": 0.10 to 0.11
         topic, sep, partition = text[1:-1].rpartition(",")
     else:
         topic, sep, partition = text.rpartition("-")

@@ -27,10 +27,11 @@ What each record becomes:
   - Kafka 0.10 to 2.3 log the commit at TRACE only: the proposal is the change (an
     ``IsrChange`` A to B with no epochs), unless ``Cached zkVersion [V] not equal to that
     in zookeeper, skip updating ISR`` follows for the partition. Kafka writes ZooKeeper
-    and logs that line in the same call, so the proposal stands once the broker's log has
+    and logs that line in the same call, so the proposal stands once the logs read have
     moved ``CANCEL_WINDOW_MS`` past it, once another ISR line of the partition comes, or
     when the input ends (``flush``).
-  - A wording that 2.2 to 2.7 share is decided by the broker's other lines: a commit line
+  - A wording shared by versions of both kinds (the shrink of 2.2 to 3.5, the expansion
+    of 1.0 to 2.7) is decided by the broker's other lines: a commit line
     or a 2.4+ cancel (``Cached zkVersion 7``, no brackets) means 2.4+; a 0.10-2.1 wording,
     a bracketed cancel, or a second proposal for a partition with no commit between means
     2.3 or older. Until then the proposal waits; one still undecided when the input ends
