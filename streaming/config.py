@@ -377,6 +377,17 @@ def _check_time_zone(name: str) -> str:
 
 
 TimeZoneName = Annotated[str, AfterValidator(_check_time_zone)]
+
+
+def _check_log_layout(pattern: str | None) -> str | None:
+    if pattern is not None:
+        from streaming.collectors.log_layouts import compile_custom_layout
+
+        compile_custom_layout(pattern)  # raises LayoutError (a ValueError) saying why
+    return pattern
+
+
+LogLayoutRegex = Annotated[str | None, AfterValidator(_check_log_layout)]
 Port = Annotated[int, Field(ge=1, le=65535)]
 
 
@@ -403,6 +414,15 @@ class LogCollectorSettings(BaseModel):
         description="resume state: file positions and the translator's memory",
     )
     metrics_port: Port = Field(default=9465, description="TCP port of its Prometheus metrics")
+    layout: LogLayoutRegex = Field(
+        default=None,
+        description="a log layout the collector does not know, as a regex with the named"
+        " groups time and message (and optionally level, logger, thread); docs/collectors-logs.md",
+    )
+    summary_after_lines: PositiveInt = Field(
+        default=100,
+        description="lines read before the collector says how many it recognised",
+    )
 
 
 class AdminCollectorSettings(BaseModel):

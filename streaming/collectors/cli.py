@@ -93,9 +93,14 @@ def logs_command(
     except Exception as error:
         raise click.ClickException(f"cannot publish the events: {error}") from error
     finally:
+        summaries = collector.report_all()
         with contextlib.suppress(Exception):
             collector.close()
         metrics.close()
+    if dry_run:
+        sys.stdout.flush()
+        for summary in summaries:
+            click.echo(f"summary: {summary}", err=True)
 
 
 @collect.command(name="admin")

@@ -1,7 +1,8 @@
 """``isrwatch collect logs``: broker log files -> controller-events.
 
 One *read* takes the new complete lines of every file (``LogFollower``), parses them
-(``log_lines``), merges the records of all files by event time (stable: a file's own
+(``log_lines``, in the layout ``log_layouts`` finds, counting what it recognises:
+``log_recognition``), merges the records of all files by event time (stable: a file's own
 order is kept), translates them (``LogTranslator``) and publishes the events. Only when
 the publisher has them all acknowledged are the file positions and the translator's
 memory saved, together, to the state file. A read whose events cannot be published is
@@ -9,6 +10,10 @@ forgotten: the follower and the translator go back to the saved state and the sa
 lines are read again. After a crash between publishing and saving, the last read's
 events are sent again, identical (same lines, same memory): the job drops repeated
 controller events as duplicates.
+
+After each read the translator learns how far the logs have got (the latest time
+read), and a read that finds nothing new ends the input for now (``flush``): both settle
+the ISR proposals of Kafka 0.10-2.3 brokers, which log the change before its commit.
 """
 
 from __future__ import annotations
@@ -22,13 +27,16 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from streaming.collectors.log_follower import LogFollower
+from streaming.collectors.log_layouts import compile_custom_layout
 from streaming.collectors.log_lines import (
     Continuation,
     Ignored,
+    LineParser,
+    LineResult,
     Unparseable,
-    parse_line,
     record_kind,
 )
+from streaming.collectors.log_recognition import Recognition
 from streaming.collectors.log_translator import (
     LogTranslator,
     TranslatorInput,
@@ -60,6 +68,9 @@ class LogCollector:
         self._paths = tuple(paths)
         self._settings = settings
         self._zone = ZoneInfo(settings.time_zone)
+        self._layout = compile_custom_layout(settings.layout) if settings.layout else None
+        self._parsers: dict[str, LineParser] = {}
+        self.recognition = Recognition()
         self._publisher = publisher
         self._metrics = metrics
         self._state_file = state_file
@@ -82,16 +93,54 @@ class LogCollector:
     def _file_changed(self, path: str, change: str) -> None:
         self._metrics.file_changes.labels(path, change).inc()
 
+    def _parser(self, path: str) -> LineParser:
+        if path not in self._parsers:
+            self._parsers[path] = LineParser(self._zone, self._layout)
+        return self._parsers[path]
+
+    def _recognised(self, path: str, line: str, result: LineResult, record: bool) -> None:
+        counts = self.recognition.of(path)
+        self._metrics.lines_read.labels(path).inc()
+        if counts.count(line, result, record=record):
+            self._metrics.lines_recognised.labels(path).inc()
+        else:
+            self._metrics.lines_unrecognised.labels(path).inc()
+        if not counts.reported and counts.read >= self._settings.summary_after_lines:
+            self._report(path)
+
+    def _report(self, path: str) -> None:
+        counts = self.recognition.of(path)
+        counts.reported = True
+        if counts.understood():
+            log.info("%s", counts.summary(path))
+        else:
+            log.warning("the layout of this log is not understood (collect.logs.layout names"
+                        " a custom one): %s", counts.summary(path))  # fmt: skip
+
+    def report_all(self) -> list[str]:
+        """Log the counts of every file not yet reported; all the summaries."""
+        for path, counts in self.recognition.files.items():
+            if not counts.reported:
+                self._report(path)
+        return self.recognition.summaries()
+
     def read_once(self) -> tuple[int, int]:
         """One read of every file: (lines read, events published). Raises if the events
-        cannot be published (the lines will be read again)."""
+        cannot be published (the lines will be read again). A read that finds no new line
+        settles the pending ISR proposals of Kafka 0.10-2.3 (``LogTranslator.flush``):
+        their cancel would have been written by now."""
         dropped_before = Counter(self._translator.dropped)
         inputs: list[TranslatorInput] = []
         lines = 0
         for batch in self._follower.read():
             records = []
+            parser = self._parser(batch.path)
             for line in batch.lines:
-                result = parse_line(line, self._zone)
+                result = parser.parse(line)
+                self._recognised(
+                    batch.path, line, result,
+                    not isinstance(result, Continuation | Ignored | Unparseable),
+                )  # fmt: skip
                 if isinstance(result, Continuation):
                     label = "continuation"
                 elif isinstance(result, Ignored):
@@ -107,7 +156,14 @@ class LogCollector:
             lines += len(batch.lines)
             inputs += group_metadata_updates(records)
         inputs.sort(key=input_ts)
-        events = checked(self._translator.translate(inputs), self._metrics)
+        translated = self._translator.translate(inputs)
+        times = [parser.last_ts for parser in self._parsers.values() if parser.last_ts is not None]
+        log_time = max(times, default=None)
+        if log_time is not None:
+            translated += self._translator.advance(log_time)
+        if lines == 0:
+            translated += self._translator.flush()
+        events = checked(translated, self._metrics)
         try:
             if events:
                 self._publisher.publish(events)
@@ -149,6 +205,7 @@ class LogCollector:
             wait = interval
             if lines:
                 continue  # more may be waiting beyond max_read_bytes
+            self.report_all()  # every file read to its end: say how much was understood
             if not follow:
                 return
             stop.wait(interval)

@@ -17,9 +17,19 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, tzinfo
+from dataclasses import dataclass, field
+from datetime import tzinfo
+from enum import StrEnum
 from typing import Final
+
+from streaming.collectors.log_layouts import (
+    CONTINUATION,
+    Continuation,
+    LineReader,
+    Unrecognised,
+)
+
+__all__ = ["CONTINUATION", "Continuation"]
 
 # --------------------------------------------------------------------------- records
 
@@ -75,6 +85,27 @@ class LeaderAndIsrReceived:
     state: PartitionState
 
 
+class CommitLogging(StrEnum):
+    """What a wording tells of how the broker logs the ISR commit (kafka.cluster.Partition).
+
+    * ``trace``: Kafka 0.10 to 2.1 wordings. The ZooKeeper write's success
+      (``ISR updated to [..] and zkVersion updated to [..]``) is logged at TRACE, so at
+      INFO the proposal is the change, unless ``Cached zkVersion [..] not equal to that
+      in zookeeper, skip updating ISR`` follows.
+    * ``info``: Kafka 2.4 and later (ZooKeeper writes, AlterIsr, AlterPartition). The
+      change is the commit line ``ISR updated to ...``.
+    * ``unknown``: a wording that versions of both kinds share: the shrink of 2.2 to 3.5
+      (``Shrinking ISR from A to B. Leader: (...)``) and the expansion of 1.0 to 2.7
+      (``[Partition t-p broker=N] Expanding ISR from A to B``); up to 2.3 the commit is
+      logged at TRACE, from 2.4 at INFO. The translator learns which from the broker's
+      other lines.
+    """
+
+    TRACE = "trace"
+    INFO = "info"
+    UNKNOWN = "unknown"
+
+
 @dataclass(frozen=True, slots=True)
 class IsrProposal:
     """kafka.cluster.Partition, INFO: the leader decided to shrink or expand the ISR
@@ -87,6 +118,7 @@ class IsrProposal:
     partition: int
     old_isr: tuple[int, ...]
     new_isr: tuple[int, ...]
+    commit_logging: CommitLogging = field(default_factory=lambda: CommitLogging.UNKNOWN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +145,7 @@ class IsrUpdateFailed:
     broker: int
     topic: str
     partition: int
+    commit_logging: CommitLogging = field(default_factory=lambda: CommitLogging.UNKNOWN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,11 +245,6 @@ def record_kind(record: Record) -> str:
 
 
 @dataclass(frozen=True, slots=True)
-class Continuation:
-    """A line that continues the previous entry (no header)."""
-
-
-@dataclass(frozen=True, slots=True)
 class Ignored:
     """An entry of a kind the collector does not use (most of a broker's log)."""
 
@@ -230,56 +258,54 @@ class Unparseable:
 
 LineResult = Record | Continuation | Ignored | Unparseable
 
-CONTINUATION: Final = Continuation()
 IGNORED: Final = Ignored()
 
-# --------------------------------------------------------------------------- header
-
-_HEADER = re.compile(
-    r"\[(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})[,.](?P<millis>\d{3})\]"
-    r"\s+(?P<level>TRACE|DEBUG|INFO|WARN|WARNING|ERROR|FATAL)\s(?P<message>.*)"
-)
-_LOGGER = re.compile(r"\s+\([A-Za-z_][\w.$]*\)\s*$")
+# --------------------------------------------------------------------------- lines
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    ts: int
-    level: str
-    message: str  # without the trailing "(logger.name)"
+class LineParser:
+    """One file's lines -> results: the layout (``log_layouts``), then the message."""
+
+    def __init__(self, zone: tzinfo, custom_layout: re.Pattern[str] | None = None) -> None:
+        self._reader = LineReader(zone, custom_layout)
+        self.last_ts: int | None = None  # the time of the latest entry read
+
+    def parse(self, line: str) -> LineResult:
+        """Parse one line of a broker log; never raises."""
+        read = self._reader.read(line)
+        if isinstance(read, Continuation):
+            return read
+        if isinstance(read, Unrecognised):
+            return Unparseable(read.reason)
+        self.last_ts = read.ts if self.last_ts is None else max(self.last_ts, read.ts)
+        return parse_message(read.ts, read.message)
 
 
-def parse_header(line: str, zone: tzinfo) -> Entry | Continuation | Unparseable:
-    """The entry a header line starts, read in the time zone ``zone``."""
-    match = _HEADER.fullmatch(line.rstrip("\r\n"))
-    if match is None:
-        return CONTINUATION
-    try:
-        local = datetime.fromisoformat(f"{match['date']}T{match['time']}")
-    except ValueError:
-        return Unparseable("bad_timestamp")
-    ts = int(local.replace(tzinfo=zone).timestamp()) * 1000 + int(match["millis"])
-    message = _LOGGER.sub("", match["message"]).strip()
-    return Entry(ts, match["level"], message)
+def parse_line(line: str, zone: tzinfo) -> LineResult:
+    """Parse one line in one of the built-in layouts; never raises."""
+    return LineParser(zone).parse(line)
 
 
 # --------------------------------------------------------------------------- messages
 
 _IDS = r"\d+(?:,\d+)*"
 _BROKER = r"\[Broker id=(?P<broker>\d+)\] "
-# kafka.cluster.Partition's logIdent: "[Partition foo-0 broker=1] " (2.x, 3.x) or
-# "Partition [foo,0] on broker 1: " (1.x).
+# kafka.cluster.Partition's logIdent: "[Partition foo-0 broker=1] " (1.0 and later) or
+# "Partition [foo,0] on broker 1: " (0.10 to 0.11).
 _PARTITION = (
     r"(?:\[Partition (?P<tp>\S+) broker=(?P<broker>\d+)\] "
     r"|Partition \[(?P<topic>[^,\]]+),(?P<partition>\d+)\] on broker (?P<broker1>\d+): )"
 )
-_CONTROLLER = r"\[Controller id=(?P<controller>\d+)\] "
+# KafkaController's logIdent: "[Controller id=N] " (1.0 and later), "[Controller N]: " (0.10
+# to 0.11); its listeners in 0.10: "[BrokerChangeListener on Controller N]: ".
+_CONTROLLER = r"\[(?:\w+ on )?Controller(?: id=)? ?(?P<controller>\d+)\]:? "
 _UPDATE_METADATA_SOURCE = (
     r" in response to UpdateMetadata request sent by controller (?P<cid>\d+)"
     r" epoch (?P<cepoch>\d+) with correlation id (?P<corr>-?\d+)"
 )
 
-# ZkMetadataCache.updateMetadata (MetadataCache before 3.0)
+# MetadataCache.updateMetadata (1.1 to 2.8; ZkMetadataCache in 3.x): the state is
+# UpdateMetadataRequest.PartitionState (1.1 to 2.3) or UpdateMetadataPartitionState (2.4+).
 _CACHED = re.compile(
     _BROKER
     + r"Cached leader info (?P<state>\w*PartitionState\(.*\)) for partition (?P<tp>\S+)"
@@ -288,58 +314,91 @@ _CACHED = re.compile(
 _DELETED = re.compile(
     _BROKER + r"Deleted partition (?P<tp>\S+) from metadata cache" + _UPDATE_METADATA_SOURCE
 )
-# ReplicaManager.becomeLeaderOrFollower
+# ReplicaManager.becomeLeaderOrFollower, one line per partition (TRACE): "Broker N received
+# LeaderAndIsr request PartitionState(...) ... for partition [t,p]" (0.10 to 0.11),
+# "[Broker id=N] Received LeaderAndIsr request PartitionState(...) ... for partition t-p"
+# (1.0 to 2.3), "... LeaderAndIsrPartitionState(topicName='t', partitionIndex=p, ...)"
+# (2.4+; zkVersion= up to 3.2, partitionEpoch= from 3.3). The INFO "Handling
+# LeaderAndIsr request correlationId ..." summary (2.8+) names no partition state.
 _RECEIVED = re.compile(
-    _BROKER + r"Received LeaderAndIsr request (?P<state>\w*PartitionState\(.*\)) correlation id"
-    r" (?P<corr>-?\d+) from controller (?P<cid>\d+) epoch (?P<cepoch>\d+)"
+    r"(?:\[Broker id=(?P<broker>\d+)\] Received|Broker (?P<broker0>\d+) received) LeaderAndIsr"
+    r" request (?P<state>\w*PartitionState\(.*\)) correlation id (?P<corr>-?\d+) from"
+    r" controller (?P<cid>\d+) epoch (?P<cepoch>\d+)(?: for partition (?P<tp>\S+))?"
 )
-# Partition.maybeShrinkIsr (the tail after the new ISR varies: Leader: (...). Out of sync
-# replicas: (...), with lastCaughtUpTimeMs since 3.x) and Partition.expandIsr (ZooKeeper).
+# Partition.maybeShrinkIsr. 0.10: "Shrinking ISR for partition [t,p] from A to B"; 0.11 to
+# 2.1: "Shrinking ISR from A to B"; 2.2 and later add ". Leader: (highWatermark: H,
+# endOffset: E). Out of sync replicas: (brokerId: R, endOffset: O)." and 3.6 and later
+# add ", lastCaughtUpTimeMs: T" to each replica.
 _SHRINK = re.compile(
-    _PARTITION + rf"Shrinking ISR from (?P<old>{_IDS}) to (?P<new>{_IDS})(?:\..*)?"
+    _PARTITION + rf"Shrinking ISR (?:for partition \S+ )?from (?P<old>{_IDS}) to (?P<new>{_IDS})"
+    r"(?P<tail>\. Leader: .*)?\.?"
 )
-_EXPAND = re.compile(_PARTITION + rf"Expanding ISR from (?P<old>{_IDS}) to (?P<new>{_IDS})")
-# "ISR updated to [1,2] and zkVersion updated to [7]" (ZooKeeper writes),
-# "ISR updated from AlterIsr to 1,2 and version updated to [7]" (2.7, 2.8),
-# "ISR updated to 1,2  and version updated to 7", "... to 1 (under-min-isr) and ..." (3.x)
+# Partition.maybeExpandIsr (0.10 to 2.7; "for partition T" in 0.10). Since 2.8 no
+# expansion is logged before the commit.
+_EXPAND = re.compile(
+    _PARTITION + rf"Expanding ISR (?P<for>for partition \S+ )?from (?P<old>{_IDS})"
+    rf" to (?P<new>{_IDS})"
+)
+# The commit. "ISR updated to [1,2] and zkVersion updated to [7]" (TRACE up to 2.3, INFO
+# 2.4 to 3.x ZooKeeper writes), "ISR updated to 1,2 and version updated to 7" (2.7 AlterIsr),
+# "... and version updated to [7]" (2.8 to 3.0), "... to 1,2 and version updated to 7"
+# (3.1 to 3.4), "ISR updated to 1,2  and version updated to 7" or "to 1 (under-min-isr) and"
+# (3.5 and later: Partition.handleAlterPartitionUpdate).
 _COMMITTED = re.compile(
     _PARTITION + rf"ISR updated (?:from AlterIsr )?to \[?(?P<isr>{_IDS})\]?"
     r"(?: \(under-min-isr\))?\s+and (?:zkVersion|version) updated to \[?(?P<version>\d+)\]?"
 )
+# The cancels: "Cached zkVersion [7] not equal to that in zookeeper, skip updating ISR"
+# (0.10 to 2.3; no brackets from 2.4), "Failed to alter partition to ... since the controller
+# rejected the request with ..." (3.3+, INFO). WARN "... Retrying." lines are not cancels.
 _FAILED = re.compile(
-    _PARTITION + r"(?:Cached zkVersion \[?\d+\]? not equal to that in zookeeper, skip updating ISR"
-    r"|Failed to alter partition to .*)"
+    _PARTITION + r"(?:Cached zkVersion (?P<zk>\[?)\d+\]? not equal to that in zookeeper,"
+    r" skip updating ISR|Failed to alter partition to .*)"
 )
-# KafkaController.elect / QuorumController (the KRaft line's tail differs by version)
+# KafkaController.elect: "N successfully elected as the controller. Epoch incremented to E
+# and epoch zk version is now V" (2.2+); 1.1 to 2.1 log "Epoch incremented to E" apart, 1.0
+# "Incremented epoch to E", and 0.10 to 0.11 "Controller N incremented epoch to E".
 _ELECTED = re.compile(
     _CONTROLLER + r"(?P<self>\d+) successfully elected as the controller\. Epoch incremented to"
     r" (?P<epoch>\d+) and epoch zk version is now \d+"
 )
+_EPOCH_INCREMENTED = re.compile(
+    _CONTROLLER + r"(?:Epoch incremented to|Incremented epoch to"
+    r"|Controller (?P<self>\d+) incremented epoch to) (?P<epoch>\d+)"
+)
+# QuorumController (KRaft): "[Controller N] Becoming the active controller at epoch E, ..."
+# (3.0 to 3.4), "[QuorumController id=N] Becoming ..." (3.5+); the tail differs by version.
 _ACTIVE = re.compile(
-    r"\[QuorumController id=(?P<controller>\d+)\] Becoming the active controller at epoch"
-    r" (?P<epoch>\d+)\b.*"
+    r"\[(?:Quorum)?Controller (?:id=)?(?P<controller>\d+)\] Becoming the active controller at"
+    r" epoch (?P<epoch>\d+)\b.*"
 )
 _EPOCHS = re.compile(_CONTROLLER + r"Initialized broker epochs cache: \w*\((?P<pairs>.*)\)")
 _EPOCH_PAIR = re.compile(r"(\d+) -> (\d+)")
+# KafkaController.processBrokerChange; "bounced brokers" since 2.2.
 _BROKERS = re.compile(
     _CONTROLLER + r"Newly added brokers: (?P<added>[\d,]*), deleted brokers: (?P<deleted>[\d,]*),"
-    r" bounced brokers: (?P<bounced>[\d,]*), all live brokers: (?P<live>[\d,]*)"
+    r"(?: bounced brokers: (?P<bounced>[\d,]*),)? all live brokers: (?P<live>[\d,]*)"
 )
 _REGISTERED = re.compile(
     r"Registered broker (?P<broker>\d+) at path \S+ with addresses: .*,"
     r" czxid \(broker epoch\): (?P<epoch>\d+)"
 )
+# KafkaController.processTopicChange (TopicChangeListener in 0.10). The assignment:
+# "Map([t,0] -> List(1, 2))" (0.10), "Map(t-0 -> Vector(1, 2))" (1.1 to 2.3),
+# "Map(t-0 -> ReplicaAssignment(replicas=1,2, ...))" (2.4+, inside TopicIdReplicaAssignment
+# from 2.8). A line cut short keeps the entries it holds in full.
 _NEW_TOPICS = re.compile(
-    _CONTROLLER + r"New topics: \[.*\], deleted topics: \[.*\],"
-    r" new partition replica assignment \[(?P<assignment>.*)\]"
+    _CONTROLLER + r"New topics: \[(?P<topics>.*?)\], deleted topics: \[.*?\],"
+    r" new partition replica assignment \[(?P<assignment>.*)"
 )
-# ReplicaAssignment.toString (Kafka 2.4+): "foo-0 -> ReplicaAssignment(replicas=1,2,3, ..."
 _ASSIGNED = re.compile(
-    r"(?P<topic>[A-Za-z0-9._-]+)-(?P<partition>\d+)"
-    r" -> ReplicaAssignment\(replicas=(?P<replicas>[\d,]*),"
+    r"(?:(?P<tp>[A-Za-z0-9._-]+-\d+)|\[(?P<topic>[A-Za-z0-9._-]+),(?P<partition>\d+)\]) -> "
+    r"(?:ReplicaAssignment\(replicas=(?P<replicas>[\d,]*),|\w*\((?P<replicas1>[\d, ]*)\))"
 )
+_TOPIC_NAMES = re.compile(r"[A-Za-z0-9._-]+")
+# TopicDeletionManager.completeDeleteTopic; its logIdent ends with ", " up to 2.x.
 _TOPIC_DELETED = re.compile(
-    r"\[Topic Deletion Manager (?P<controller>\d+)\] Deletion of topic (?P<topic>\S+)"
+    r"\[Topic Deletion Manager (?P<controller>\d+)\],? Deletion of topic (?P<topic>\S+)"
     r" successfully completed"
 )
 
@@ -347,13 +406,15 @@ _TOPIC_DELETED = re.compile(
 _MARKERS: Final = (
     ("Cached leader info ", "cached_leader_info"),
     ("] Deleted partition ", "deleted_from_cache"),
-    ("Received LeaderAndIsr request ", "leader_and_isr"),
-    ("Shrinking ISR from ", "isr_proposal"),
-    ("Expanding ISR from ", "isr_proposal"),
+    ("eceived LeaderAndIsr request ", "leader_and_isr"),
+    ("Shrinking ISR ", "isr_proposal"),
+    ("Expanding ISR ", "isr_proposal"),
     ("ISR updated ", "isr_committed"),
     ("skip updating ISR", "isr_update_failed"),
     ("Failed to alter partition to ", "isr_update_failed"),
     ("successfully elected as the controller", "controller_elected"),
+    ("ncremented epoch to ", "controller_elected"),
+    ("Epoch incremented to ", "controller_elected"),
     ("Becoming the active controller at epoch", "controller_elected"),
     ("Initialized broker epochs cache", "broker_epochs"),
     ("Newly added brokers: ", "broker_change"),
@@ -362,19 +423,16 @@ _MARKERS: Final = (
     ("successfully completed", "topic_deleted"),
 )
 
-_STATE_FIELD = re.compile(r"(\w+)=('[^']*'|\[[^\]]*\]|[^,)]*)")
+# "name=value" up to the next ", name=" (values may hold commas: "isr=1,2" up to 2.3)
+_STATE_FIELD = re.compile(r"(\w+)=(.*?)(?=, \w+=|$)")
 
 
 class _MalformedError(Exception):
     """Raised inside the parsers; becomes ``Unparseable``."""
 
 
-def parse_line(line: str, zone: tzinfo) -> LineResult:
-    """Parse one line of a broker log; never raises."""
-    header = parse_header(line, zone)
-    if not isinstance(header, Entry):
-        return header
-    return parse_message(header.ts, header.message)
+IGNORED_RECORD: Final = Ignored()
+"""A parser's answer for a message of its kind that carries no fact (not malformed)."""
 
 
 def parse_message(ts: int, message: str) -> Record | Ignored | Unparseable:
@@ -386,6 +444,8 @@ def parse_message(ts: int, message: str) -> Record | Ignored | Unparseable:
         record = _PARSERS[kind](ts, message)
     except (_MalformedError, ValueError):
         return Unparseable(f"malformed_{kind}")
+    if record is IGNORED_RECORD:
+        return IGNORED
     if record is None:
         if kind == "topic_deleted":  # "successfully completed" is common in other messages
             return IGNORED
@@ -393,7 +453,7 @@ def parse_message(ts: int, message: str) -> Record | Ignored | Unparseable:
     return record
 
 
-def _cached(ts: int, message: str) -> Record | None:
+def _cached(ts: int, message: str) -> Record | Ignored | None:
     if match := _CACHED.fullmatch(message):
         state = _partition_state(match["state"], match["tp"])
         return CachedLeaderInfo(
@@ -403,7 +463,7 @@ def _cached(ts: int, message: str) -> Record | None:
     return None
 
 
-def _deleted(ts: int, message: str) -> Record | None:
+def _deleted(ts: int, message: str) -> Record | Ignored | None:
     if match := _DELETED.fullmatch(message):
         topic, partition = split_topic_partition(match["tp"])
         return DeletedFromCache(
@@ -413,50 +473,65 @@ def _deleted(ts: int, message: str) -> Record | None:
     return None
 
 
-def _received(ts: int, message: str) -> Record | None:
+def _received(ts: int, message: str) -> Record | Ignored | None:
     if match := _RECEIVED.fullmatch(message):
-        state = _partition_state(match["state"], None)
+        state = _partition_state(match["state"], match["tp"])
         if state.partition_epoch is None:
             raise _MalformedError("a LeaderAndIsr state has a zkVersion or partitionEpoch")
-        return LeaderAndIsrReceived(
-            ts, int(match["broker"]), int(match["cid"]), int(match["cepoch"]), state
-        )
+        broker = match["broker"] if match["broker"] is not None else match["broker0"]
+        return LeaderAndIsrReceived(ts, int(broker), int(match["cid"]), int(match["cepoch"]), state)
     return None
 
 
-def _isr_proposal(ts: int, message: str) -> Record | None:
-    match = _SHRINK.fullmatch(message) or _EXPAND.fullmatch(message)
-    if match is None:
+def _isr_proposal(ts: int, message: str) -> Record | Ignored | None:
+    if match := _SHRINK.fullmatch(message):
+        tail = match["tail"]
+        if tail is None:  # 0.10 to 2.1
+            logging = CommitLogging.TRACE
+        elif "lastCaughtUpTimeMs" in tail:  # 3.6+
+            logging = CommitLogging.INFO
+        else:
+            logging = CommitLogging.UNKNOWN
+    elif match := _EXPAND.fullmatch(message):
+        # "for partition" (0.10) or the 0.10-0.11 logIdent
+        old_wording = match["for"] is not None or match["tp"] is None
+        logging = CommitLogging.TRACE if old_wording else CommitLogging.UNKNOWN
+    else:
         return None
     broker, topic, partition = _partition_prefix(match)
-    return IsrProposal(ts, broker, topic, partition, _ids(match["old"]), _ids(match["new"]))
+    old, new = _ids(match["old"]), _ids(match["new"])
+    return IsrProposal(ts, broker, topic, partition, old, new, logging)
 
 
-def _isr_committed(ts: int, message: str) -> Record | None:
+def _isr_committed(ts: int, message: str) -> Record | Ignored | None:
     if match := _COMMITTED.fullmatch(message):
         broker, topic, partition = _partition_prefix(match)
         return IsrCommitted(ts, broker, topic, partition, _ids(match["isr"]), int(match["version"]))
     return None
 
 
-def _isr_update_failed(ts: int, message: str) -> Record | None:
+def _isr_update_failed(ts: int, message: str) -> Record | Ignored | None:
     if match := _FAILED.fullmatch(message):
         broker, topic, partition = _partition_prefix(match)
-        return IsrUpdateFailed(ts, broker, topic, partition)
+        # brackets around the zkVersion: 0.10 to 2.3, where the commit is logged at TRACE
+        logging = CommitLogging.TRACE if match["zk"] == "[" else CommitLogging.INFO
+        return IsrUpdateFailed(ts, broker, topic, partition, logging)
     return None
 
 
-def _controller_elected(ts: int, message: str) -> Record | None:
-    if match := _ELECTED.fullmatch(message):
-        if match["self"] != match["controller"]:
+def _controller_elected(ts: int, message: str) -> Record | Ignored | None:
+    if match := _ELECTED.fullmatch(message) or _EPOCH_INCREMENTED.fullmatch(message):
+        if match["self"] is not None and match["self"] != match["controller"]:
             raise _MalformedError("the elected broker is the one logging")
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
     if match := _ACTIVE.fullmatch(message):
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
+    if "successfully elected as the controller" in message:
+        return IGNORED_RECORD  # 1.0 to 2.1: the epoch comes on its own line
     return None
 
 
-def _broker_epochs(ts: int, message: str) -> Record | None:
+def _broker_epochs(ts: int, message: str) -> Record | Ignored | None:
     if match := _EPOCHS.fullmatch(message):
         pairs = match["pairs"].strip()
         found = _EPOCH_PAIR.findall(pairs)
@@ -467,35 +542,45 @@ def _broker_epochs(ts: int, message: str) -> Record | None:
     return None
 
 
-def _broker_change(ts: int, message: str) -> Record | None:
+def _broker_change(ts: int, message: str) -> Record | Ignored | None:
     if match := _BROKERS.fullmatch(message):
         return BrokerSetChanged(
             ts, int(match["controller"]), _ids(match["added"]), _ids(match["deleted"]),
-            _ids(match["bounced"]), _ids(match["live"]),
+            _ids(match["bounced"] or ""), _ids(match["live"]),
         )  # fmt: skip
     return None
 
 
-def _broker_registered(ts: int, message: str) -> Record | None:
+def _broker_registered(ts: int, message: str) -> Record | Ignored | None:
     if match := _REGISTERED.fullmatch(message):
         return BrokerRegistered(ts, int(match["broker"]), int(match["epoch"]))
     return None
 
 
-def _topics_created(ts: int, message: str) -> Record | None:
+def _topics_created(ts: int, message: str) -> Record | Ignored | None:
     match = _NEW_TOPICS.fullmatch(message)
     if match is None:
         return None
+    # "Set(a, b)", "HashSet(a)", "Set()"; only these topics' entries are read
+    names = match["topics"].strip()
+    names = names[names.find("(") + 1 : names.rfind(")")] if "(" in names else names
+    topics = set(_TOPIC_NAMES.findall(names))
     assignment: dict[str, dict[int, tuple[int, ...]]] = {}
     for found in _ASSIGNED.finditer(match["assignment"]):
-        replicas = _ids(found["replicas"])
-        assignment.setdefault(found["topic"], {})[int(found["partition"])] = replicas
-    if not assignment and "ReplicaAssignment(" in match["assignment"]:
-        raise _MalformedError("every assignment is 'topic-partition -> ReplicaAssignment(...)'")
+        if found["tp"] is not None:
+            topic, partition = split_topic_partition(found["tp"])
+        else:
+            topic, partition = found["topic"], int(found["partition"])
+        if topic not in topics:
+            continue  # an entry of a topic the line does not name as new
+        replicas = found["replicas"] if found["replicas"] is not None else found["replicas1"]
+        assignment.setdefault(topic, {})[partition] = _ids(replicas)
+    if not assignment and "->" in match["assignment"]:
+        raise _MalformedError("every assignment is 'topic-partition -> replicas'")
     return TopicsCreated(ts, int(match["controller"]), assignment)
 
 
-def _topic_deleted(ts: int, message: str) -> Record | None:
+def _topic_deleted(ts: int, message: str) -> Record | Ignored | None:
     if match := _TOPIC_DELETED.fullmatch(message):
         return TopicDeleted(ts, int(match["controller"]), match["topic"])
     return None
@@ -521,8 +606,12 @@ _PARSERS: Final = {
 
 
 def split_topic_partition(text: str) -> tuple[str, int]:
-    """``"my-topic-3"`` -> ``("my-topic", 3)``: Kafka's TopicPartition.toString."""
-    topic, sep, partition = text.rpartition("-")
+    """``"my-topic-3"`` (Kafka's TopicPartition.toString) or ``"[my-topic,3]"``
+    (TopicAndPartition, 0.10 to 0.11) -> ``("my-topic", 3)``."""
+    if text.startswith("[") and text.endswith("]"):  # "[my-topic,3]": 0.10 to 0.11
+        topic, sep, partition = text[1:-1].rpartition(",")
+    else:
+        topic, sep, partition = text.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise _MalformedError(f"not a topic-partition: {text!r}")
     return topic, int(partition)
@@ -543,7 +632,7 @@ def _ids(text: str) -> tuple[int, ...]:
 def _partition_state(text: str, topic_partition: str | None) -> PartitionState:
     """A ``...PartitionState(name=value, ...)`` as generated by Kafka's message classes
     (2.4+): ``topicName='A', partitionIndex=1, controllerEpoch=29, leader=2, ...``."""
-    body = text[text.index("(") + 1 : text.rindex(")")]
+    body = text[text.index("(") + 1 : text.rindex(")")].strip()
     fields = {name: value.strip() for name, value in _STATE_FIELD.findall(body)}
     try:
         if "topicName" in fields and "partitionIndex" in fields:

@@ -14,14 +14,31 @@ What each record becomes:
   does not read for a deletion). The lines do not list the request's live brokers.
 * ``Received LeaderAndIsr request`` -> ``LeaderAndIsr``, once per (leader epoch,
   partition epoch): every replica of the partition logs the same request.
-* ``Shrinking/Expanding ISR from A to B`` is the leader's proposal; the ISR changes only
-  when ``ISR updated to B and (zk)version updated to V`` follows. That line becomes an
-  ``IsrChange`` from A to B with ``partition_epoch`` V (no ``leader_epoch``: the line has
-  none, and the model then applies it to the current one). A proposal that fails
-  (``skip updating ISR``, ``Failed to alter partition``) becomes nothing. Kafka 3.x logs
-  no proposal for an expansion: the ISR before is then the last one this translator saw
-  for the partition (LeaderAndIsr or an earlier commit); when it saw none, the change
-  cannot be described and is dropped (counted).
+* ``Shrinking/Expanding ISR from A to B`` is the leader's proposal. What makes it a
+  change depends on the Kafka version (``CommitLogging``):
+
+  - Kafka 2.4 and later log the commit at INFO: the ISR changes only when ``ISR updated to
+    B and (zk)version updated to V`` follows. That line becomes an ``IsrChange`` from A
+    to B with ``partition_epoch`` V (no ``leader_epoch``: the line has none, and the model
+    then applies it to the current one). Kafka 2.8 and later log no proposal for an
+    expansion: the ISR before is then the last one this translator saw for the
+    partition (LeaderAndIsr or an earlier commit); when it saw none, the change cannot
+    be described and is dropped (counted).
+  - Kafka 0.10 to 2.3 log the commit at TRACE only: the proposal is the change (an
+    ``IsrChange`` A to B with no epochs), unless ``Cached zkVersion [V] not equal to that
+    in zookeeper, skip updating ISR`` follows for the partition. Kafka writes ZooKeeper
+    and logs that line in the same call, so the proposal stands once the logs read have
+    moved ``CANCEL_WINDOW_MS`` past it, once another ISR line of the partition comes, or
+    when the input ends (``flush``).
+  - A wording shared by versions of both kinds (the shrink of 2.2 to 3.5, the expansion
+    of 1.0 to 2.7) is decided by the broker's other lines: a commit line
+    or a 2.4+ cancel (``Cached zkVersion 7``, no brackets) means 2.4+; a 0.10-2.1 wording,
+    a bracketed cancel, or a second proposal for a partition with no commit between means
+    2.3 or older. Until then the proposal waits; one still undecided when the input ends
+    is dropped (counted ``isr_proposal_unconfirmed``), never guessed.
+
+  A proposal that fails (``skip updating ISR``, ``Failed to alter partition``) becomes
+  nothing.
 * ``successfully elected as the controller. Epoch incremented to E`` (ZooKeeper) and
   ``Becoming the active controller at epoch E`` (KRaft) -> ``ControllerChange``.
 * ``Initialized broker epochs cache`` (a new controller's view, with the real epochs)
@@ -54,6 +71,7 @@ from streaming.collectors.log_lines import (
     BrokerRegistered,
     BrokerSetChanged,
     CachedLeaderInfo,
+    CommitLogging,
     ControllerElected,
     DeletedFromCache,
     IsrCommitted,
@@ -67,7 +85,11 @@ from streaming.collectors.log_lines import (
 )
 from streaming.input_records import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
 
-STATE_VERSION = 1
+STATE_VERSION = 2
+
+CANCEL_WINDOW_MS = 2000
+"""How far a broker's log must move past a Kafka 0.10-2.3 ISR proposal before it stands:
+the cancel line is logged by the same call, right after the ZooKeeper write."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,14 +143,21 @@ class LogTranslator:
 
     def __init__(self, state: Mapping[str, Any] | None = None) -> None:
         state = state or {}
+        if state and state.get("version") == 1:
+            state = _upgrade_state(state)
         if state and state.get("version") != STATE_VERSION:
             raise ValueError(f"unknown translator state version {state.get('version')!r}")
         # controller id -> epoch of its last election seen
         self._controller_epochs: dict[int, int] = _int_keys(state.get("controller_epochs", {}))
         # "topic:partition" -> [partition_epoch, isr]: the last committed ISR seen
         self._isr: dict[str, list[Any]] = dict(state.get("isr", {}))
-        # "broker topic:partition" -> ISR before the leader's pending proposal
-        self._pending: dict[str, list[int]] = dict(state.get("pending", {}))
+        # "broker topic:partition" -> the leader's pending proposal:
+        # {"ts", "topic", "partition", "old", "new", "logging"}
+        self._pending: dict[str, dict[str, Any]] = dict(state.get("pending", {}))
+        # broker -> how it logs ISR commits (a CommitLogging value), once learned
+        self._commit_logging: dict[int, str] = {
+            int(broker): mode for broker, mode in state.get("commit_logging", {}).items()
+        }
         # "topic:partition" -> [leader_epoch, partition_epoch] of the last LeaderAndIsr sent
         self._leader_and_isr: dict[str, list[int]] = dict(state.get("leader_and_isr", {}))
         # broker -> epoch sent for its current registration; last epoch of every broker seen
@@ -143,6 +172,7 @@ class LogTranslator:
             "controller_epochs": _str_keys(self._controller_epochs),
             "isr": dict(self._isr),
             "pending": dict(self._pending),
+            "commit_logging": {str(b): m for b, m in sorted(self._commit_logging.items())},
             "leader_and_isr": dict(self._leader_and_isr),
             "live": _str_keys(self._live),
             "last_epoch": _str_keys(self._last_epoch),
@@ -152,10 +182,87 @@ class LogTranslator:
     def translate(self, items: Iterable[TranslatorInput]) -> list[InputRecord]:
         out: list[InputRecord] = []
         for item in items:
+            if isinstance(item, IsrProposal | IsrCommitted | IsrUpdateFailed):
+                out += self._isr_record(item)
+                continue
             event = self._translate(item)
             if event is not None:
                 out.append(event)
         return out
+
+    def advance(self, log_time: int) -> list[InputRecord]:
+        """The brokers' logs have reached ``log_time``: Kafka 0.10-2.3 proposals older
+        than ``CANCEL_WINDOW_MS`` stand."""
+        return self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
+
+    def flush(self) -> list[InputRecord]:
+        """The input ended (or stayed idle for a read): every Kafka 0.10-2.3 proposal
+        stands; proposals whose broker's version is still unknown are dropped."""
+        out = self._confirm(lambda pending: True)
+        for key in [k for k, p in self._pending.items() if self._mode(p) == CommitLogging.UNKNOWN]:
+            del self._pending[key]
+            self.dropped["isr_proposal_unconfirmed"] += 1
+        return out
+
+    # ------------------------------------------------------------------ ISR lines
+
+    def _mode(self, pending: Mapping[str, Any]) -> CommitLogging:
+        if pending["logging"] != CommitLogging.UNKNOWN:
+            return CommitLogging(pending["logging"])
+        broker = int(pending["broker"])
+        return CommitLogging(self._commit_logging.get(broker, CommitLogging.UNKNOWN))
+
+    def _learn_logging(self, broker: int, mode: CommitLogging) -> None:
+        if mode != CommitLogging.UNKNOWN:
+            self._commit_logging[broker] = mode
+
+    def _confirm(self, due: Any) -> list[InputRecord]:
+        out = []
+        for key, pending in sorted(self._pending.items(), key=lambda kv: kv[1]["ts"]):
+            if self._mode(pending) == CommitLogging.TRACE and due(pending):
+                del self._pending[key]
+                out.append(self._proposal_change(pending))
+        return out
+
+    def _isr_record(self, item: IsrProposal | IsrCommitted | IsrUpdateFailed) -> list[InputRecord]:
+        key = f"{item.broker} {partition_key(item.topic, item.partition)}"
+        out: list[InputRecord] = []
+        if isinstance(item, IsrCommitted):
+            self._learn_logging(item.broker, CommitLogging.INFO)
+            event = self._isr_change(item)
+            return [event] if event is not None else []
+        if isinstance(item, IsrUpdateFailed):
+            self._learn_logging(item.broker, item.commit_logging)
+            if self._pending.pop(key, None) is not None:
+                self.dropped["isr_update_failed"] += 1
+            return []
+        self._learn_logging(item.broker, item.commit_logging)
+        previous = self._pending.pop(key, None)
+        if previous is not None:
+            if self._mode(previous) == CommitLogging.UNKNOWN:
+                # a 2.4+ broker logs the commit (or the cancel) before its next proposal
+                self._learn_logging(item.broker, CommitLogging.TRACE)
+            if self._mode(previous) == CommitLogging.TRACE:
+                out.append(self._proposal_change(previous))
+            else:
+                self.dropped["isr_proposal_superseded"] += 1
+        self._pending[key] = {
+            "ts": item.ts, "broker": item.broker, "topic": item.topic,
+            "partition": item.partition, "old": list(item.old_isr), "new": list(item.new_isr),
+            "logging": str(item.commit_logging),
+        }  # fmt: skip
+        return out
+
+    def _proposal_change(self, pending: Mapping[str, Any]) -> InputRecord:
+        """A Kafka 0.10-2.3 proposal that stood: the change itself, with no epochs."""
+        topic, partition = str(pending["topic"]), int(pending["partition"])
+        key = partition_key(topic, partition)
+        known = self._isr.get(key)
+        self._isr[key] = [known[0] if known is not None else 0, list(pending["new"])]
+        value = {"type": "IsrChange", "ts": int(pending["ts"]), "topic": topic,
+                 "partition": partition, "leader": int(pending["broker"]),
+                 "old_isr": list(pending["old"]), "new_isr": list(pending["new"])}  # fmt: skip
+        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
 
     def _translate(self, item: TranslatorInput) -> InputRecord | None:
         match item:
@@ -163,17 +270,6 @@ class LogTranslator:
                 return self._update_metadata(item)
             case LeaderAndIsrReceived():
                 return self._leader_and_isr_event(item)
-            case IsrProposal():
-                key = f"{item.broker} {partition_key(item.topic, item.partition)}"
-                self._pending[key] = list(item.old_isr)
-                return None
-            case IsrCommitted():
-                return self._isr_change(item)
-            case IsrUpdateFailed():
-                self._pending.pop(f"{item.broker} {partition_key(item.topic, item.partition)}",
-                                  None)  # fmt: skip
-                self.dropped["isr_update_failed"] += 1
-                return None
             case ControllerElected():
                 self._controller_epochs[item.controller_id] = item.controller_epoch
                 value = {"type": "ControllerChange", "ts": item.ts,
@@ -252,7 +348,8 @@ class LogTranslator:
 
     def _isr_change(self, item: IsrCommitted) -> InputRecord | None:
         key = partition_key(item.topic, item.partition)
-        old = self._pending.pop(f"{item.broker} {key}", None)
+        pending = self._pending.pop(f"{item.broker} {key}", None)
+        old = list(pending["old"]) if pending is not None else None
         known = self._isr.get(key)
         if old is None and known is not None:
             old = list(known[1])
@@ -307,6 +404,18 @@ class LogTranslator:
                 del table[key]
         for key in [key for key in self._pending if key.split(" ", 1)[1].startswith(prefix)]:
             del self._pending[key]
+
+
+def _upgrade_state(state: Mapping[str, Any]) -> dict[str, Any]:
+    """Version 1 kept only the ISR before each pending proposal (Kafka 2.4+ semantics)."""
+    pending = {}
+    for key, old in state.get("pending", {}).items():
+        broker, tp = key.split(" ", 1)
+        topic, _, partition = tp.rpartition(":")
+        pending[key] = {"ts": 0, "broker": int(broker), "topic": topic,
+                        "partition": int(partition), "old": list(old), "new": [],
+                        "logging": str(CommitLogging.INFO)}  # fmt: skip
+    return {**state, "version": STATE_VERSION, "pending": pending}
 
 
 def _int_keys(table: Mapping[str, int]) -> dict[int, int]:

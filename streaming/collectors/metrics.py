@@ -23,6 +23,19 @@ class CollectorMetrics:
             "isrwatch_collect_log_lines", "Log lines read, by file and result (a record kind,"
             " ignored, continuation or unparseable)", ["file", "result"], registry=r,
         )  # fmt: skip
+        self.lines_read = Counter(
+            "isrwatch_collect_log_lines_read", "Log lines read, by file", ["file"], registry=r
+        )
+        self.lines_recognised = Counter(
+            "isrwatch_collect_log_lines_recognised",
+            "Log lines in a layout the collector reads (an entry, or a continuation of one),"
+            " by file", ["file"], registry=r,
+        )  # fmt: skip
+        self.lines_unrecognised = Counter(
+            "isrwatch_collect_log_lines_unrecognised",
+            "Log lines in no layout the collector reads, by file (collect.logs.layout names"
+            " a custom one)", ["file"], registry=r,
+        )  # fmt: skip
         self.unparseable = Counter(
             "isrwatch_collect_log_unparseable_lines", "Log lines not understood, by reason",
             ["reason"], registry=r,

@@ -19,9 +19,9 @@ from streaming.collectors.log_lines import (
     BrokerRegistered,
     BrokerSetChanged,
     CachedLeaderInfo,
+    CommitLogging,
     ControllerElected,
     DeletedFromCache,
-    Entry,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
@@ -30,7 +30,6 @@ from streaming.collectors.log_lines import (
     TopicDeleted,
     TopicsCreated,
     Unparseable,
-    parse_header,
     parse_line,
     split_topic_partition,
 )
@@ -90,29 +89,6 @@ def test_semantics_md_shrink_format() -> None:
 # --------------------------------------------------------------------------- header
 
 
-@pytest.mark.parametrize("separator", [",", "."])
-def test_both_millisecond_separators(separator: str) -> None:
-    line = f"[2024-03-11 10:00:00{separator}123] INFO anything at all (kafka.Foo)"
-    assert parse_header(line, UTC_ZONE) == Entry(ms("2024-03-11 10:00:00.123"), "INFO",
-                                                 "anything at all")  # fmt: skip
-
-
-def test_time_zone_from_configuration() -> None:
-    line = "[2024-07-01 12:00:00,000] INFO x (kafka.Foo)"
-    paris = parse_header(line, ZoneInfo("Europe/Paris"))
-    tokyo = parse_header(line, ZoneInfo("Asia/Tokyo"))
-    assert isinstance(paris, Entry)
-    assert isinstance(tokyo, Entry)
-    assert paris.ts == ms("2024-07-01 10:00:00.000")  # CEST is UTC+2 in July
-    assert tokyo.ts == ms("2024-07-01 03:00:00.000")
-
-
-def test_winter_time_in_paris() -> None:
-    entry = parse_header("[2024-01-15 12:00:00,000] INFO x (kafka.Foo)", ZoneInfo("Europe/Paris"))
-    assert isinstance(entry, Entry)
-    assert entry.ts == ms("2024-01-15 11:00:00.000")
-
-
 @pytest.mark.parametrize(
     "line",
     [
@@ -120,7 +96,6 @@ def test_winter_time_in_paris() -> None:
         "org.apache.kafka.common.errors.TimeoutException: Newly added brokers: 1, deleted",
         " (kafka.zk.KafkaZkClient)",
         "",
-        "2024-03-11 10:00:00,000 INFO no brackets",
     ],
 )
 def test_lines_without_a_header_continue_the_entry(line: str) -> None:
@@ -237,7 +212,7 @@ def test_shrink_kafka_3_with_last_caught_up_time() -> None:
         "(kafka.cluster.Partition)"
     )
     assert parse_line(line, UTC_ZONE) == IsrProposal(
-        ms("2024-05-02 08:16:40.100"), 1, "inventory", 0, (1, 2, 3), (1, 2)
+        ms("2024-05-02 08:16:40.100"), 1, "inventory", 0, (1, 2, 3), (1, 2), CommitLogging.INFO
     )
 
 
@@ -248,7 +223,7 @@ def test_shrink_kafka_1_prefix() -> None:
         "1,2,0 to 1,2 (kafka.cluster.Partition)"
     )
     assert parse_line(line, UTC_ZONE) == IsrProposal(
-        ms("2017-07-15 16:17:57.662"), 1, "clicks", 2, (1, 2, 0), (1, 2)
+        ms("2017-07-15 16:17:57.662"), 1, "clicks", 2, (1, 2, 0), (1, 2), CommitLogging.TRACE
     )
 
 
@@ -279,22 +254,27 @@ def test_isr_committed_wordings(message: str, isr: tuple[int, ...], version: int
 
 
 @pytest.mark.parametrize(
-    "message",
+    ("message", "logging"),
     [
-        "Cached zkVersion 2 not equal to that in zookeeper, skip updating ISR",
-        "Cached zkVersion [2] not equal to that in zookeeper, skip updating ISR",
-        "Failed to alter partition to PendingShrinkIsr(outOfSyncReplicaIds=Set(3), "
+        ("Cached zkVersion 2 not equal to that in zookeeper, skip updating ISR",
+         CommitLogging.INFO),
+        ("Cached zkVersion [2] not equal to that in zookeeper, skip updating ISR",
+         CommitLogging.TRACE),
+        ("Failed to alter partition to PendingShrinkIsr(outOfSyncReplicaIds=Set(3), "
         "sentLeaderAndIsr=LeaderAndIsr(leader=4, leaderEpoch=2, isr=List(4, 2), "
         "leaderRecoveryState=RECOVERED, partitionEpoch=6), leaderRecoveryState=RECOVERED, "
         "lastCommittedState=CommittedPartitionState(isr=Set(4, 2, 3), "
         "leaderRecoveryState=RECOVERED)) since the controller rejected the request with "
         "INELIGIBLE_REPLICA. Partition state has been reset to the latest committed state "
         "CommittedPartitionState(isr=Set(4, 2, 3), leaderRecoveryState=RECOVERED).",
+         CommitLogging.INFO),
     ],
-)
-def test_isr_update_failures(message: str) -> None:
+)  # fmt: skip
+def test_isr_update_failures(message: str, logging: CommitLogging) -> None:
     line = f"[2024-05-02 08:18:00,015] INFO [Partition t-7 broker=4] {message} ({PARTITION_LOGGER})"
-    assert parse_line(line, UTC_ZONE) == IsrUpdateFailed(ms("2024-05-02 08:18:00.015"), 4, "t", 7)
+    assert parse_line(line, UTC_ZONE) == IsrUpdateFailed(
+        ms("2024-05-02 08:18:00.015"), 4, "t", 7, logging
+    )
 
 
 def test_isr_committed_in_another_shape_is_unparseable() -> None:

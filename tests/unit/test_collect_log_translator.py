@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pytest
+
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, Source
 from streaming.collectors.log_lines import (
@@ -16,6 +18,7 @@ from streaming.collectors.log_lines import (
     BrokerRegistered,
     BrokerSetChanged,
     CachedLeaderInfo,
+    CommitLogging,
     ControllerElected,
     DeletedFromCache,
     IsrCommitted,
@@ -27,6 +30,7 @@ from streaming.collectors.log_lines import (
     TopicsCreated,
 )
 from streaming.collectors.log_translator import (
+    CANCEL_WINDOW_MS,
     LogTranslator,
     MetadataUpdate,
     TranslatorInput,
@@ -228,3 +232,117 @@ def test_deleting_a_topic_forgets_its_partitions() -> None:
     # the topic is created again with the same epochs: a new LeaderAndIsr is sent
     again = translator.translate([received(4, 1, state("t", 0, 1, 0, (1,)))])
     assert [e.value["type"] for e in again] == ["LeaderAndIsr"]
+
+
+# --------------------------------------------------------------------------- versions
+
+TRACE, INFO, UNKNOWN = CommitLogging.TRACE, CommitLogging.INFO, CommitLogging.UNKNOWN
+
+
+def isr_change(ts: int, leader: int, old: list[int], new: list[int]) -> dict[str, Any]:
+    """A change stated by a Kafka 0.10-2.3 proposal: no partition epoch."""
+    return {"type": "IsrChange", "ts": ts, "topic": "t", "partition": 3, "leader": leader,
+            "old_isr": old, "new_isr": new}  # fmt: skip
+
+
+def test_kafka_0_10_to_2_1_proposal_is_the_change_when_the_input_ends() -> None:
+    """Up to 2.3 Kafka logs the ZooKeeper write's success at TRACE only."""
+    translator = LogTranslator()
+    assert translator.translate([IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), TRACE)]) == []
+    assert values(translator.flush()) == [isr_change(1000, 1, [1, 2, 3], [1, 2])]
+    assert translator.flush() == []
+
+
+def test_kafka_0_10_to_2_3_cancel_undoes_the_proposal() -> None:
+    translator = LogTranslator()
+    assert translator.translate([
+        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), TRACE),
+        IsrUpdateFailed(1108, 1, "t", 3, TRACE),  # Cached zkVersion [4] not equal ...
+    ]) == []  # fmt: skip
+    assert translator.flush() == []
+    assert translator.dropped == {"isr_update_failed": 1}
+
+
+def test_kafka_0_10_to_2_3_proposal_stands_once_the_log_moved_past_the_window() -> None:
+    translator = LogTranslator()
+    translator.translate([IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), TRACE)])
+    assert translator.advance(1000 + CANCEL_WINDOW_MS - 1) == []
+    assert values(translator.advance(1000 + CANCEL_WINDOW_MS)) == [
+        isr_change(1000, 1, [1, 2, 3], [1, 2])
+    ]
+
+
+def test_kafka_2_2_shrink_then_expand_without_commit_means_2_3_or_older() -> None:
+    """The shared 2.2-2.7 wording: a second proposal for the partition with no commit
+    between tells a broker that logs commits at TRACE."""
+    translator = LogTranslator()
+    first = translator.translate([
+        IsrProposal(1000, 4, "t", 3, (4, 1, 2), (4,), UNKNOWN),
+        IsrProposal(1240, 4, "t", 3, (4,), (4, 2), UNKNOWN),
+    ])  # fmt: skip
+    assert values(first) == [isr_change(1000, 4, [4, 1, 2], [4])]
+    assert values(translator.flush()) == [isr_change(1240, 4, [4], [4, 2])]
+    assert translator.state()["commit_logging"] == {"4": "trace"}
+
+
+def test_shared_wording_from_an_unknown_version_gives_nothing() -> None:
+    translator = LogTranslator()
+    translator.translate([IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN)])
+    assert translator.advance(1000 + 10 * CANCEL_WINDOW_MS) == []
+    assert translator.flush() == []
+    assert translator.dropped == {"isr_proposal_unconfirmed": 1}
+
+
+@pytest.mark.parametrize(
+    "teller",
+    [
+        IsrCommitted(500, 1, "u", 0, (1, 2), 8),  # any commit line at INFO
+        IsrUpdateFailed(500, 1, "u", 0, INFO),  # "Cached zkVersion 7" (no brackets): 2.4+
+    ],
+)
+def test_a_broker_known_to_log_commits_waits_for_the_commit(
+    teller: IsrCommitted | IsrUpdateFailed,
+) -> None:
+    translator = LogTranslator()
+    translator.translate([teller, IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN)])
+    assert translator.flush() == []  # still waiting: AlterIsr answers come later
+    events = translator.translate([IsrCommitted(1500, 1, "t", 3, (1, 2), 9)])
+    assert values(events) == [{**isr_change(1500, 1, [1, 2, 3], [1, 2]), "partition_epoch": 9}]
+    assert "isr_proposal_unconfirmed" not in translator.dropped
+
+
+def test_a_broker_known_to_log_commits_at_trace_needs_no_commit() -> None:
+    translator = LogTranslator()
+    translator.translate([
+        IsrUpdateFailed(500, 1, "u", 0, TRACE),  # "Cached zkVersion [7]": 0.10-2.3
+        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN),
+    ])  # fmt: skip
+    assert values(translator.advance(3000)) == [isr_change(1000, 1, [1, 2, 3], [1, 2])]
+
+
+def test_a_second_proposal_while_one_waits_for_its_commit_replaces_it() -> None:
+    translator = LogTranslator()
+    events = translator.translate([
+        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), INFO),
+        IsrProposal(2000, 1, "t", 3, (1, 2, 3), (1, 3), INFO),
+        IsrCommitted(2100, 1, "t", 3, (1, 3), 4),
+    ])  # fmt: skip
+    assert values(events) == [{**isr_change(2100, 1, [1, 2, 3], [1, 3]), "partition_epoch": 4}]
+    assert translator.dropped == {"isr_proposal_superseded": 1}
+
+
+def test_version_memory_survives_a_restart() -> None:
+    translator = LogTranslator()
+    translator.translate([
+        IsrUpdateFailed(500, 1, "u", 0, TRACE),
+        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN),
+    ])  # fmt: skip
+    resumed = LogTranslator(translator.state())
+    assert values(resumed.flush()) == [isr_change(1000, 1, [1, 2, 3], [1, 2])]
+
+
+def test_state_of_version_1_is_read() -> None:
+    """Version 1 kept the ISR before each pending proposal of a 2.4+ broker."""
+    resumed = LogTranslator({"version": 1, "pending": {"2 t:3": [2, 3, 1]}})
+    events = resumed.translate([IsrCommitted(11, 2, "t", 3, (2, 1), 5)])
+    assert values(events) == [{**isr_change(11, 2, [2, 3, 1], [2, 1]), "partition_epoch": 5}]
