@@ -428,6 +428,25 @@ class AdminCollectorSettings(BaseModel):
     metrics_port: Port = Field(default=9466, description="TCP port of its Prometheus metrics")
 
 
+class MetadataLogCollectorSettings(BaseModel):
+    """``isrwatch collect metadata-log``: a KRaft ``__cluster_metadata-0`` directory ->
+    controller-events."""
+
+    model_config = _FROZEN
+
+    poll_interval_ms: PositiveInt = Field(
+        default=1000, description="--follow: time between two reads of the log, ms"
+    )
+    max_read_bytes: PositiveInt = Field(
+        default=8 * 1024 * 1024, description="most bytes read from the log in one read"
+    )
+    state_file: NonEmptyStr = Field(
+        default=".isrwatch/collect-metadata-log.json",
+        description="resume state: the next metadata offset and the image replayed up to it",
+    )
+    metrics_port: Port = Field(default=9467, description="TCP port of its Prometheus metrics")
+
+
 class CollectSettings(BaseModel):
     """The collectors that feed the input topics from a real cluster."""
 
@@ -442,6 +461,10 @@ class CollectSettings(BaseModel):
     )
     admin: AdminCollectorSettings = Field(
         default_factory=AdminCollectorSettings, description="the admin API collector"
+    )
+    metadata_log: MetadataLogCollectorSettings = Field(
+        default_factory=MetadataLogCollectorSettings,
+        description="the KRaft metadata log collector",
     )
 
 

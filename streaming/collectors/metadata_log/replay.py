@@ -81,7 +81,8 @@ class _Unit:
     lag_before: dict[int, int]
     created: dict[str, dict[str, list[int]]] = field(default_factory=dict)
     events: list[InputRecord] = field(default_factory=list)
-    configs_touched: bool = False
+    broker_offset: int | None = None  # of its last broker record
+    config_offset: int | None = None  # of its last config, topic or broker record
     first: tuple[int, int, int] | None = None  # (ts, epoch, offset) of its first batch
 
 
@@ -95,6 +96,16 @@ class MetadataReplayer:
         self.dropped: Counter[str] = Counter()
         self._unit: _Unit | None = None
         self._in_transaction = False
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._in_transaction
+
+    def stable_image(self) -> MetadataImage:
+        """The image outside any open transaction: as it was when the transaction began."""
+        if self._in_transaction and self._unit is not None and self._unit.image_before is not None:
+            return self._unit.image_before
+        return self.image
 
     # ------------------------------------------------------------------ batches
 
@@ -114,9 +125,7 @@ class MetadataReplayer:
                 continue
             self.records[f"{decoded.name} v{decoded.version}"] += 1
             self._apply(decoded, batch, record.offset, unit)
-            unit = self._unit  # an abort or an end may have closed it
-            if unit is None:
-                unit = self._open(batch)
+            unit = self._open(batch)  # the same unit, or a new one after an abort
         if self._in_transaction:
             return []
         return self._close()
@@ -168,26 +177,27 @@ class MetadataReplayer:
         for part in split_created(unit.created) if unit.created else []:
             out.append(self._event(ts, epoch, offset, {"type": "TopicChange", "created": part,
                                                         "deleted": []}))  # fmt: skip
-        out += unit.events
         live = self.image.live_brokers()
         if live != unit.live_before:
-            out.append(self._event(ts, epoch, offset, {
+            out.append(self._event(ts, epoch, unit.broker_offset or offset, {
                 "type": "BrokerChange", "live": [{"id": b, "epoch": e} for b, e in live.items()],
             }))  # fmt: skip
-        if unit.configs_touched:
+        out += unit.events
+        if unit.config_offset is not None:
+            at = unit.config_offset
             for topic, value in self.image.min_insync_replicas().items():
                 if unit.min_isr_before.get(topic) != value:
                     out.append(
                         self._event(
                             ts,
                             epoch,
-                            offset,
+                            at,
                             {"type": "TopicConfig", "topic": topic, "min_insync_replicas": value},
                         )
                     )
             for broker, lag in self.image.replica_lag_time_max_ms().items():
                 if unit.lag_before.get(broker) != lag:
-                    out.append(self._event(ts, epoch, offset, {
+                    out.append(self._event(ts, epoch, at, {
                         "type": "BrokerConfig", "broker": broker, "replica_lag_time_max_ms": lag,
                     }, key=str(broker)))  # fmt: skip
         return out
@@ -213,7 +223,7 @@ class MetadataReplayer:
         match record.type_id:
             case RecordType.TOPIC:
                 image.topic_names[f["TopicId"]] = f["Name"]
-                unit.configs_touched = True  # the cluster default may now apply to it
+                unit.config_offset = offset  # the cluster default may now apply to it
             case RecordType.PARTITION:
                 topic_id, partition, state = image.replay_partition(f)
                 name = image.topic_names.get(topic_id)
@@ -247,10 +257,12 @@ class MetadataReplayer:
                 unit.configs_touched = True
             case RecordType.UNREGISTER_BROKER:
                 image.brokers.pop(f["BrokerId"], None)
+                unit.broker_offset = offset
             case RecordType.FENCE_BROKER | RecordType.UNFENCE_BROKER:
                 broker = image.brokers.get(f["Id"])
                 if broker is not None:
                     broker.fenced = record.type_id == RecordType.FENCE_BROKER
+                unit.broker_offset = offset
             case RecordType.BROKER_REGISTRATION_CHANGE:
                 broker = image.brokers.get(f["BrokerId"])
                 if broker is not None:
@@ -260,9 +272,10 @@ class MetadataReplayer:
                         broker.fenced = False
                     if f["InControlledShutdown"] == 1:
                         broker.in_controlled_shutdown = True
+                unit.broker_offset = offset
             case RecordType.CONFIG:
                 image.set_config(f["ResourceType"], f["ResourceName"], f["Name"], f["Value"])
-                unit.configs_touched = True
+                unit.config_offset = offset
             case RecordType.FEATURE_LEVEL:
                 image.features[f["Name"]] = f["FeatureLevel"]
             case RecordType.BEGIN_TRANSACTION:

@@ -98,7 +98,7 @@ def _names(directory: Path) -> list[str]:
         return []
 
 
-class CorruptBatch(DecodeError):
+class CorruptBatchError(DecodeError):
     """A whole batch whose bytes fail their check; ``size`` lets the reader step over it."""
 
     def __init__(self, message: str, base_offset: int, size: int) -> None:
@@ -108,15 +108,16 @@ class CorruptBatch(DecodeError):
 
 
 def parse_batch(data: bytes | memoryview) -> Batch:
-    """One complete batch (exactly its bytes); ``CorruptBatch`` if its magic or CRC is wrong."""
+    """One complete batch (exactly its bytes); ``CorruptBatchError`` for a bad magic or CRC."""
     base_offset, length = struct.unpack_from(">qi", data, 0)
     size = _LOG_OVERHEAD + length
     if data[_MAGIC_AT] != 2:
-        raise CorruptBatch(f"batch at offset {base_offset}: magic {data[_MAGIC_AT]}, not 2",
+        raise CorruptBatchError(f"batch at offset {base_offset}: magic {data[_MAGIC_AT]}, not 2",
                            base_offset, size)  # fmt: skip
     batch = DefaultRecordBatch(bytes(data))
     if not batch.validate_crc():
-        raise CorruptBatch(f"batch at offset {base_offset}: CRC-32C mismatch", base_offset, size)
+        raise CorruptBatchError(f"batch at offset {base_offset}: CRC-32C mismatch",
+                                base_offset, size)  # fmt: skip
     try:
         records = tuple(
             RecordBytes(r.offset, r.timestamp,
@@ -125,7 +126,8 @@ def parse_batch(data: bytes | memoryview) -> Batch:
             for r in batch
         )  # fmt: skip
     except Exception as error:  # kafka-python raises CorruptRecordError and friends
-        raise CorruptBatch(f"batch at offset {base_offset}: {error}", base_offset, size) from None
+        message = f"batch at offset {base_offset}: {error}"
+        raise CorruptBatchError(message, base_offset, size) from None
     return Batch(
         base_offset=base_offset,
         last_offset=batch.last_offset,
@@ -139,13 +141,13 @@ def parse_batch(data: bytes | memoryview) -> Batch:
 
 def batches_in(
     data: bytes | memoryview, start: int = 0
-) -> Iterator[tuple[int, Batch | CorruptBatch]]:
+) -> Iterator[tuple[int, Batch | CorruptBatchError]]:
     """``(position after it, batch or its error)`` for every whole batch from ``start``;
     stops at a batch that is not complete yet."""
     view = memoryview(data)
     pos = start
     while pos + _LOG_OVERHEAD <= len(view):
-        base_offset, length = struct.unpack_from(">qi", view, pos)
+        (length,) = struct.unpack_from(">i", view, pos + 8)
         if length < _MIN_BATCH - _LOG_OVERHEAD:
             return  # zeros past the end of a preallocated segment, or torn bytes
         end = pos + _LOG_OVERHEAD + length
@@ -153,7 +155,7 @@ def batches_in(
             return
         try:
             yield end, parse_batch(view[pos:end])
-        except CorruptBatch as error:
+        except CorruptBatchError as error:
             yield end, error
         pos = end
 

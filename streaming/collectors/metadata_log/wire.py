@@ -21,7 +21,7 @@ class DecodeError(ValueError):
 class Reader:
     """Reads primitives from ``data`` in order; raises ``DecodeError`` past the end."""
 
-    __slots__ = ("_data", "pos", "_end")
+    __slots__ = ("_data", "_end", "pos")
 
     def __init__(self, data: bytes | memoryview, pos: int = 0, end: int | None = None) -> None:
         self._data = memoryview(data)
