@@ -254,7 +254,7 @@ class MetadataReplayer:
                 image.brokers[f["BrokerId"]] = BrokerState(
                     f["BrokerEpoch"], bool(f["Fenced"]), bool(f["InControlledShutdown"])
                 )
-                unit.configs_touched = True
+                unit.config_offset = unit.broker_offset = offset
             case RecordType.UNREGISTER_BROKER:
                 image.brokers.pop(f["BrokerId"], None)
                 unit.broker_offset = offset
