@@ -132,8 +132,8 @@ def test_deleted_segment_resyncs_from_the_newest_snapshot(tmp_path: Path) -> Non
     segment = syn.write_segment(tmp_path, 0, first_batches())
     drain(collector(tmp_path, Recorder(), state))
     segment.unlink()
-    snapshot = syn.batch(0, 2, T0 + 60, [
-        syn.topic_record("t", T), syn.partition_record(0, T, 0, [1, 2], [1, 2], 1, 0, 3)])  # fmt: skip
+    partition = syn.partition_record(0, T, 0, [1, 2], [1, 2], 1, 0, 3)
+    snapshot = syn.batch(0, 2, T0 + 60, [syn.topic_record("t", T), partition])
     (tmp_path / "00000000000000000006-0000000002.checkpoint").write_bytes(snapshot)
     syn.write_segment(tmp_path, 6, [shrink(6, T0 + 70)])
     out = Recorder()

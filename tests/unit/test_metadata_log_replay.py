@@ -31,8 +31,8 @@ def created(replayer: MetadataReplayer) -> None:
 def test_topic_creation_is_a_topic_change_then_leader_and_isr() -> None:
     replayer = MetadataReplayer()
     replayer.replay(parse_batch(syn.leader_change_batch(0, 5, T0, leader=3, voters=[3])))
-    out = values(replayer, batch(1, syn.topic_record("t", T),
-                                 syn.partition_record(0, T, 0, [1, 2], [1, 2], 1, 0, 0)))  # fmt: skip
+    partition = syn.partition_record(0, T, 0, [1, 2], [1, 2], 1, 0, 0)
+    out = values(replayer, batch(1, syn.topic_record("t", T), partition))
     assert [e["type"] for e in out] == ["TopicChange", "LeaderAndIsr"]
     assert out[0]["created"] == {"t": {"0": [1, 2]}}
     assert out[1] == {
@@ -144,8 +144,9 @@ def test_configs_topic_own_value_over_cluster_default() -> None:
     replayer = MetadataReplayer()
     values(replayer, batch(1, syn.register_broker_record(3, 1, 1, fenced=False)))
     created(replayer)
-    out = values(replayer, batch(5, syn.config_record(4, "", "min.insync.replicas", "2"),
-                                 syn.config_record(4, "", "replica.lag.time.max.ms", "10000")))  # fmt: skip
+    min_isr = syn.config_record(4, "", "min.insync.replicas", "2")
+    lag = syn.config_record(4, "", "replica.lag.time.max.ms", "10000")
+    out = values(replayer, batch(5, min_isr, lag))
     assert [(e["type"], e.get("topic", e.get("broker"))) for e in out] == [
         ("TopicConfig", "t"), ("BrokerConfig", 1)]  # fmt: skip
     assert (out[0]["min_insync_replicas"], out[1]["replica_lag_time_max_ms"]) == (2, 10000)
