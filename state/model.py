@@ -326,7 +326,15 @@ class ReplicationModel:
     def _track_metadata_offset(self, row: int, offset: int | None, old_isr: Sequence[int]) -> None:
         """KRaft: the change is the record at ``offset`` of the metadata log. Each broker
         the newest DescribeQuorum report shows not past it still holds ``old_isr``."""
-        if self._zk or offset is None:
+        if self._zk:
+            return
+        if offset is None:
+            if set(old_isr) != set(self.table.isr[row]) and self.table.isr_change_offset[row] >= 0:
+                # A change of unknown offset (collect admin): what the reports said of the
+                # brokers' caches no longer tells anything about this partition.
+                self.table.isr_change_offset[row] = -1
+                self.table.cached_isr[row] = {}
+                self.caches.refresh(row)
             return
         self.table.isr_change_offset[row] = offset
         quorum = self.windows.quorum
