@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from state.events import MetadataLogProgress, ReplicaProgress
+from state.model import ReplicationModel
 from state.propagation_window import (
     BlackoutWindow,
     applied_by_ms,
@@ -73,7 +74,7 @@ def progress(ts: int, offsets: dict[int, int], caught_up: dict[int, int] | None 
     )  # fmt: skip
 
 
-def kraft_model():  # type: ignore[no-untyped-def]
+def kraft_model() -> ReplicationModel:
     """t-0 on [1, 2, 3], ISR [1, 2, 3] (record 100); every broker past it at 1 000."""
     m = model(**KRAFT)
     apply(m, brokers(0, (1, 10), (2, 20), (3, 30)),
