@@ -190,3 +190,29 @@ def test_run_stops_at_the_end_without_follow(tmp_path: Path) -> None:
     out = Recorder()
     collector(tmp_path, out, None).run(follow=False, stop=threading.Event())
     assert len(out.events) == 4
+
+
+def test_a_truncation_replays_the_log_anew_and_publishes_the_difference(tmp_path: Path) -> None:
+    """A new quorum leader truncated an uncommitted record (offset 4, an expansion) and
+    wrote another at the same offset (leader 2): the image is rebuilt from the log, and
+    the partition's state as the log now says is published."""
+    batches = first_batches()
+    segment = syn.write_segment(tmp_path, 0, [*batches, expand(4, T0 + 30)])
+    out = Recorder()
+    metrics = CollectorMetrics("metadata-log")
+    c = MetadataLogCollector([tmp_path], out, metrics, None)
+    drain(c)
+    assert out.events[-1].value["new_isr"] == [1, 2]
+    segment.write_bytes(b"".join(batches))  # offset 4 is gone
+    assert c.read_once() == (0, 1)
+    assert metrics.file_changes.labels(str(segment), "truncated")._value.get() == 1
+    # the log as it now is: ISR [1], epochs 0/1 (the lost expansion had made it 0/2)
+    resync = out.events[-1].value
+    assert (resync["type"], resync["isr"], resync["partition_epoch"]) == ("LeaderAndIsr", [1], 1)
+    new_leader = syn.partition_change_record(0, T, 0, leader=2, isr=[2])
+    with segment.open("ab") as f:
+        f.write(syn.batch(4, 2, T0 + 40, [new_leader]))
+    drain(c)
+    change = out.events[-1].value
+    assert (change["leader"], change["leader_epoch"], change["partition_epoch"]) == (2, 1, 2)
+    assert change["metadata_offset"] == 4

@@ -92,6 +92,7 @@ class MetadataLogCollector:
             raise ValueError(f"{state_file}: unknown state version {saved.get('version')!r}")
         self._committed: dict[str, Any] = saved or {"next_offset": None, "image": None}
         self._positions: dict[Path, tuple[int, int]] = {}  # segment -> (byte position, offset)
+        self._truncated = False
         self.records: Counter[str] = Counter()
         self._restore()
 
@@ -132,6 +133,8 @@ class MetadataLogCollector:
                     self._stable_offset = self._next_offset
                 elif not was_in_transaction:
                     self._stable_offset = batch.base_offset  # resume at the transaction
+        if self._truncated:
+            events += self._rebuild()
         events = checked(events, self._metrics)
         try:
             if events:
@@ -186,6 +189,32 @@ class MetadataLogCollector:
         self._next_offset = self._stable_offset = newest.end_offset
         return events
 
+    def _rebuild(self) -> list[InputRecord]:
+        """After a truncation the offsets past it are written again with other records:
+        replay the log anew, from its start or its newest snapshot, to its end, and
+        publish what differs from the image replayed before."""
+        self._truncated = False
+        starts = [s[0].base_offset for s in map(segments, self._dirs) if s]
+        newest = max((snap for d in self._dirs for snap in snapshots(d)),
+                     key=lambda s: s.end_offset, default=None)  # fmt: skip
+        if 0 in starts or newest is None:
+            image, offset, last = MetadataImage(), min(starts, default=0), (0, 0)
+        else:
+            image, last_ms = load_snapshot(newest)
+            offset, last = newest.end_offset, (last_ms, newest.epoch)
+        replayer = MetadataReplayer(image)
+        while batches := self._read_batches(offset):
+            for batch in batches:
+                if batch.last_offset >= offset:
+                    replayer.replay(batch)
+                    offset, last = batch.last_offset + 1, (batch.append_ms, batch.epoch)
+        old = self._replayer.image
+        events = image_events(old, replayer.stable_image(), ts=last[0], epoch=last[1],
+                              offset=max(offset - 1, 0))  # fmt: skip
+        self._replayer = replayer
+        self._next_offset = self._stable_offset = offset
+        return events
+
     def _read_batches(self, offset: int) -> list[Batch]:
         for directory in self._dirs:
             segment = _segment_of(segments(directory), offset)
@@ -198,8 +227,17 @@ class MetadataLogCollector:
 
     def _read_segment(self, segment: Segment, offset: int) -> list[Batch]:
         position, at_offset = self._positions.get(segment.path, (0, segment.base_offset))
+        try:
+            shrunk = segment.path.stat().st_size < position
+        except FileNotFoundError:
+            return []
+        if shrunk:  # Kafka truncated the log below what was read (a new quorum leader)
+            self._metrics.file_changes.labels(str(segment.path), "truncated").inc()
+            self._positions.clear()
+            self._truncated = True
+            return []
         if at_offset > offset:
-            position = 0  # the log was truncated below what was read: scan again
+            position = 0
         size = self._max_read_bytes
         while True:
             data = read_file(segment.path, position, size)
