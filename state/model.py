@@ -365,7 +365,9 @@ class ReplicationModel:
         if self._zk or not quorum.log_end_offsets:
             return
         table = self.table
-        lowest = min(quorum.log_end_offsets.values())
+        # A broker that is gone (fenced, dead) holds nothing back: only live ones count.
+        live_ends = [e for b, e in quorum.log_end_offsets.items() if self.cluster.is_live(b)]
+        lowest = min(live_ends, default=min(quorum.log_end_offsets.values()))
         pending = np.nonzero(table.exists & (table.isr_change_offset >= lowest))[0].tolist()
         for row in sorted(set(pending) | self.caches.mismatched):
             offset = int(table.isr_change_offset[row])
