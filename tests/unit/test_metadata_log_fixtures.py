@@ -157,6 +157,24 @@ def test_topic_ids_match_the_partition_metadata_files(name: str) -> None:
         assert checked >= 1
 
 
+@pytest.mark.parametrize("name", NAMES)
+def test_every_record_of_every_type_and_version_is_decoded(name: str) -> None:
+    """Counts by record type and version equal the reference decoding's, and nothing was
+    left undecoded or dropped."""
+    summary = expected(name)["decoded"]["files"][LOG]["summary"]
+    want: dict[str, int] = {}
+    for key, count in summary["record_versions"].items():
+        if key.startswith("control:LEADER_CHANGE"):
+            want["LeaderChangeMessage v0"] = count
+        elif not key.startswith("control:"):
+            type_name, version = key.split(" ")[0], key.split(" ")[1]
+            want[f"{type_name.split('(')[0]} {version}"] = count
+    collector, _ = collected(name)
+    got = {k: v for k, v in collector.records.items() if not k.startswith("control:")}
+    assert got == want
+    assert not collector.dropped
+
+
 def test_deleted_topic_is_announced() -> None:
     """ichwansh03: Kafka's controller log prints the RemoveTopicRecord of first_topic."""
     _, events = collected("ichwansh03-kafka-3.9.0-with-controller-log")

@@ -110,6 +110,11 @@ class MetadataLogCollector:
     def image(self) -> MetadataImage:
         return self._replayer.image
 
+    @property
+    def dropped(self) -> Counter[str]:
+        """Records that gave no event though they should have, by reason (since start)."""
+        return self._replayer.dropped
+
     # ------------------------------------------------------------------ reading
 
     def read_once(self) -> tuple[int, int]:
