@@ -421,6 +421,11 @@ class AdminCollectorSettings(BaseModel):
         default=True,
         description="emit BrokerChange; off when collect logs reads the controller's log",
     )
+    partition_events: bool = Field(
+        default=True,
+        description="emit TopicChange, LeaderAndIsr and IsrChange; off when collect "
+        "metadata-log reads the cluster's metadata log (it has the exact epochs)",
+    )
     state_file: NonEmptyStr = Field(
         default=".isrwatch/collect-admin.json",
         description="resume state: the last snapshot and the brokers' epochs",

@@ -40,6 +40,7 @@ class AdminCollector:
         *,
         fetch_responses: bool = True,
         broker_changes: bool = True,
+        partition_events: bool = True,
         interval_ms: int | None = None,
     ) -> None:
         self._source = source
@@ -48,6 +49,7 @@ class AdminCollector:
         self._state_file = state_file
         self._options: dict[str, Any] = {"fetch_responses": fetch_responses,
                                          "broker_changes": broker_changes,
+                                         "partition_events": partition_events,
                                          "interval_ms": interval_ms}  # fmt: skip
         self._committed: dict[str, Any] | None = (
             load_state(state_file) if state_file is not None else None

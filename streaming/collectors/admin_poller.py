@@ -140,6 +140,7 @@ class AdminPoller:
         *,
         fetch_responses: bool = True,
         broker_changes: bool = True,
+        partition_events: bool = True,
         interval_ms: int | None = None,
     ) -> None:
         state = state or {}
@@ -151,6 +152,7 @@ class AdminPoller:
         self._fetch_responses = fetch_responses
         self._broker_changes = broker_changes
         self._interval_ms = interval_ms
+        self._partition_events = partition_events
         self.skipped: dict[str, int] = {}
 
     def state(self) -> dict[str, Any]:
@@ -189,17 +191,19 @@ class AdminPoller:
             live = self._live(previous, snapshot)
             if self._broker_changes:
                 event({"type": "BrokerChange", "live": live})
-        created, deleted = _topic_changes(previous, snapshot)
-        for part in split_created(created):
-            event({"type": "TopicChange", "created": part, "deleted": []})
-        if deleted:
-            event({"type": "TopicChange", "created": {}, "deleted": deleted})
-        for topic, parts in sorted(snapshot.partitions.items()):
-            before_parts = previous.partitions.get(topic, {}) if previous else {}
-            for partition, info in sorted(parts.items()):
-                body = self._partition_event(topic, partition, before_parts.get(partition), info)
-                if body is not None:
-                    event(body, partition_key(topic, partition))
+        if self._partition_events:
+            created, deleted = _topic_changes(previous, snapshot)
+            for part in split_created(created):
+                event({"type": "TopicChange", "created": part, "deleted": []})
+            if deleted:
+                event({"type": "TopicChange", "created": {}, "deleted": deleted})
+            for topic, parts in sorted(snapshot.partitions.items()):
+                before_parts = previous.partitions.get(topic, {}) if previous else {}
+                for partition, info in sorted(parts.items()):
+                    before = before_parts.get(partition)
+                    body = self._partition_event(topic, partition, before, info)
+                    if body is not None:
+                        event(body, partition_key(topic, partition))
         for topic, value in sorted(snapshot.min_insync_replicas.items()):
             if previous is None or previous.min_insync_replicas.get(topic) != value:
                 event({"type": "TopicConfig", "topic": topic, "min_insync_replicas": value})

@@ -147,7 +147,7 @@ def admin_command(
             source, _publisher(config, dry_run), metrics,
             None if dry_run else Path(settings.state_file),
             fetch_responses=settings.fetch_responses, broker_changes=settings.broker_changes,
-            interval_ms=settings.poll_interval_ms,
+            partition_events=settings.partition_events, interval_ms=settings.poll_interval_ms,
         )  # fmt: skip
     except (StateFileError, ValueError, click.ClickException) as error:
         source.close()

@@ -20,6 +20,7 @@ from state.events import DeadLetter, MetadataLogProgress, ReplicaProgress
 from streaming.collectors.admin_poller import (
     AdminPoller,
     ClusterSnapshot,
+    PartitionInfo,
     QuorumReplica,
     QuorumSnapshot,
 )
@@ -106,3 +107,18 @@ def test_every_poll_publishes_the_progress() -> None:
                                       last_fetch_ms=950),
                       ReplicaProgress(broker=2, log_end_offset=1200, last_fetch_ms=700)),
         )  # fmt: skip
+
+
+def test_beside_the_metadata_log_collector_no_partition_events() -> None:
+    """collect metadata-log has every partition change with Kafka's epochs; admin's
+    polled view of the same changes (partition epoch bounded by the leader epoch, time of
+    the poll) would only blur them."""
+    partitions = {"t": {0: PartitionInfo(1, 4, (1, 2), (1, 2))}}
+    poller = AdminPoller(fetch_responses=False, broker_changes=False, partition_events=False)
+    first = ClusterSnapshot(ts=1000, controller_id=1, controller_epoch=None, brokers=(1, 2),
+                            partitions=partitions, min_insync_replicas={"t": 2})  # fmt: skip
+    assert [e.event_type for e in poller.diff(first)] == ["TopicConfig"]
+    shrunk = {"t": {0: PartitionInfo(1, 4, (1, 2), (1,))}}
+    second = ClusterSnapshot(ts=2000, controller_id=1, controller_epoch=None, brokers=(1, 2),
+                             partitions=shrunk, min_insync_replicas={"t": 2})  # fmt: skip
+    assert poller.diff(second) == []
