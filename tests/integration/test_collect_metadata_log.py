@@ -125,7 +125,7 @@ def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
     admin = AdminCollector(QuorumReports(), admin_spy,
                            CollectorMetrics("admin", CollectorRegistry()),
                            tmp_path / "admin.json", fetch_responses=False, broker_changes=False,
-                           interval_ms=5_000)  # fmt: skip
+                           partition_events=False, interval_ms=5_000)  # fmt: skip
     for _ in QuorumReports.POLLS:
         admin.poll_once()
     admin.close()
