@@ -55,6 +55,7 @@ class LeaderAndIsr(ControllerEvent):
     isr: tuple[int, ...]
     replicas: tuple[int, ...]
     partition_epoch: int
+    metadata_offset: int | None = None  # KRaft: offset of the record in __cluster_metadata
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -66,6 +67,7 @@ class IsrChange(ControllerEvent):
     new_isr: tuple[int, ...]
     leader_epoch: int | None = None
     partition_epoch: int | None = None
+    metadata_offset: int | None = None  # KRaft: offset of the record in __cluster_metadata
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -129,6 +131,28 @@ class BrokerConfig(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ReplicaProgress:
+    """How far one replica of the KRaft metadata log has fetched, as the quorum leader
+    reports it (DescribeQuorum, KIP-836)."""
+
+    broker: int
+    log_end_offset: int
+    last_caught_up_ms: int | None = None
+    last_fetch_ms: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MetadataLogProgress(ControllerEvent):
+    """KRaft: each broker's position in ``__cluster_metadata`` at ``ts``. A broker has
+    applied a committed record once its log end offset is past the record's offset."""
+
+    high_watermark: int
+    replicas: tuple[ReplicaProgress, ...]
+    fetch_timeout_ms: int | None = None  # controller.quorum.fetch.timeout.ms, if known
+    interval_ms: int | None = None  # the next report is due by ts + interval_ms
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FetchResponse:
     """One follower fetch of one partition served by a leader."""
 
@@ -158,6 +182,7 @@ CONTROLLER_EVENT_TYPES: Mapping[str, type[ControllerEvent]] = {
         TopicChange,
         TopicConfig,
         BrokerConfig,
+        MetadataLogProgress,
     )
 }
 """The ``type`` field of a controller event names its class."""

@@ -14,8 +14,11 @@ from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
 from state.propagation_window import (
     BlackoutWindow,
     PropagationWindows,
+    QuorumProgress,
     controller_blackout_window,
+    has_applied,
     kraft_blackout_window,
+    kraft_observed_window,
 )
 from state.settings import PropagationSettings
 
@@ -80,11 +83,28 @@ def blackout_window_of(
     if origin == ChangeOrigin.CONTROLLER:
         return controller_blackout_window(changed)
     if origin == ChangeOrigin.METADATA_LOG:
-        return kraft_blackout_window(changed, settings)
+        offset = int(table.isr_change_offset[row])
+        if windows.quorum is None or offset < 0:
+            return kraft_blackout_window(changed, settings)
+        return kraft_observed_window(changed, windows.quorum.fetch_timeout_ms,
+                                     reported_behind_ms(table, row, windows.quorum),
+                                     windows.quorum.next_report_ms)  # fmt: skip
     if origin == ChangeOrigin.LEADER:
         return windows.window_of(int(table.change_broker[row]))
     if origin == ChangeOrigin.PROPAGATED and table.frozen_latest_ms[row] != NO_TIME:
         return BlackoutWindow(int(table.frozen_earliest_ms[row]), int(table.frozen_latest_ms[row]))
+    return None
+
+
+def reported_behind_ms(table: PartitionTable, row: int, quorum: QuorumProgress) -> int | None:
+    """The time of the newest report if it shows a broker that holds an older ISR still
+    behind the row's latest ISR change; else None."""
+    offset = int(table.isr_change_offset[row])
+    current = frozenset(table.isr[row])
+    for broker, isr in table.cached_isr[row].items():
+        leo = quorum.log_end_offsets.get(broker)
+        if isr != current and leo is not None and not has_applied(leo, offset):
+            return quorum.report_ms
     return None
 
 

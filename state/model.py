@@ -28,6 +28,7 @@ from state.events import (
     IsrChange,
     IsrChangePropagation,
     LeaderAndIsr,
+    MetadataLogProgress,
     TopicChange,
     TopicConfig,
     TopicPartition,
@@ -42,7 +43,14 @@ from state.follower_fetch_state import (
 from state.metadata_cache import MetadataCaches
 from state.partition_health import HealthFrame, evaluate
 from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
-from state.propagation_window import BlackoutWindow, PropagationWindows
+from state.propagation_window import (
+    DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
+    BlackoutWindow,
+    PropagationWindows,
+    QuorumProgress,
+    applied_by_ms,
+    has_applied,
+)
 from state.settings import PropagationMode, RuleSettings
 from state.sharding import Shard
 
@@ -207,6 +215,8 @@ class ReplicationModel:
                 self.cluster.min_insync_replicas[event.topic] = event.min_insync_replicas
             case BrokerConfig():
                 self.cluster.lag_time_max_ms[event.broker] = event.replica_lag_time_max_ms
+            case MetadataLogProgress():
+                self._metadata_log_progress(event, partition_report)
         if reason is not None:
             report.reject(source_id, reason)
             return
@@ -243,6 +253,7 @@ class ReplicationModel:
         table.partition_epoch[row] = event.partition_epoch
         if set(old_isr) != set(event.isr):
             self._record_isr_change(row, event.ts, ChangeOrigin.CONTROLLER, event.leader)
+            self._track_metadata_offset(row, event.metadata_offset, old_isr)
             if old_isr:
                 report.isr_transitions.append(
                     self._transition(row, old_isr, event.isr, event.ts, by_controller=True)
@@ -275,12 +286,14 @@ class ReplicationModel:
         if event.leader != table.leader[row] or event.leader == NO_LEADER:
             return DeadLetterReason.NOT_LEADER
         # Entered at ts: added by the change, or new to the ISR the monitor held.
-        stayed = set(table.isr[row]) & set(event.old_isr)
+        old_isr = table.isr[row]
+        stayed = set(old_isr) & set(event.old_isr)
         table.set_isr(row, event.new_isr)
         table.mark_isr_entries(row, set(event.new_isr) - stayed, event.ts)
         if event.partition_epoch is not None:
             table.partition_epoch[row] = event.partition_epoch
         self._record_isr_change(row, event.ts, ChangeOrigin.LEADER, event.leader)
+        self._track_metadata_offset(row, event.metadata_offset, old_isr)
         report.isr_transitions.append(
             self._transition(row, event.old_isr, event.new_isr, event.ts, by_controller=False)
         )
@@ -309,6 +322,68 @@ class ReplicationModel:
             # The controller sends UpdateMetadata along with its own LeaderAndIsr; a change
             # the leader made before stays in that leader's isrChangeSet until propagated.
             table.change_origin[row] = ChangeOrigin.CONTROLLER
+
+    def _track_metadata_offset(self, row: int, offset: int | None, old_isr: Sequence[int]) -> None:
+        """KRaft: the change is the record at ``offset`` of the metadata log. Each broker
+        the newest DescribeQuorum report shows not past it still holds ``old_isr``."""
+        if self._zk:
+            return
+        if offset is None:
+            if set(old_isr) != set(self.table.isr[row]) and self.table.isr_change_offset[row] >= 0:
+                # A change of unknown offset (collect admin): what the reports said of the
+                # brokers' caches no longer tells anything about this partition.
+                self.table.isr_change_offset[row] = -1
+                self.table.cached_isr[row] = {}
+                self.caches.refresh(row)
+            return
+        self.table.isr_change_offset[row] = offset
+        quorum = self.windows.quorum
+        if quorum is None:
+            return
+        new_isr = frozenset(self.table.isr[row])
+        for broker, log_end_offset in quorum.log_end_offsets.items():
+            if has_applied(log_end_offset, offset):
+                self.caches.store(row, broker, new_isr)
+            elif broker not in self.table.cached_isr[row]:
+                self.caches.store(row, broker, frozenset(old_isr))
+        self.caches.refresh(row)
+
+    def _metadata_log_progress(self, event: MetadataLogProgress, report: ApplyReport) -> None:
+        """KRaft: each broker holds every change whose record it has fetched."""
+        fetch_timeout = event.fetch_timeout_ms or DEFAULT_QUORUM_FETCH_TIMEOUT_MS
+        interval = event.interval_ms or self.settings.propagation.kraft_propagation_max_ms
+        quorum = QuorumProgress(
+            report_ms=event.ts,
+            log_end_offsets={r.broker: r.log_end_offset for r in event.replicas
+                             if r.log_end_offset >= 0},
+            last_caught_up_ms={r.broker: r.last_caught_up_ms for r in event.replicas
+                               if r.last_caught_up_ms is not None and r.last_caught_up_ms >= 0},
+            fetch_timeout_ms=fetch_timeout,
+            next_report_ms=event.ts + interval,
+        )  # fmt: skip
+        self.windows.quorum = quorum
+        if self._zk or not quorum.log_end_offsets:
+            return
+        table = self.table
+        # A broker that is gone (fenced, dead) holds nothing back: only live ones count.
+        live_ends = [e for b, e in quorum.log_end_offsets.items() if self.cluster.is_live(b)]
+        lowest = min(live_ends, default=min(quorum.log_end_offsets.values()))
+        pending = np.nonzero(table.exists & (table.isr_change_offset >= lowest))[0].tolist()
+        for row in sorted(set(pending) | self.caches.mismatched):
+            offset = int(table.isr_change_offset[row])
+            if offset < 0:
+                continue
+            stale_before = self.caches.stale_brokers(row, self.cluster)
+            isr = frozenset(table.isr[row])
+            for broker, log_end_offset in quorum.log_end_offsets.items():
+                if has_applied(log_end_offset, offset):
+                    self.caches.store(row, broker, isr)
+            self.caches.refresh(row)
+            if stale_before and not self.caches.stale_brokers(row, self.cluster):
+                changed = int(table.isr_changed_ms[row])
+                done = max(applied_by_ms(changed, event.ts, quorum.last_caught_up_ms.get(b))
+                           for b in stale_before)  # fmt: skip
+                self._observe_propagated(row, done, report)
 
     def _propagation(self, event: IsrChangePropagation) -> None:
         self._freeze_windows(

@@ -85,6 +85,8 @@ class PartitionTable:
         self.change_broker: I32 = np.full(p_cap, -1, dtype=np.int32)
         self.frozen_earliest_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
         self.frozen_latest_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
+        # KRaft: offset in __cluster_metadata of the latest ISR change (-1: not known).
+        self.isr_change_offset: I64 = np.full(p_cap, -1, dtype=np.int64)
         self.isr: list[tuple[int, ...]] = [() for _ in range(p_cap)]
         self.replicas: list[tuple[int, ...]] = [() for _ in range(p_cap)]
         # Per broker: the ISR its MetadataCache holds (UpdateMetadata), per row.
@@ -137,7 +139,7 @@ class PartitionTable:
         "exists", "topic_id", "partition", "leadership", "partition_epoch",
         "progress", "epoch_start_offset", "n_replicas", "n_isr",
         "isr_changed_ms", "change_origin", "change_broker", "frozen_earliest_ms",
-        "frozen_latest_ms",
+        "frozen_latest_ms", "isr_change_offset",
     )  # fmt: skip
     _ROW_LISTS = ("isr", "replicas", "cached_isr")
     _REPLICA_ARRAYS = ("replica_broker", "in_isr", "fetch_state", "isr_since_ms")
@@ -146,6 +148,8 @@ class PartitionTable:
         """Unpickle; a table pickled before ``isr_since_ms`` existed gets NEVER there."""
         if "isr_since_ms" not in state:
             state["isr_since_ms"] = np.full(state["replica_broker"].shape, NEVER, dtype=np.int64)
+        if "isr_change_offset" not in state:
+            state["isr_change_offset"] = np.full(len(state["exists"]), -1, dtype=np.int64)
         self.__dict__.update(state)
 
     @property
@@ -265,6 +269,7 @@ class PartitionTable:
         "leader_leo": 0, "high_watermark": 0, "epoch_start_offset": 0, "n_replicas": 0,
         "n_isr": 0, "isr_changed_ms": NO_TIME, "change_origin": ChangeOrigin.NONE,
         "change_broker": -1, "frozen_earliest_ms": NO_TIME, "frozen_latest_ms": NO_TIME,
+        "isr_change_offset": -1,
     }  # fmt: skip
 
     def _reset_replica_state(self, row: int, slots: BOOL) -> None:

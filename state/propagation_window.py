@@ -4,7 +4,17 @@ ZooKeeper mode: a leader records each ISR change in its isrChangeSet; its
 isr-change-propagation task runs every 2.5 s and propagates when the set is non-empty
 and ``lastIsrChangeMs + 5000 < now`` **or** ``lastIsrPropagationMs + 60000 < now``.
 The window is per leader broker: churn on any partition it leads delays all of them.
-KRaft mode: no timers; brokers apply a change when they replay the metadata log.
+KRaft mode: no timers; brokers apply a change when they replay the metadata log. Each
+change is a record at some offset of ``__cluster_metadata``; a broker has applied it once
+it has fetched past that offset, which the quorum leader reports for every replica
+(DescribeQuorum: log end offset and last caught-up time, KIP-836). With those reports
+(``MetadataLogProgress`` events) the window is Kafka's own: a replica that fetches
+normally catches up with the leader at least once per ``controller.quorum.fetch.timeout.ms``
+(after that long without a successful fetch, a KRaft replica gives up on its leader:
+``QuorumConfig``), so a change appended at ``c`` is due everywhere by ``c + fetch
+timeout``; it is overdue once a report taken after that still shows a live broker
+behind it. Until such a report, the change is expected, as long as reports keep coming.
+Without reports (no DescribeQuorum) the fixed bound ``kraft_propagation_max_ms`` stands.
 """
 
 from __future__ import annotations
@@ -46,6 +56,54 @@ def kraft_blackout_window(change_ms: int, settings: PropagationSettings) -> Blac
     return BlackoutWindow(change_ms, change_ms + settings.kraft_propagation_max_ms)
 
 
+DEFAULT_QUORUM_FETCH_TIMEOUT_MS = 2000
+"""Kafka's default ``controller.quorum.fetch.timeout.ms`` (``QuorumConfig``)."""
+
+
+def has_applied(log_end_offset: int, change_offset: int) -> bool:
+    """Whether a replica whose log end offset is ``log_end_offset`` holds the record at
+    ``change_offset`` (the log end offset is the offset of the next record to fetch)."""
+    return log_end_offset > change_offset
+
+
+def kraft_observed_window(
+    change_ms: int, fetch_timeout_ms: int, reported_behind_ms: int | None, next_report_ms: int
+) -> BlackoutWindow:
+    """The window of a change appended at ``change_ms``, judged on DescribeQuorum reports.
+
+    ``reported_behind_ms``: the latest report that showed a live broker still behind the
+    change (None: none did). Due by ``change_ms + fetch_timeout_ms``; if a report after
+    that shows a broker behind, that is the window (overdue). Otherwise the window stays
+    open until the next report is due (``next_report_ms``): the monitor cannot call late
+    what Kafka has not yet reported.
+    """
+    deadline = change_ms + fetch_timeout_ms
+    if reported_behind_ms is not None and reported_behind_ms > deadline:
+        return BlackoutWindow(change_ms, deadline)
+    return BlackoutWindow(change_ms, max(deadline, next_report_ms))
+
+
+def applied_by_ms(change_ms: int, report_ms: int, last_caught_up_ms: int | None) -> int:
+    """When a broker that a report at ``report_ms`` shows past a change (appended at
+    ``change_ms``) had it: at its last catch-up with the leader if that came after the
+    change (it then fetched everything the leader had), else by the report."""
+    if last_caught_up_ms is not None and change_ms <= last_caught_up_ms <= report_ms:
+        return last_caught_up_ms
+    return report_ms
+
+
+@dataclass
+class QuorumProgress:
+    """The newest DescribeQuorum report: each replica's log end offset and when it was
+    taken; ``next_report_ms`` is when the one after is due."""
+
+    report_ms: int
+    log_end_offsets: dict[int, int]
+    last_caught_up_ms: dict[int, int]
+    fetch_timeout_ms: int
+    next_report_ms: int
+
+
 def controller_blackout_window(change_ms: int) -> BlackoutWindow:
     """A LeaderAndIsr change in zk mode: the controller sends UpdateMetadata with it."""
     return BlackoutWindow(change_ms, change_ms)
@@ -67,11 +125,15 @@ class LeaderPropagationState:
 
 
 class PropagationWindows:
-    """The zk-mode propagation state of every leader broker."""
+    """The zk-mode propagation state of every leader broker, and in KRaft the newest
+    DescribeQuorum report."""
+
+    quorum: QuorumProgress | None = None  # class default: states pickled before it existed
 
     def __init__(self, settings: PropagationSettings) -> None:
         self.settings = settings
         self.leaders: dict[int, LeaderPropagationState] = {}
+        self.quorum = None
 
     def record_isr_change(
         self, leader: int, tp: TopicPartition, ts: int

@@ -43,7 +43,8 @@ class PropagationSettings(BaseModel):
     )
     kraft_propagation_max_ms: PositiveInt = Field(
         default=5000,
-        description="kraft mode: longest time brokers may take to replay an ISR change",
+        description="kraft mode: longest time brokers may take to replay an ISR change, "
+        "where no DescribeQuorum report (MetadataLogProgress) tells",
     )
 
 

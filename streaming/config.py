@@ -441,11 +441,35 @@ class AdminCollectorSettings(BaseModel):
         default=True,
         description="emit BrokerChange; off when collect logs reads the controller's log",
     )
+    partition_events: bool = Field(
+        default=True,
+        description="emit TopicChange, LeaderAndIsr and IsrChange; off when collect "
+        "metadata-log reads the cluster's metadata log (it has the exact epochs)",
+    )
     state_file: NonEmptyStr = Field(
         default=".isrwatch/collect-admin.json",
         description="resume state: the last snapshot and the brokers' epochs",
     )
     metrics_port: Port = Field(default=9466, description="TCP port of its Prometheus metrics")
+
+
+class MetadataLogCollectorSettings(BaseModel):
+    """``isrwatch collect metadata-log``: a KRaft ``__cluster_metadata-0`` directory ->
+    controller-events."""
+
+    model_config = _FROZEN
+
+    poll_interval_ms: PositiveInt = Field(
+        default=1000, description="--follow: time between two reads of the log, ms"
+    )
+    max_read_bytes: PositiveInt = Field(
+        default=8 * 1024 * 1024, description="most bytes read from the log in one read"
+    )
+    state_file: NonEmptyStr = Field(
+        default=".isrwatch/collect-metadata-log.json",
+        description="resume state: the next metadata offset and the image replayed up to it",
+    )
+    metrics_port: Port = Field(default=9467, description="TCP port of its Prometheus metrics")
 
 
 class CollectSettings(BaseModel):
@@ -462,6 +486,10 @@ class CollectSettings(BaseModel):
     )
     admin: AdminCollectorSettings = Field(
         default_factory=AdminCollectorSettings, description="the admin API collector"
+    )
+    metadata_log: MetadataLogCollectorSettings = Field(
+        default_factory=MetadataLogCollectorSettings,
+        description="the KRaft metadata log collector",
     )
 
 

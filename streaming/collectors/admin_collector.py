@@ -40,12 +40,17 @@ class AdminCollector:
         *,
         fetch_responses: bool = True,
         broker_changes: bool = True,
+        partition_events: bool = True,
+        interval_ms: int | None = None,
     ) -> None:
         self._source = source
         self._publisher = publisher
         self._metrics = metrics
         self._state_file = state_file
-        self._options = {"fetch_responses": fetch_responses, "broker_changes": broker_changes}
+        self._options: dict[str, Any] = {"fetch_responses": fetch_responses,
+                                         "broker_changes": broker_changes,
+                                         "partition_events": partition_events,
+                                         "interval_ms": interval_ms}  # fmt: skip
         self._committed: dict[str, Any] | None = (
             load_state(state_file) if state_file is not None else None
         )

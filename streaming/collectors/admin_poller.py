@@ -20,6 +20,9 @@ What is observed and what is derived (README, "Collectors"):
 * ``ControllerChange`` only where the controller epoch is exposed: KRaft, as the
   metadata quorum's leader epoch (DescribeQuorum). ZooKeeper-mode clusters expose no
   controller epoch; events then carry ``controller_id`` only.
+* ``MetadataLogProgress`` at every poll of a KRaft cluster (DescribeQuorum): each
+  replica of ``__cluster_metadata`` with its log end offset and last caught-up time, as
+  the quorum leader reports them; ``interval_ms`` says when the next report is due.
 * ``TopicChange`` for topics (and partitions) that appear or disappear; ``TopicConfig``
   and ``BrokerConfig`` when ``min.insync.replicas`` / ``replica.lag.time.max.ms`` are
   first seen or change (DescribeConfigs).
@@ -58,6 +61,26 @@ class PartitionInfo:
 
 
 @dataclass(frozen=True, slots=True)
+class QuorumReplica:
+    broker: int
+    log_end_offset: int
+    last_caught_up_ms: int | None
+    last_fetch_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumSnapshot:
+    """The metadata log's quorum (DescribeQuorum): leader, epoch, high watermark, and how
+    far each voter and observer has fetched."""
+
+    leader: int
+    epoch: int
+    high_watermark: int
+    replicas: tuple[QuorumReplica, ...]
+    fetch_timeout_ms: int | None = None  # controller.quorum.fetch.timeout.ms, if described
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     ts: int
     controller_id: int | None
@@ -70,6 +93,7 @@ class ClusterSnapshot:
     log_end_offsets: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
     high_watermarks: Mapping[tuple[str, int], int] = field(default_factory=dict)
     offsets_ts: int | None = None
+    quorum: QuorumSnapshot | None = None  # KRaft (not compared between polls)
 
     def to_json(self) -> dict[str, Any]:
         """The part a later diff compares (offsets are not compared, only reported)."""
@@ -116,6 +140,8 @@ class AdminPoller:
         *,
         fetch_responses: bool = True,
         broker_changes: bool = True,
+        partition_events: bool = True,
+        interval_ms: int | None = None,
     ) -> None:
         state = state or {}
         if state and state.get("version") != STATE_VERSION:
@@ -125,6 +151,8 @@ class AdminPoller:
         self._epochs: dict[int, int] = {int(b): e for b, e in state.get("epochs", {}).items()}
         self._fetch_responses = fetch_responses
         self._broker_changes = broker_changes
+        self._interval_ms = interval_ms
+        self._partition_events = partition_events
         self.skipped: dict[str, int] = {}
 
     def state(self) -> dict[str, Any]:
@@ -163,17 +191,19 @@ class AdminPoller:
             live = self._live(previous, snapshot)
             if self._broker_changes:
                 event({"type": "BrokerChange", "live": live})
-        created, deleted = _topic_changes(previous, snapshot)
-        for part in split_created(created):
-            event({"type": "TopicChange", "created": part, "deleted": []})
-        if deleted:
-            event({"type": "TopicChange", "created": {}, "deleted": deleted})
-        for topic, parts in sorted(snapshot.partitions.items()):
-            before_parts = previous.partitions.get(topic, {}) if previous else {}
-            for partition, info in sorted(parts.items()):
-                body = self._partition_event(topic, partition, before_parts.get(partition), info)
-                if body is not None:
-                    event(body, partition_key(topic, partition))
+        if self._partition_events:
+            created, deleted = _topic_changes(previous, snapshot)
+            for part in split_created(created):
+                event({"type": "TopicChange", "created": part, "deleted": []})
+            if deleted:
+                event({"type": "TopicChange", "created": {}, "deleted": deleted})
+            for topic, parts in sorted(snapshot.partitions.items()):
+                before_parts = previous.partitions.get(topic, {}) if previous else {}
+                for partition, info in sorted(parts.items()):
+                    before = before_parts.get(partition)
+                    body = self._partition_event(topic, partition, before, info)
+                    if body is not None:
+                        event(body, partition_key(topic, partition))
         for topic, value in sorted(snapshot.min_insync_replicas.items()):
             if previous is None or previous.min_insync_replicas.get(topic) != value:
                 event({"type": "TopicConfig", "topic": topic, "min_insync_replicas": value})
@@ -181,6 +211,8 @@ class AdminPoller:
             if previous is None or previous.replica_lag_time_max_ms.get(broker) != value:
                 event({"type": "BrokerConfig", "broker": broker,
                        "replica_lag_time_max_ms": value}, str(broker))  # fmt: skip
+        if snapshot.quorum is not None:
+            event(self._quorum_progress(snapshot.quorum))
         if self._fetch_responses:
             out += self._fetches(snapshot)
         self._previous = snapshot
@@ -208,6 +240,23 @@ class AdminPoller:
                 body["leader_epoch"] = info.leader_epoch
             return body
         return None
+
+    def _quorum_progress(self, quorum: QuorumSnapshot) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "MetadataLogProgress", "high_watermark": max(quorum.high_watermark, 0),
+            "replicas": [
+                {"broker": r.broker, "log_end_offset": r.log_end_offset,
+                 **({} if r.last_caught_up_ms is None else
+                    {"last_caught_up_ms": r.last_caught_up_ms}),
+                 **({} if r.last_fetch_ms is None else {"last_fetch_ms": r.last_fetch_ms})}
+                for r in quorum.replicas if r.broker >= 0 and r.log_end_offset >= -1
+            ],
+        }  # fmt: skip
+        if quorum.fetch_timeout_ms is not None:
+            body["fetch_timeout_ms"] = quorum.fetch_timeout_ms
+        if self._interval_ms is not None:
+            body["interval_ms"] = self._interval_ms
+        return body
 
     def _live(self, previous: ClusterSnapshot | None, snapshot: ClusterSnapshot) -> list[Any]:
         was_live = set(previous.brokers) if previous is not None else set()

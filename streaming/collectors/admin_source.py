@@ -5,7 +5,10 @@ topics (leader, leader epoch, replicas, ISR) must answer, or the poll fails. The
 may be missing; the snapshot then lacks what they give, the gap is counted per API and
 logged once:
 
-* DescribeQuorum (KRaft only): the controller epoch;
+* DescribeQuorum (KRaft only): the controller epoch (the quorum leader's epoch), and how
+  far every replica of the metadata log has fetched (voters and observers: log end
+  offset, last caught-up and last fetch times, KIP-836), published as
+  ``MetadataLogProgress``;
 * DescribeConfigs: ``min.insync.replicas`` of each topic, ``replica.lag.time.max.ms``
   of each broker;
 * ListOffsets, latest offset, sent to each broker for the partitions it leads (as the
@@ -21,9 +24,15 @@ import logging
 import time
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-from streaming.collectors.admin_poller import ClusterSnapshot, PartitionInfo
+from streaming.collectors.admin_poller import (
+    ClusterSnapshot,
+    PartitionInfo,
+    QuorumReplica,
+    QuorumSnapshot,
+)
 from streaming.config import KafkaSettings
 
 log = logging.getLogger("isrwatch.collect.admin")
@@ -33,6 +42,7 @@ CONSUMER_REPLICA_ID = -1
 LATEST_OFFSET = -1
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+QUORUM_FETCH_TIMEOUT_MS = "controller.quorum.fetch.timeout.ms"
 
 OnUnavailable = Callable[[str, Exception], None]
 
@@ -59,6 +69,7 @@ class KafkaAdminSource:
         self._on_unavailable = on_unavailable or (lambda api, error: None)
         self._clock = clock
         self._unsupported: set[str] = set()
+        self._fetch_timeout_ms: int | None = None
 
     def close(self) -> None:
         self._admin.close()
@@ -70,13 +81,19 @@ class KafkaAdminSource:
         brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
         partitions = _partitions(self._admin.describe_topics())
         snapshot: dict[str, Any] = {}
-        snapshot["controller_epoch"] = self._optional("describe_quorum", self._controller_epoch)
+        quorum = self._optional("describe_quorum", self._admin.describe_metadata_quorum)
+        snapshot["quorum"] = quorum_snapshot(quorum) if quorum else None
+        snapshot["controller_epoch"] = snapshot["quorum"].epoch if snapshot["quorum"] else None
         snapshot["min_insync_replicas"] = (
             self._optional("describe_topic_configs", lambda: self._topic_configs(partitions)) or {}
         )
         snapshot["replica_lag_time_max_ms"] = (
             self._optional("describe_broker_configs", lambda: self._broker_configs(brokers)) or {}
         )
+        if snapshot["quorum"] is not None and self._fetch_timeout_ms is not None:
+            snapshot["quorum"] = replace(
+                snapshot["quorum"], fetch_timeout_ms=self._fetch_timeout_ms
+            )
         if self._offsets:
             snapshot["offsets_ts"] = self._clock()
             leos, hws = self._log_offsets(partitions, brokers)
@@ -107,15 +124,6 @@ class KafkaAdminSource:
             self._unsupported.add(api)
         self._on_unavailable(api, error)
 
-    def _controller_epoch(self) -> int | None:
-        quorum = self._admin.describe_metadata_quorum()
-        for topic in quorum.get("topics", []):
-            for partition in topic.get("partitions", []):
-                epoch = partition.get("leader_epoch")
-                if partition.get("error") is None and isinstance(epoch, int) and epoch >= 0:
-                    return epoch
-        return None
-
     def _topic_configs(self, partitions: Mapping[str, Any]) -> dict[str, int]:
         from kafka.admin import ConfigResource, ConfigResourceType
 
@@ -138,6 +146,8 @@ class KafkaAdminSource:
             return {}
         found = self._admin.describe_configs(resources, config_filter="all").get("broker", {})
         values = {int(b): v for b, v in _config_values(found, REPLICA_LAG_TIME_MAX_MS).items()}
+        timeouts = _config_values(found, QUORUM_FETCH_TIMEOUT_MS).values()
+        self._fetch_timeout_ms = min(timeouts) if timeouts else None
         if len(values) < len(resources):
             missing = len(resources) - len(values)
             self._gap("describe_broker_configs", LookupError(
@@ -221,6 +231,35 @@ def _partitions(topics: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, Part
             )
         out[str(topic["name"])] = parts
     return out
+
+
+def quorum_snapshot(described: Mapping[str, Any]) -> QuorumSnapshot | None:
+    """The ``__cluster_metadata`` partition of a DescribeQuorum answer (kafka-python's
+    ``describe_metadata_quorum``), or None if it holds an error or no leader epoch."""
+    for topic in described.get("topics", []):
+        for partition in topic.get("partitions", []):
+            epoch = partition.get("leader_epoch")
+            if partition.get("error") is not None or not isinstance(epoch, int) or epoch < 0:
+                continue
+            replicas = [
+                QuorumReplica(
+                    broker=int(r["replica_id"]), log_end_offset=int(r["log_end_offset"]),
+                    last_caught_up_ms=_known_time(r.get("last_caught_up_timestamp")),
+                    last_fetch_ms=_known_time(r.get("last_fetch_timestamp")),
+                )
+                for r in [*partition.get("current_voters", []), *partition.get("observers", [])]
+            ]  # fmt: skip
+            return QuorumSnapshot(
+                leader=int(partition.get("leader_id", -1)), epoch=epoch,
+                high_watermark=int(partition.get("high_watermark", -1)),
+                replicas=tuple(sorted(replicas, key=lambda r: r.broker)),
+            )  # fmt: skip
+    return None
+
+
+def _known_time(value: Any) -> int | None:
+    """Kafka reports -1 for a time it does not know (a replica that never fetched)."""
+    return int(value) if isinstance(value, int) and value >= 0 else None
 
 
 def _config_values(found: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, int]:

@@ -152,6 +152,7 @@ def admin_command(
             source, _publisher(config, dry_run), metrics,
             None if dry_run else Path(settings.state_file),
             fetch_responses=settings.fetch_responses, broker_changes=settings.broker_changes,
+            partition_events=settings.partition_events, interval_ms=settings.poll_interval_ms,
         )  # fmt: skip
     except (StateFileError, ValueError, click.ClickException) as error:
         source.close()
@@ -162,6 +163,52 @@ def admin_command(
         collector.run(interval_ms=settings.poll_interval_ms, stop=stop, once=once)
     except Exception as error:
         raise click.ClickException(f"poll failed: {error}") from error
+    finally:
+        with contextlib.suppress(Exception):
+            collector.close()
+        metrics.close()
+
+
+@collect.command(name="metadata-log")
+@click.argument("directories", nargs=-1, required=True,
+                type=click.Path(file_okay=False, path_type=Path))  # fmt: skip
+@click.option("--follow", is_flag=True, help="Keep reading the log as it grows, until stopped.")
+@_dry_run_option
+@config_option
+@set_option
+def metadata_log_command(
+    directories: tuple[Path, ...],
+    follow: bool,
+    dry_run: bool,
+    config_file: Path | None,
+    overrides: dict[str, object],
+) -> None:
+    """Replay a KRaft cluster's metadata log (a broker's or controller's
+    ``__cluster_metadata-0`` directory, or the log dir holding it) into controller-events.
+
+    Several directories are copies of the same log: each offset is read once, from the
+    first that has it. Resumes where the last run stopped (collect.metadata_log.state_file);
+    docs/collectors-metadata-log.md.
+    """
+    from streaming.collectors.metadata_log.collector import MetadataLogCollector
+
+    config = load_or_exit(config_file, overrides)
+    settings = config.collect.metadata_log
+    metrics = _metrics(config, "metadata-log", settings.metrics_port, serve=follow)
+    try:
+        collector = MetadataLogCollector(
+            directories, _publisher(config, dry_run), metrics,
+            None if dry_run else Path(settings.state_file),
+            max_read_bytes=settings.max_read_bytes, poll_interval_ms=settings.poll_interval_ms,
+        )  # fmt: skip
+    except (StateFileError, ValueError) as error:
+        metrics.close()
+        raise click.ClickException(str(error)) from error
+    stop = _stop_on_signals()
+    try:
+        collector.run(follow=follow, stop=stop)
+    except Exception as error:
+        raise click.ClickException(f"cannot publish the events: {error}") from error
     finally:
         with contextlib.suppress(Exception):
             collector.close()

@@ -6,8 +6,14 @@ leaders, followers fetching in a loop from each leader (a leader holds an empty 
 ``replica.fetch.wait.max.ms``), the leader's ``last_caught_up_ms`` bookkeeping, the
 ``isr-expiration`` task every T/2 with a random phase per broker, ISR expansion on fetch,
 the zk ``isr-change-propagation`` task every 2.5 s with the 5 s / 60 s rule, UpdateMetadata
-to every live broker after a change, elections on broker death, bounces, topic creation
+to every live broker after a change (zk), elections on broker death, bounces, topic creation
 and deletion. It records the ground truth (``GroundTruth``) as it goes.
+
+In KRaft mode it emits what ``collect metadata-log`` and ``collect admin`` give for a KRaft
+cluster instead of UpdateMetadata: every controller decision is a record of the metadata
+log and carries its ``metadata_offset``; each live broker fetches a record
+``kraft_apply_ms`` after it is appended, and a ``MetadataLogProgress`` (DescribeQuorum)
+reports every broker's log end offset each ``kraft_progress_interval_ms``.
 
 Time is simulated (epoch ms) and the simulation is deterministic for a seed; pacing it
 to the wall clock is the publisher's business.
@@ -86,6 +92,8 @@ class ClusterSimulator:
         self._last_send_ms = 0  # the controller's last UpdateMetadata send
         self._last_arrival_ms: dict[int, int] = {}  # per broker, its last one's arrival
         self.partitions: dict[tuple[str, int], Partition] = {}
+        self._metadata_log_end = 0  # KRaft: the next offset of __cluster_metadata
+        self._fetched_metadata: dict[int, int] = dict.fromkeys(self.brokers, 0)  # log ends
         self._topic_specs: dict[str, TopicSpec] = {}
         self._sessions: dict[tuple[int, int], int] = {}  # (follower, leader) -> token
         # leader -> follower -> (session token, hold): the fetches a leader is holding
@@ -129,8 +137,43 @@ class ClusterSimulator:
     def _controller_event(self, key: str, event_type: str, **fields: Any) -> None:
         self._emit(Source.CONTROLLER_EVENTS, key, {
             "type": event_type, "controller_id": self.controller_id,
-            "controller_epoch": self.controller_epoch, **fields,
+            "controller_epoch": self.controller_epoch, **fields, **self._metadata_record(),
         })  # fmt: skip
+
+    @property
+    def _kraft(self) -> bool:
+        return self.scenario.cluster.propagation is PropagationMode.KRAFT
+
+    def _metadata_record(self) -> dict[str, int]:
+        """KRaft: the decision is the next record of the metadata log; every live broker
+        fetches it a little later. ZK: nothing."""
+        if not self._kraft:
+            return {}
+        offset = self._metadata_log_end
+        self._metadata_log_end += 1
+        for broker in self.brokers.values():
+            if broker.alive:
+                self._schedule(self.now + self._between(self.scenario.cluster.kraft_apply_ms),
+                               self._metadata_fetched, broker.id, broker.generation,
+                               offset + 1)  # fmt: skip
+        return {"metadata_offset": offset}
+
+    def _metadata_fetched(self, broker_id: int, generation: int, log_end: int) -> None:
+        broker = self.brokers[broker_id]
+        if broker.alive and broker.generation == generation:
+            self._fetched_metadata[broker_id] = max(self._fetched_metadata[broker_id], log_end)
+
+    def _metadata_log_progress(self) -> None:
+        """KRaft: what DescribeQuorum reports, as ``collect admin`` publishes it."""
+        self._emit(Source.CONTROLLER_EVENTS, str(self.controller_id), {
+            "type": "MetadataLogProgress", "controller_id": self.controller_id,
+            "controller_epoch": self.controller_epoch, "high_watermark": self._metadata_log_end,
+            "interval_ms": self.scenario.cluster.kraft_progress_interval_ms,
+            "replicas": [{"broker": b, "log_end_offset": end}
+                         for b, end in sorted(self._fetched_metadata.items())],
+        })  # fmt: skip
+        self._schedule(self.now + self.scenario.cluster.kraft_progress_interval_ms,
+                       self._metadata_log_progress)  # fmt: skip
 
     def _leader_and_isr(self, p: Partition, reason: str) -> None:
         p.controller_isr = list(p.isr)
@@ -163,6 +206,9 @@ class ClusterSimulator:
             self._start_broker_tasks(broker)
         self._create_topics(self.scenario.topics)
         self._schedule(self.now + self.scenario.fetch.produce_interval_ms, self._produce)
+        if self._kraft:
+            self._schedule(self.now + self.scenario.cluster.kraft_progress_interval_ms,
+                           self._metadata_log_progress)  # fmt: skip
         for action in self.scenario.timeline:
             for k in range(action.repeat_count):
                 offset_s = action.at_s + k * (action.repeat_every_s or 0)
@@ -461,6 +507,7 @@ class ClusterSimulator:
             "type": "IsrChange", "topic": p.topic, "partition": p.partition,
             "leader": p.leader, "old_isr": old, "new_isr": list(p.isr),
             "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
+            **self._metadata_record(),
         })  # fmt: skip
         if truth_kind:
             self.truth.add(self.now, truth_kind, topic=p.topic, partition=p.partition,
@@ -469,10 +516,7 @@ class ClusterSimulator:
         if self.scenario.cluster.propagation is PropagationMode.ZK:
             broker.isr_change_set.setdefault((p.topic, p.partition), self.now)
             broker.last_isr_change_ms = self.now
-        else:  # KRaft: brokers replay the committed change from the metadata log
-            self._send_update_metadata(
-                [p], delay=self.scenario.cluster.kraft_apply_ms, refresh=True
-            )
+        # KRaft: brokers replay the committed change from the metadata log (its record)
 
     def _isr_propagation(self, broker_id: int, generation: int) -> None:
         """ZK mode's ``isr-change-propagation`` task: the 5 s / 60 s rule (semantics.md 5)."""
@@ -509,8 +553,9 @@ class ClusterSimulator:
         refresh: bool = False,
     ) -> None:
         """The controller sends these partitions' states to every live broker; with
-        ``refresh`` it first reads their ISR (a change notification, a committed change)."""
-        if not partitions:
+        ``refresh`` it first reads their ISR (a change notification, a committed change).
+        KRaft has no UpdateMetadata: brokers replay the metadata log."""
+        if not partitions or self._kraft:
             return
         spec = self.scenario.cluster
         if delay is None and self.controller_delay_ms is not None:
@@ -609,6 +654,10 @@ class ClusterSimulator:
         broker.last_isr_propagation_ms = self.now
         self.truth.add(self.now, "broker_restart", broker=broker_id, epoch=broker.epoch)
         self._start_broker_tasks(broker)
+        if self._kraft:  # it catches up with the metadata log before it serves
+            self._schedule(self.now + self._between(self.scenario.cluster.kraft_apply_ms),
+                           self._metadata_fetched, broker_id, broker.generation,
+                           self._metadata_log_end)  # fmt: skip
         self._schedule(self.now + self.scenario.cluster.registration_ms, self._registered,
                        broker_id, broker.epoch)  # fmt: skip
 

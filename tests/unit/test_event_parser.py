@@ -37,7 +37,9 @@ from state.events import (
     IsrChange,
     IsrChangePropagation,
     LeaderAndIsr,
+    MetadataLogProgress,
     MetadataPartitionState,
+    ReplicaProgress,
     Source,
     TopicChange,
     TopicConfig,
@@ -225,6 +227,41 @@ VALID: list[tuple[Source, dict[str, Any], Event]] = [
         C,
         {"type": "BrokerConfig", "ts": 1008, "broker": 1, "replica_lag_time_max_ms": 30000},
         BrokerConfig(ts=1008, broker=1, replica_lag_time_max_ms=30000),
+    ),
+    (
+        C,
+        {
+            "type": "MetadataLogProgress",
+            "ts": 1009,
+            "controller_id": 3,
+            "controller_epoch": 7,
+            "high_watermark": 120,
+            "fetch_timeout_ms": 2000,
+            "interval_ms": 10000,
+            "replicas": [
+                {
+                    "broker": 1,
+                    "log_end_offset": 120,
+                    "last_caught_up_ms": 1005,
+                    "last_fetch_ms": 1008,
+                },
+                {"broker": 2, "log_end_offset": -1},
+            ],
+        },
+        MetadataLogProgress(
+            ts=1009,
+            controller_id=3,
+            controller_epoch=7,
+            high_watermark=120,
+            fetch_timeout_ms=2000,
+            interval_ms=10000,
+            replicas=(
+                ReplicaProgress(
+                    broker=1, log_end_offset=120, last_caught_up_ms=1005, last_fetch_ms=1008
+                ),
+                ReplicaProgress(broker=2, log_end_offset=-1),
+            ),
+        ),
     ),
     (
         F,

@@ -9,11 +9,13 @@ with what the simulator recorded as having happened.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from collections.abc import Mapping
 
 import pytest
 
-from state.events import DeadLetterReason, LeaderAndIsr
+from state.event_parser import parse_json_line
+from state.events import DeadLetter, DeadLetterReason, LeaderAndIsr, Source
 from streaming.simulator import ClusterSimulator, ScenarioError, load_scenario, scenario_names
 from streaming.simulator.partition import RemoteReplica
 from tests.simulation import START_MS, MonitorRun, run_monitor
@@ -340,6 +342,30 @@ def test_deleted_topics_leave_the_monitor() -> None:
     assert topics == ["orders", "signups"]
     assert len([r for r in run.final if r["topic"] == "signups"]) == 2
     assert all(r["leader_epoch"] == 0 for r in run.final if r["topic"] == "signups")
+
+
+def test_kraft_mode_emits_what_the_metadata_log_and_quorum_collectors_do() -> None:
+    """No UpdateMetadata (KRaft has none): each decision is the next metadata log record,
+    and a DescribeQuorum report every second says how far each broker has fetched."""
+    scenario = load_scenario("slow-follower", {"cluster.propagation": "kraft", "duration_s": 70})
+    events = list(ClusterSimulator(scenario, seed=3, start_ms=START_MS).events())
+    kinds = Counter(e.event_type for e in events)
+    assert kinds["UpdateMetadata"] == 0
+    assert kinds["IsrChange"] > 0
+    offsets = [e.value["metadata_offset"] for e in events if "metadata_offset" in e.value]
+    assert offsets == list(range(len(offsets)))
+    for event in events:
+        if event.event_type in ("LeaderAndIsr", "IsrChange"):
+            assert "metadata_offset" in event.value
+    reports = [e.value for e in events if e.event_type == "MetadataLogProgress"]
+    assert len(reports) == 70  # one per second of the run (interval 1 000 ms)
+    ends: dict[int, int] = {}
+    for report in reports:
+        assert not isinstance(parse_json_line(Source.CONTROLLER_EVENTS, dict(report)), DeadLetter)
+        for replica in report["replicas"]:
+            assert replica["log_end_offset"] <= report["high_watermark"]
+            assert replica["log_end_offset"] >= ends.get(replica["broker"], 0)
+            ends[replica["broker"]] = replica["log_end_offset"]
 
 
 def test_kraft_mode_has_no_propagation_task_and_stays_within_its_bound() -> None:
