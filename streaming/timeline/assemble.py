@@ -81,4 +81,16 @@ def assemble(
             if values
         ]
         notes.append("Only " + "; ".join(parts))
-    return builder.finish(within.since_ms, within.until_ms, notes)
+    start, end = within.since_ms, within.until_ms
+    if replay is not None:  # the capture's whole span, even where nothing changed
+        start = start if start is not None else _earliest(replay.first_ms, builder.first_ms)
+        end = end if end is not None else _latest(replay.last_ms, builder.last_ms)
+    return builder.finish(start, end, notes)
+
+
+def _earliest(*times: int | None) -> int | None:
+    return min((t for t in times if t is not None), default=None)
+
+
+def _latest(*times: int | None) -> int | None:
+    return max((t for t in times if t is not None), default=None)

@@ -49,6 +49,8 @@ class CaptureReplay:
     step_ms: int = DEFAULT_STEP_MS
     events: int = 0
     evaluations: int = 0
+    first_ms: int | None = None  # the capture's earliest and latest event times
+    last_ms: int | None = None
     dead_letters: Counter[str] = field(default_factory=Counter)
     model: ReplicationModel = field(init=False)
 
@@ -85,6 +87,8 @@ class CaptureReplay:
                 if next_eval == now:
                     next_eval += self.step_ms
             last_ts = ts if last_ts is None else max(last_ts, ts)
+            self.first_ms = ts if self.first_ms is None else min(self.first_ms, ts)
+            self.last_ms = last_ts
             if isinstance(event, IsrChange | LeaderAndIsr):
                 change = self._apply_isr_event(number, event)
                 if change is not None:

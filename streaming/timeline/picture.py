@@ -267,6 +267,16 @@ def _partition_strip(axes: Axes, timeline: Timeline, rows: list[tuple[str, int]]
             )
     axes.set_yticks(list(position.values()))
     axes.set_yticklabels([tp_name(*tp) for tp in position])
+    if not rows:
+        axes.text(
+            0.5,
+            0.5,
+            "no partition under-replicated, offline or with a metadata blackout",
+            transform=axes.transAxes,
+            ha="center",
+            va="center",
+            color="#757575",
+        )
     axes.set_ylim(-0.7, max(len(rows), 1) - 0.3)
     left_out = len(
         {(p.topic, p.partition) for p in timeline.periods}
