@@ -490,6 +490,8 @@ class TimelineBuilder:
         if episode.behind_since_ms is None and last_caught_up > 0 and state.in_isr:
             episode.behind_since_ms = last_caught_up
             episode.lag_time_max_ms = self._t_of(tp, record)
+        elif record.get("shrink_by_ms") is not None and tp not in self._lag_time_max:
+            episode.lag_time_max_ms = self._t_of(tp, record)  # a deadline tells T
         if status == LAGGING and episode.first_lagging_ms is None:
             episode.first_lagging_ms = now
         if status in PREDICTING and episode.predicted_ms is None and state.in_isr:
