@@ -156,9 +156,11 @@ def test_capture_range_and_filters() -> None:
     assert [b.observed_ms for b in later.blackouts] == [18_650]
     only_3 = assemble(SETTINGS, capture=capture(), where=TimelineFilter(brokers=frozenset({3})))
     assert list(only_3.lanes) == [("t", 0, 3)]
-    assert only_3.shrinks == [] and only_3.episodes == []
+    assert only_3.shrinks == []
+    assert only_3.episodes == []
     other = assemble(SETTINGS, capture=capture(), where=TimelineFilter(topics=frozenset({"u"})))
-    assert other.lanes == {} and other.periods == []
+    assert other.lanes == {}
+    assert other.periods == []
 
 
 # ---------------------------------------------------------------- health records alone
@@ -210,7 +212,8 @@ def test_health_records_alone_infer_changes_at_the_first_record_showing_them() -
     assert (timeline.start_ms, timeline.end_ms) == (5_000, 30_000)
     (shrink,) = timeline.shrinks
     assert (shrink.ts, shrink.exact, shrink.by_controller) == (14_000, False, None)
-    assert shrink.predicted_ms == 12_000 and shrink.lead_ms == 2_000
+    assert shrink.predicted_ms == 12_000
+    assert shrink.lead_ms == 2_000
     assert shrink.deadline_ms == 16_000
     (episode,) = timeline.episodes
     # T read back from the deadline: (16 000 - 1 000) / 1.5
@@ -251,7 +254,8 @@ def test_overdue_shrink_lasts_until_the_removal() -> None:
     assert overdue.resolution == "removed"
     assert overdue.overdue_by_ms(timeline.end_ms) == 5_000
     (shrink,) = timeline.shrinks
-    assert shrink.late_by_ms == 5_000 and shrink.lead_ms == 9_000
+    assert shrink.late_by_ms == 5_000
+    assert shrink.lead_ms == 9_000
     assert timeline.episodes[0].overdue_ms == 17_000
     assert timeline.episodes[0].worst == "SHRINK_OVERDUE"
 
