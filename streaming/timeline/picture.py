@@ -42,6 +42,7 @@ from streaming.timeline.report import (
     broker_time_away,
     detail_tables,
     moments,
+    plural,
     summary,
     title,
     tp_name,
@@ -80,11 +81,12 @@ def _width(ms: int | float) -> float:
 
 
 def lanes_to_draw(timeline: Timeline) -> list[FollowerKey] | None:
-    """The follower lanes of the lanes layout, or None for the summary layout."""
+    """The follower lanes of the lanes layout, or None for the summary layout: those that
+    left IN_SYNC (the others share one lane), or all when none did."""
     keys = list(timeline.lanes)
-    if len(keys) <= MAX_LANES:
-        return keys
     away = [k for k in keys if any(s.status != IN_SYNC for s in timeline.lanes[k])]
+    if not away:
+        return keys if len(keys) <= MAX_LANES else []
     return away if len(away) <= MAX_LANES else None
 
 
@@ -131,11 +133,20 @@ def _time_axis(axes: Axes, timeline: Timeline) -> None:
 
 def _lanes_figure(timeline: Timeline, lanes: list[FollowerKey]) -> Figure:
     partitions = _partition_rows(timeline)
-    figure, axes, strip = _figure(len(lanes), len(partitions))
+    figure, axes, strip = _figure(len(lanes) + 1, len(partitions))
     figure.suptitle(title(timeline), fontsize=11)
     # worst lanes on top: matplotlib's y grows upwards, so the first lane gets the top row
     order = sorted(lanes, key=lambda k: (-_lane_severity(timeline, k), k))
-    position = {key: len(order) - 1 - i for i, key in enumerate(order)}
+    calm = len(timeline.lanes) - len(lanes)  # followers IN_SYNC throughout: one lane
+    rows = len(order) + (1 if calm else 0)
+    position = {key: rows - 1 - i for i, key in enumerate(order)}
+    if calm:
+        axes.broken_barh(
+            [(_time(timeline.start_ms), _width(timeline.end_ms - timeline.start_ms))],
+            (-0.4, 0.8),
+            facecolors=STATUS_COLOURS[IN_SYNC],
+            linewidth=0,
+        )
     for key, y in position.items():
         bars = [(_time(s.start_ms), _width(s.end_ms - s.start_ms)) for s in timeline.lanes[key]]
         colours = [STATUS_COLOURS.get(s.status, "#ffffff") for s in timeline.lanes[key]]
@@ -178,21 +189,24 @@ def _lanes_figure(timeline: Timeline, lanes: list[FollowerKey]) -> Figure:
                     markersize=7,
                     linestyle="none",
                 )
-    axes.set_yticks(list(position.values()))
+    labels = [
+        f"{tp_name(t, p)}  follower {b}  (leader {timeline.leaders.get((t, p), '?')})"
+        for t, p, b in position
+    ]
+    axes.set_yticks([*position.values(), *([0] if calm else [])])
     axes.set_yticklabels(
-        [
-            f"{tp_name(t, p)}  follower {b}  (leader {timeline.leaders.get((t, p), '?')})"
-            for t, p, b in position
-        ]
+        [*labels, *([f"{plural(calm, 'other follower')}: IN_SYNC"] if calm else [])]
     )
-    axes.set_ylim(-0.7, len(order) - 0.3)
-    hidden = len(timeline.lanes) - len(lanes)
-    axes.set_title(
-        f"{len(lanes)} follower lanes"
-        + (f" ({hidden} that stayed IN_SYNC throughout not drawn)" if hidden else ""),
-        fontsize=9,
-        loc="left",
+    axes.set_ylim(-0.7, rows - 0.3)
+    troubled = any(_lane_severity(timeline, key) > 0 for key in lanes)
+    heading = (
+        f"one lane per follower that left IN_SYNC ({len(lanes)}), worst first"
+        if troubled
+        else f"no follower left IN_SYNC ({len(timeline.lanes)} followers)"
     )
+    if calm:
+        heading += f"; the {plural(calm, 'follower')} IN_SYNC throughout share the last lane"
+    axes.set_title(heading, fontsize=9, loc="left")
     _partition_strip(strip, timeline, partitions)
     _time_axis(strip, timeline)
     _legend(figure, summary_layout=False)
@@ -297,16 +311,26 @@ def _summary_figure(timeline: Timeline) -> Figure:
         by_broker[key[2]].append(key)
     away = broker_time_away(timeline)
     severity = {b: max(_lane_severity(timeline, k) for k in keys) for b, keys in by_broker.items()}
-    order = sorted(by_broker, key=lambda b: (-severity[b], -away[b], b))[:MAX_LANES]
-    figure, axes, strip = _figure(len(order), 6)
+    ranked = sorted(by_broker, key=lambda b: (-severity[b], -away[b], b))
+    troubled = [b for b in ranked if severity[b] > 0][:MAX_LANES]
+    calm = sorted(b for b in ranked if severity[b] == 0)
+    # one lane per troubled broker, worst first; the brokers that stayed IN_SYNC share one
+    groups: list[tuple[str, list[FollowerKey], int | None]] = [
+        (f"broker {b}  ({len(by_broker[b])} followers)", by_broker[b], b) for b in troubled
+    ]
+    if calm:
+        keys = [k for b in calm for k in by_broker[b]]
+        label = f"{plural(len(calm), 'other broker')}  ({len(keys)} followers)"
+        groups.append((label, keys, None))
+    figure, axes, strip = _figure(len(groups), 6)
     figure.suptitle(title(timeline), fontsize=11)
     edges = np.linspace(timeline.start_ms, timeline.end_ms, SUMMARY_BINS + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     x = np.array([_time(t) for t in edges])
     statuses = sorted(STATUS_COLOURS, key=lambda s: -SEVERITY[s])  # worst at the bottom
-    for row, broker in enumerate(order):
-        y = len(order) - 1 - row
-        counts = _status_counts(timeline, by_broker[broker], centres, statuses)
+    for row, (_, keys, broker) in enumerate(groups):
+        y = len(groups) - 1 - row
+        counts = _status_counts(timeline, keys, centres, statuses)
         total = np.maximum(counts.sum(axis=0), 1)
         base = np.full(SUMMARY_BINS, y - 0.4)
         for status, count in zip(statuses, counts, strict=True):
@@ -321,6 +345,17 @@ def _summary_figure(timeline: Timeline) -> Figure:
                     linewidth=0,
                 )
             base = top
+        if broker is None:
+            axes.text(
+                _time((timeline.start_ms + timeline.end_ms) / 2),
+                y,
+                f"IN_SYNC throughout: {_ranges(calm)}",
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="#1b5e20",
+            )
+            continue
         episodes = [e for e in timeline.episodes if e.broker == broker and e.deadline_ms]
         if episodes:
             first = min(episodes, key=lambda e: e.behind_since_ms or 0)
@@ -350,10 +385,10 @@ def _summary_figure(timeline: Timeline) -> Figure:
                 markersize=5,
                 linestyle="none",
             )
-    axes.set_yticks([len(order) - 1 - i for i in range(len(order))])
-    axes.set_yticklabels([f"broker {b}  ({len(by_broker[b])} followers)" for b in order])
-    axes.set_ylim(-0.7, len(order) - 0.3 + 0.3)
-    left_out = len(by_broker) - len(order)
+    axes.set_yticks([len(groups) - 1 - i for i in range(len(groups))])
+    axes.set_yticklabels([label for label, _, _ in groups])
+    axes.set_ylim(-0.7, len(groups) - 0.3 + 0.3)
+    left_out = len(by_broker) - len(troubled) - len(calm)
     axes.set_title(
         f"{len(timeline.lanes)} follower lanes summarised per broker, worst first: the share "
         "of each broker's followers in each status"
@@ -365,6 +400,17 @@ def _summary_figure(timeline: Timeline) -> Figure:
     _time_axis(strip, timeline)
     _legend(figure, summary_layout=True)
     return figure
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``1-6, 8-12`` for sorted broker ids."""
+    runs: list[list[int]] = []
+    for n in numbers:
+        if runs and n == runs[-1][-1] + 1:
+            runs[-1].append(n)
+        else:
+            runs.append([n])
+    return ", ".join(str(r[0]) if len(r) == 1 else f"{r[0]}-{r[-1]}" for r in runs)
 
 
 def _status_counts(
@@ -414,7 +460,7 @@ def _condition_counts(axes: Axes, timeline: Timeline, edges: np.ndarray) -> None
             label=f"{labels[kind]} (max {int(count.max()) if len(count) else 0})",
         )
     axes.set_ylabel("partitions")
-    axes.legend(loc="upper right", fontsize=8)
+    axes.legend(loc="upper left", fontsize=8)
     axes.set_title("partitions in each condition over time", fontsize=9, loc="left")
 
 

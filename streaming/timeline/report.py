@@ -82,7 +82,7 @@ def names(tps: Iterable[tuple[str, int]]) -> str:
     return shown + (f" and {more} more" if more > 0 else "")
 
 
-def _count(n: int, word: str) -> str:
+def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
