@@ -33,6 +33,7 @@ from matplotlib.patches import Patch, Rectangle
 from streaming.timeline.facts import (
     IN_SYNC,
     SEVERITY,
+    FollowerEpisode,
     FollowerKey,
     Timeline,
 )
@@ -69,6 +70,8 @@ PERIOD_COLOURS = {
     "offline": "#212121",
 }
 T_COLOUR, DEADLINE_COLOUR, WINDOW_COLOUR = "#ef6c00", "#b71c1c", "#1565c0"
+LANE, T_MARK, DEADLINE_MARK = "_lane", "_T", "_deadline"
+"""Labels of the artists (a leading underscore keeps them out of the legend)."""
 
 
 def _time(ms: int | float) -> float:
@@ -86,7 +89,7 @@ def lanes_to_draw(timeline: Timeline) -> list[FollowerKey] | None:
     keys = list(timeline.lanes)
     away = [k for k in keys if any(s.status != IN_SYNC for s in timeline.lanes[k])]
     if not away:
-        return keys if len(keys) <= MAX_LANES else []
+        return keys if len(keys) <= MAX_LANES else None
     return away if len(away) <= MAX_LANES else None
 
 
@@ -146,28 +149,17 @@ def _lanes_figure(timeline: Timeline, lanes: list[FollowerKey]) -> Figure:
             (-0.4, 0.8),
             facecolors=STATUS_COLOURS[IN_SYNC],
             linewidth=0,
+            label=LANE,
         )
     for key, y in position.items():
         bars = [(_time(s.start_ms), _width(s.end_ms - s.start_ms)) for s in timeline.lanes[key]]
         colours = [STATUS_COLOURS.get(s.status, "#ffffff") for s in timeline.lanes[key]]
-        axes.broken_barh(bars, (y - 0.4, 0.8), facecolors=colours, linewidth=0)
+        axes.broken_barh(bars, (y - 0.4, 0.8), facecolors=colours, linewidth=0, label=LANE)
     for episode in timeline.episodes:
         y_lane = position.get(episode.key)
         if y_lane is None:
             continue
-        low, high = y_lane - 0.45, y_lane + 0.45
-        if episode.eligible_from_ms is not None and episode.deadline_ms is not None:
-            axes.vlines(
-                _time(episode.eligible_from_ms),
-                low,
-                high,
-                colors=T_COLOUR,
-                linestyles="dashed",
-                linewidth=1.4,
-            )
-            axes.vlines(
-                _time(episode.deadline_ms), low, high, colors=DEADLINE_COLOUR, linewidth=1.8
-            )
+        _deadline_marks(axes, episode, y_lane)
         if episode.predicted_ms is not None:
             axes.plot(
                 _time(episode.predicted_ms),
@@ -211,6 +203,30 @@ def _lanes_figure(timeline: Timeline, lanes: list[FollowerKey]) -> Figure:
     _time_axis(strip, timeline)
     _legend(figure, summary_layout=False)
     return figure
+
+
+def _deadline_marks(axes: Axes, episode: FollowerEpisode, y: float) -> None:
+    """Kafka's rule on a lane: eligible for removal T after the follower last caught up
+    (dashed), removed by 1.5 T at the latest (solid)."""
+    if episode.eligible_from_ms is None or episode.deadline_ms is None:
+        return
+    axes.vlines(
+        _time(episode.eligible_from_ms),
+        y - 0.45,
+        y + 0.45,
+        colors=T_COLOUR,
+        linestyles="dashed",
+        linewidth=1.4,
+        label=T_MARK,
+    )
+    axes.vlines(
+        _time(episode.deadline_ms),
+        y - 0.45,
+        y + 0.45,
+        colors=DEADLINE_COLOUR,
+        linewidth=1.8,
+        label=DEADLINE_MARK,
+    )
 
 
 def _lane_severity(timeline: Timeline, key: FollowerKey) -> int:
@@ -320,7 +336,8 @@ def _summary_figure(timeline: Timeline) -> Figure:
     ]
     if calm:
         keys = [k for b in calm for k in by_broker[b]]
-        label = f"{plural(len(calm), 'other broker')}  ({len(keys)} followers)"
+        brokers = plural(len(calm), "other broker" if troubled else "broker")
+        label = f"{brokers}  ({len(keys)} followers)"
         groups.append((label, keys, None))
     figure, axes, strip = _figure(len(groups), 6)
     figure.suptitle(title(timeline), fontsize=11)
@@ -358,23 +375,7 @@ def _summary_figure(timeline: Timeline) -> Figure:
             continue
         episodes = [e for e in timeline.episodes if e.broker == broker and e.deadline_ms]
         if episodes:
-            first = min(episodes, key=lambda e: e.behind_since_ms or 0)
-            if first.eligible_from_ms is not None and first.deadline_ms is not None:
-                axes.vlines(
-                    _time(first.eligible_from_ms),
-                    y - 0.45,
-                    y + 0.45,
-                    colors=T_COLOUR,
-                    linestyles="dashed",
-                    linewidth=1.4,
-                )
-                axes.vlines(
-                    _time(first.deadline_ms),
-                    y - 0.45,
-                    y + 0.45,
-                    colors=DEADLINE_COLOUR,
-                    linewidth=1.8,
-                )
+            _deadline_marks(axes, min(episodes, key=lambda e: e.behind_since_ms or 0), y)
         removals = sorted({s.ts for s in timeline.shrinks if s.follower == broker})
         if removals:
             axes.plot(
