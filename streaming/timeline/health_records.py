@@ -58,6 +58,8 @@ class HealthInput:
         """The ``partition-health`` topic's records written from ``since_ms`` (by record
         timestamp; from the beginning without it) up to its end as of now, in time order.
 
+        Records before ``since_ms`` that the seek still returns are kept: a change stream's
+        earlier records are the state at the start of the range (the timeline clips).
         The topic is compacted: a partition's older records may be gone, so a range far in
         the past may show only each partition's latest health.
         """
@@ -85,19 +87,19 @@ class HealthInput:
                     found = starts.get(tp)
                     consumer.seek(tp, found.offset if found is not None else ends[tp])
             records: list[HealthRecord] = []
-            remaining = {tp for tp in partitions if consumer.position(tp) < ends[tp]}
-            while remaining:
+            while True:
                 batch = consumer.poll(timeout_ms=timeout_ms)
                 if not batch:
-                    break  # nothing more within the timeout
-                for tp, messages in batch.items():
-                    for message in messages:
-                        if message.offset < ends[tp] and message.value is not None:
-                            record = self.parse(message.value.decode("utf-8", "replace"))
-                            if record is not None:
-                                records.append(record)
-                    if consumer.position(tp) >= ends[tp]:
-                        remaining.discard(tp)
+                    break  # quiet for timeout_ms: nothing more
+                for messages in batch.values():
+                    records += [
+                        record
+                        for message in messages
+                        if message.value is not None  # a tombstone: a deleted partition
+                        and (record := self.parse(message.value.decode("utf-8", "replace")))
+                    ]
+                if all(consumer.position(tp) >= ends[tp] for tp in partitions):
+                    break  # the end as of the start (the job may be writing on)
             return sorted(records, key=lambda r: int(r["as_of_ms"]))
         finally:
             consumer.close()

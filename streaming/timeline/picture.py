@@ -126,7 +126,8 @@ def _figure(lane_rows: int, strip_rows: int) -> tuple[Figure, Axes, Axes]:
 
 
 def _time_axis(axes: Axes, timeline: Timeline) -> None:
-    axes.set_xlim(_time(timeline.start_ms), _time(timeline.end_ms))
+    end = max(timeline.end_ms, timeline.start_ms + 1_000)  # a range of one instant: 1 s wide
+    axes.set_xlim(_time(timeline.start_ms), _time(end))
     locator = mdates.AutoDateLocator(minticks=6, maxticks=14)  # type: ignore[no-untyped-call]
     axes.xaxis.set_major_locator(locator)
     axes.xaxis.set_major_formatter(mdates.DateFormatter("%H:%M:%S"))  # type: ignore[no-untyped-call]

@@ -17,6 +17,7 @@ from streaming.timeline.facts import (
     SEVERITY,
     FollowerEpisode,
     MetadataBlackout,
+    Shrink,
     Timeline,
 )
 
@@ -103,9 +104,11 @@ def title(timeline: Timeline) -> str:
 def summary(timeline: Timeline) -> Table:
     episodes = timeline.episodes
     behind = [e for e in episodes if e.behind_since_ms is not None or e.removed_ms is not None]
-    by_leader = [s for s in timeline.shrinks if s.by_controller is not True]
+    by_leader = [s for s in timeline.shrinks if s.by_controller is False]
     by_controller = [s for s in timeline.shrinks if s.by_controller is True]
-    predicted = [s for s in by_leader if s.lead_ms is not None]
+    unknown = [s for s in timeline.shrinks if s.by_controller is None]
+    foreseeable = by_leader + unknown  # the controller's removals follow a broker's death
+    predicted = [s for s in foreseeable if s.lead_ms is not None]
     leads = sorted(s.lead_ms for s in predicted if s.lead_ms is not None)
     lead_text = (
         f"lead time {seconds(leads[0])} to {seconds(leads[-1])} "
@@ -129,9 +132,14 @@ def summary(timeline: Timeline) -> Table:
         (
             "ISR shrinks",
             str(len(timeline.shrinks)),
-            f"{len(by_leader)} by leaders, {len(by_controller)} by the controller",
+            f"{len(by_leader)} by leaders, {len(by_controller)} by the controller"
+            + (f", {len(unknown)} seen in health records (by whom not known)" if unknown else ""),
         ),
-        ("leader shrinks predicted beforehand", f"{len(predicted)} of {len(by_leader)}", lead_text),
+        (
+            "shrinks predicted beforehand (but the controller's)",
+            f"{len(predicted)} of {len(foreseeable)}",
+            lead_text,
+        ),
         (
             "shrinks later than Kafka's deadline",
             str(len(late)),
@@ -258,11 +266,11 @@ def moments(timeline: Timeline) -> tuple[list[Moment], int]:
             f"isrwatch predicted that Kafka will remove broker {e.broker} from {{tps}}",
         )
     for s in timeline.shrinks:
-        who = "the controller" if s.by_controller else f"leader {s.leader}"
+        who = shrink_actor(s)
         if s.lead_ms is not None:
             how = ", predicted {values} before"
         else:
-            how = "" if s.by_controller else ", not predicted"
+            how = "" if s.by_controller is True else ", not predicted"
         add(
             s.ts,
             ("shrink", who, s.follower, how),
@@ -358,6 +366,12 @@ def propagation_verdict(timeline: Timeline, blackout: MetadataBlackout) -> tuple
     return "within", "within the predicted window"
 
 
+def shrink_actor(shrink: Shrink) -> str:
+    if shrink.by_controller is None:  # inferred from health records
+        return f"Kafka (leader {shrink.leader})"
+    return "the controller" if shrink.by_controller else f"leader {shrink.leader}"
+
+
 def shrink_table(timeline: Timeline) -> Table:
     ordered = sorted(timeline.shrinks, key=lambda s: (-s.late_by_ms, s.lead_ms is not None, s.ts))
     rows = [
@@ -365,10 +379,12 @@ def shrink_table(timeline: Timeline) -> Table:
             clock(s.ts),
             tp_name(s.topic, s.partition),
             str(s.follower),
-            "controller" if s.by_controller else str(s.leader),
+            shrink_actor(s),
             clock(s.predicted_ms) if s.predicted_ms is not None else "not predicted",
             seconds(s.lead_ms) if s.lead_ms is not None else "",
-            clock(s.deadline_ms) if s.deadline_ms is not None and not s.by_controller else "",
+            clock(s.deadline_ms)
+            if s.deadline_ms is not None and s.by_controller is not True
+            else "",
             seconds(s.late_by_ms) if s.late_by_ms else "",
         )
         for s in ordered

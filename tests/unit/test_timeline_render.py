@@ -187,7 +187,9 @@ def test_markdown_tells_the_same_story() -> None:
     text = render_markdown(small())
     assert text.startswith("# isrwatch timeline: 2023-11-14 22:13:20 UTC to 22:14:50.000 UTC")
     assert "| ISR shrinks | 1 | 1 by leaders, 0 by the controller |" in text
-    assert "| leader shrinks predicted beforehand | 1 of 1 | lead time 4.0 s to 4.0 s" in text
+    assert (
+        "| shrinks predicted beforehand (but the controller's) | 1 of 1 | lead time 4.0 s" in text
+    )
     assert "| metadata propagations | 1 | 1 within |" in text
     assert "| partitions under-replicated | 1 | longest 35.0 s |" in text
     moments = [line for line in text.splitlines() if line.startswith("- `")]
