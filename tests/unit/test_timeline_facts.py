@@ -267,3 +267,18 @@ def test_still_overdue_at_the_end_counts_to_the_end() -> None:
     (overdue,) = timeline.overdue
     assert overdue.resolved_ms is None
     assert overdue.overdue_by_ms(timeline.end_ms) == 10_000
+
+
+def test_capture_and_health_records_together() -> None:
+    """The capture's exact changes, the records' causes; no change counted twice."""
+    records = list(HealthInput().from_lines(health_lines()))
+    timeline = assemble(SETTINGS, capture=capture(), health=records)
+    (shrink,) = timeline.shrinks
+    assert (shrink.ts, shrink.exact, shrink.by_controller) == (13_000, True, False)
+    (episode,) = timeline.episodes
+    assert episode.cause == SLOW
+    assert episode.removed_ms == 13_000
+    (period,) = timeline.periods
+    assert (period.start_ms, period.cause) == (13_000, SLOW)
+    assert [c.exact for c in timeline.isr_changes] == [True, True]
+    assert any("Health records (health records): 6" in note for note in timeline.notes)
