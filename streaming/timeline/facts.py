@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from state.partition_health import HealthRecord
 from state.shrink_rule import FollowerStatus
@@ -294,6 +294,17 @@ class _Follower:
     overdue: OverdueShrink | None = None
 
 
+class _Seen(NamedTuple):
+    """One follower as one health record describes it."""
+
+    tp: PartitionKey
+    leader: int
+    broker: int
+    status: str
+    record: HealthRecord
+    now: int
+
+
 @dataclass
 class _Partition:
     seen_ms: int
@@ -444,19 +455,12 @@ class TimelineBuilder:
                 state.deadline_ms = int(shrink_by)
         elif status == IN_SYNC or not in_isr:
             state.predicted_ms = None
-        self._overdue_follower(state, tp, leader, broker, status, record, now)
-        self._episode(state, tp, leader, broker, status, record, now)
+        seen = _Seen(tp, leader, broker, status, record, now)
+        self._overdue_follower(state, seen)
+        self._episode(state, seen)
 
-    def _overdue_follower(
-        self,
-        state: _Follower,
-        tp: PartitionKey,
-        leader: int,
-        broker: int,
-        status: str,
-        record: HealthRecord,
-        now: int,
-    ) -> None:
+    def _overdue_follower(self, state: _Follower, seen: _Seen) -> None:
+        tp, leader, broker, status, record, now = seen
         open_overdue = state.overdue
         if status == SHRINK_OVERDUE and open_overdue is None:
             deadline = int(record.get("shrink_by_ms") or now)
@@ -468,16 +472,8 @@ class TimelineBuilder:
             open_overdue.resolved_ms, open_overdue.resolution = now, "caught up"
             state.overdue = None
 
-    def _episode(
-        self,
-        state: _Follower,
-        tp: PartitionKey,
-        leader: int,
-        broker: int,
-        status: str,
-        record: HealthRecord,
-        now: int,
-    ) -> None:
+    def _episode(self, state: _Follower, seen: _Seen) -> None:
+        tp, leader, broker, status, record, now = seen
         episode = state.episode
         if status == IN_SYNC:
             if episode is not None:
