@@ -525,7 +525,7 @@ def _page(timeline: Timeline, svg: str) -> str:
     if left_out:
         items += f"<li>... and {left_out} more moments.</li>"
     notes = "".join(f"<li>{html.escape(n)}</li>" for n in timeline.notes)
-    tables = "".join(_table_html(t) for t in [summary(timeline), *detail_tables(timeline)])
+    details = "".join(_table_html(t) for t in detail_tables(timeline))
     style = (
         "body{font-family:sans-serif;margin:1.5em;color:#212121}"
         "table{border-collapse:collapse;margin-bottom:1em;font-size:0.9em}"
@@ -536,5 +536,6 @@ def _page(timeline: Timeline, svg: str) -> str:
         '<!DOCTYPE html>\n<html><head><meta charset="utf-8">'
         f"<title>{html.escape(title(timeline))}</title><style>{style}</style></head><body>"
         f"<h1>{html.escape(title(timeline))}</h1><ul>{notes}</ul>{svg}"
-        f"<h2>Key moments</h2><ul>{items or '<li>None.</li>'}</ul>{tables}</body></html>\n"
+        f"{_table_html(summary(timeline))}"
+        f"<h2>Key moments</h2><ul>{items or '<li>None.</li>'}</ul>{details}</body></html>\n"
     )

@@ -136,7 +136,7 @@ def summary(timeline: Timeline) -> Table:
             + (f", {len(unknown)} seen in health records (by whom not known)" if unknown else ""),
         ),
         (
-            "shrinks predicted beforehand (but the controller's)",
+            "shrinks predicted beforehand (all but the controller's)",
             f"{len(predicted)} of {len(foreseeable)}",
             lead_text,
         ),
@@ -215,7 +215,7 @@ def broker_rows(timeline: Timeline) -> Table:
         "first behind",
         "removed from ISR",
         "overdue",
-        "follower time away from IN_SYNC",
+        "time away from IN_SYNC, summed over its followers",
     )
     return _cut(Table("Per broker, worst first", header, rows))
 
@@ -509,7 +509,7 @@ def episode_table(timeline: Timeline) -> Table:
             clock(e.first_lagging_ms) if e.first_lagging_ms is not None else "",
             clock(e.predicted_ms) if e.predicted_ms is not None else "",
             clock(e.removed_ms) if e.removed_ms is not None else "",
-            clock(e.end_ms) if e.end_ms is not None else "not within the range",
+            clock(e.end_ms) if e.end_ms is not None else "not by the end",
             e.worst,
             cause_text(e.cause),
         )
