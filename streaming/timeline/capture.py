@@ -158,7 +158,7 @@ class CaptureReplay:
         return {
             int(b): int(d)
             for b, d, c, member in zip(brokers, deadline, caught_up, table.in_isr[row], strict=True)
-            if b >= 0 and member and c != NEVER
+            if b >= 0 and b != leader[0] and member and c != NEVER  # followers only
         }
 
     def _apply_update_metadata(

@@ -176,8 +176,12 @@ class Shrink:
 
     @property
     def late_by_ms(self) -> int:
-        """How long past its deadline Kafka acted (0: on time)."""
-        return 0 if self.deadline_ms is None else max(0, self.ts - self.deadline_ms)
+        """How long past its deadline the leader acted (0: on time). The deadline is the
+        leader's isr-expiration rule; the controller removes a dead broker's replicas when it
+        sees the broker gone, on no such deadline."""
+        if self.deadline_ms is None or self.by_controller is True:
+            return 0
+        return max(0, self.ts - self.deadline_ms)
 
 
 @dataclass

@@ -103,7 +103,7 @@ def title(timeline: Timeline) -> str:
 
 def summary(timeline: Timeline) -> Table:
     episodes = timeline.episodes
-    behind = [e for e in episodes if e.behind_since_ms is not None or e.removed_ms is not None]
+    behind = [e for e in episodes if e.behind_since_ms is not None]
     by_leader = [s for s in timeline.shrinks if s.by_controller is False]
     by_controller = [s for s in timeline.shrinks if s.by_controller is True]
     unknown = [s for s in timeline.shrinks if s.by_controller is None]
@@ -125,9 +125,12 @@ def summary(timeline: Timeline) -> Table:
         verdicts[propagation_verdict(timeline, blackout)[0]] += 1
     rows = [
         (
-            "followers that fell behind",
-            str(len({e.key for e in behind})),
-            "on " + _brokers_text({e.broker for e in behind}) if behind else "",
+            "followers that left IN_SYNC",
+            str(len({e.key for e in episodes})),
+            f"on {_brokers_text({e.broker for e in episodes})}; "
+            f"{len({e.key for e in behind})} fell behind the leader"
+            if episodes
+            else "",
         ),
         (
             "ISR shrinks",
@@ -212,7 +215,7 @@ def broker_rows(timeline: Timeline) -> Table:
         "broker",
         "followers affected",
         "worst status",
-        "first behind",
+        "first away from IN_SYNC",
         "removed from ISR",
         "overdue",
         "time away from IN_SYNC, summed over its followers",

@@ -240,13 +240,15 @@ def test_health_records_without_causes_are_fine() -> None:
     assert timeline.periods[0].cause is None
 
 
-def test_overdue_shrink_lasts_until_the_removal() -> None:
-    """A stuck leader: SHRINK_OVERDUE seen at 17 000 (deadline 16 000), removed at 21 000 by
-    the controller: overdue by 5 s, and Kafka acted 5 s past the deadline."""
+@pytest.mark.parametrize(("by_controller", "late_by"), [(False, 5_000), (True, 0)])
+def test_overdue_shrink_lasts_until_the_removal(by_controller: bool, late_by: int) -> None:
+    """A slow leader: SHRINK_OVERDUE seen at 17 000 (deadline 16 000), removed at 21 000:
+    overdue by 5 s. Removed by the leader, it acted 5 s past its deadline; by the
+    controller (a broker's death), no deadline of the leader's rule applies."""
     builder = TimelineBuilder(T, 2_000, exact_changes=True)
     builder.add(record(12_000, [1, 2, 3], "SHRINK_ELIGIBLE", follower={"shrink_by_ms": 16_000}))
     builder.add(record(17_000, [1, 2, 3], "SHRINK_OVERDUE", follower={"shrink_by_ms": 16_000}))
-    builder.add(IsrChange(21_000, "t", 0, 1, (1, 2, 3), (1, 3), True, exact=True))
+    builder.add(IsrChange(21_000, "t", 0, 1, (1, 2, 3), (1, 3), by_controller, exact=True))
     builder.add(record(21_000, [1, 3], "OUT_OF_SYNC"))
     timeline = builder.finish(end_ms=40_000)
     (overdue,) = timeline.overdue
@@ -254,7 +256,8 @@ def test_overdue_shrink_lasts_until_the_removal() -> None:
     assert overdue.resolution == "removed"
     assert overdue.overdue_by_ms(timeline.end_ms) == 5_000
     (shrink,) = timeline.shrinks
-    assert shrink.late_by_ms == 5_000
+    assert shrink.deadline_ms == 16_000
+    assert shrink.late_by_ms == late_by
     assert shrink.lead_ms == 9_000
     assert timeline.episodes[0].overdue_ms == 17_000
     assert timeline.episodes[0].worst == "SHRINK_OVERDUE"

@@ -162,14 +162,18 @@ def test_controller_removals_and_offline_periods_of_a_crash(crash: Run) -> None:
     decisions = of(truth, "leader_and_isr")
     # what the controller removed from ISRs, decision after decision of each partition
     last_isr: dict[tuple[str, int], list[int]] = {}
+    last_leader: dict[tuple[str, int], int] = {}
     removed: set[tuple[int, str, int, int]] = set()
+    leaders_removed: set[tuple[int, str, int, int]] = set()  # the dead broker led it
     offline: dict[tuple[str, int], list[tuple[int, int | None]]] = defaultdict(list)
     for d in decisions:
         tp = (d["topic"], d["partition"])
         before = last_isr.get(tp)
         if before is not None:
             removed |= {(d["ts"], *tp, b) for b in set(before) - set(d["isr"])}
-        last_isr[tp] = d["isr"]
+            if last_leader[tp] not in d["isr"]:
+                leaders_removed.add((d["ts"], *tp, last_leader[tp]))
+        last_isr[tp], last_leader[tp] = d["isr"], d["leader"]
         spans = offline[tp]
         if d["leader"] == -1 and (not spans or spans[-1][1] is not None):
             spans.append((d["ts"], None))
@@ -180,6 +184,12 @@ def test_controller_removals_and_offline_periods_of_a_crash(crash: Run) -> None:
     }
     assert removed
     assert by_controller == removed
+    assert all(s.late_by_ms == 0 for s in timeline.shrinks)  # no leader's deadline applies
+    # a removed leader was no follower: it had no deadline under the leader's rule
+    assert leaders_removed
+    for shrink in timeline.shrinks:
+        if (shrink.ts, shrink.topic, shrink.partition, shrink.follower) in leaders_removed:
+            assert shrink.deadline_ms is None
     expected_offline = {tp: spans for tp, spans in offline.items() if spans}
     assert {("audit", 0), ("audit", 1)} <= set(expected_offline)
     found: dict[tuple[str, int], list[tuple[int, int | None]]] = defaultdict(list)
