@@ -27,6 +27,7 @@ from streaming.simulator.cli import (
     seed_option,
     simulate_command,
 )
+from streaming.timeline.cli import timeline_command
 
 
 def _dump_line(record: object) -> str:
@@ -243,6 +244,8 @@ def _interrupt(_signal: int, _frame: object) -> None:
 
 
 main.add_command(simulate_command)
+
+main.add_command(timeline_command)
 
 if __name__ == "__main__":
     sys.exit(main())
