@@ -22,6 +22,7 @@ from prometheus_client import Counter as PromCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from state.causes import NO_BROKER, CauseCount
 from state.events import DeadLetterReason, Source
 
 PARTITION_FLAGS = (
@@ -43,6 +44,7 @@ class HealthExporter(Collector):
         self.registry = registry or CollectorRegistry()
         self.source_status = source_status  # the Kafka source's health, written by its reader
         self._shards: dict[str, dict[str, Any]] = {}
+        self._causes: list[CauseCount] = []
         self._server: Any = None
         self._batch_time = time.time()
         self.events = PromCounter(
@@ -175,6 +177,41 @@ class HealthExporter(Collector):
         yield since
         yield from self._source_health()
         yield self._isr_change_counts()
+        yield from self._cause_gauges()
+
+    def record_causes(self, summary: list[CauseCount]) -> None:
+        """This batch's cause attribution over all shards (``state.causes``)."""
+        self._causes = summary
+
+    def _cause_gauges(self) -> Iterator[Metric]:
+        """Per cause kind and responsible broker ("none" when it blames none): at most
+        kinds x (brokers + 1) series, present only while the cause holds."""
+        labels = ["kind", "broker"]
+        followers = GaugeMetricFamily(
+            "isrwatch_cause_followers",
+            "Followers not IN_SYNC by cause and the broker it holds responsible",
+            labels=labels,
+        )
+        partitions = GaugeMetricFamily(
+            "isrwatch_cause_partitions",
+            "Unhealthy partitions by principal cause and the broker it holds responsible",
+            labels=labels,
+        )
+        leaders = GaugeMetricFamily(
+            "isrwatch_cause_leaders",
+            "Distinct leaders of the followers not IN_SYNC, by cause and responsible broker",
+            labels=labels,
+        )
+        for count in self._causes:
+            key = [count.kind, "none" if count.broker == NO_BROKER else str(count.broker)]
+            if count.followers:
+                followers.add_metric(key, count.followers)
+                leaders.add_metric(key, count.leaders)
+            if count.partitions:
+                partitions.add_metric(key, count.partitions)
+        yield followers
+        yield partitions
+        yield leaders
 
     def _isr_change_counts(self) -> Metric:
         family = CounterMetricFamily(

@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from state.causes import ClusterShape
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, Source
 from state.follower_fetch_state import FetchBatch
@@ -305,6 +306,9 @@ def _stats_row(
             {**frame.record(i), "replica_lag_time_max_ms": int(frame.lag_time_max_ms[i])}
             for i in unhealthy
         ]
+        # the denominators of cause attribution, added up over shards on the driver
+        live = snapshot.model.cluster.live_brokers
+        stats["cause_shape"] = ClusterShape.of(frame.follower_broker, frame.leader, live).to_json()
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
 
