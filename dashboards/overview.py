@@ -59,6 +59,9 @@ OVERDUE_BY_LEADER = series("isrwatch_follower_lag_time_seconds", LEADER, OVERDUE
 BOUNCES = f"increase({series('isrwatch_broker_bounces_total', BROKER)}[$__rate_interval])"
 CONDITIONS = series("isrwatch_partition_condition", TOPIC)
 SHRINK_DEADLINES = series("isrwatch_follower_shrink_deadline_seconds", TOPIC, LEADER)
+CAUSE_PARTITIONS = series("isrwatch_cause_partitions")
+CAUSE_FOLLOWERS = series("isrwatch_cause_followers")
+CAUSE_LEADERS = series("isrwatch_cause_leaders")
 
 Panels = list[Builder[model.Panel]]
 
@@ -85,6 +88,7 @@ def build() -> model.Dashboard:
     )
     sections = [
         ("Now", _now()),
+        ("Why: the cause of each problem", _why()),
         ("Over time", _over_time()),
         ("Per topic", _per_topic()),
         ("Per broker", _per_broker()),
@@ -353,6 +357,39 @@ def _per_broker() -> Panels:
             "logs and host.",
             [target(f"sum by (broker) ({BOUNCES}) > 0", "broker {{broker}}")],
             width=8,
+        ),
+    ]
+
+
+def _why() -> Panels:
+    return [
+        time_series(
+            "Unhealthy partitions by cause",
+            "Each unhealthy partition's principal cause and the broker held responsible "
+            "(none: no single broker), read from the pattern across the cluster "
+            "(docs/causes.md): a broker behind on most of what it follows from many leaders, "
+            "a leader whose followers lag in every partition it leads, one fetcher, a broker "
+            "down, Kafka not shrinking the ISR, metadata not reaching the brokers.",
+            [
+                target(
+                    f"sum by (kind, broker) ({CAUSE_PARTITIONS})",
+                    "{{kind}} (broker {{broker}})",
+                )
+            ],
+            width=12,
+        ),
+        instant_table(
+            "Causes now",
+            "One row per cause and responsible broker: the followers not in sync it "
+            "explains, the unhealthy partitions whose principal cause it is, and from how "
+            "many leaders. Act on the broker named (docs/causes.md says what each kind "
+            "means); every health record carries its cause.",
+            [
+                target(CAUSE_FOLLOWERS, "followers", instant=True, table_format=True),
+                target(CAUSE_PARTITIONS, "partitions", "B", instant=True, table_format=True),
+                target(CAUSE_LEADERS, "leaders", "C", instant=True, table_format=True),
+            ],
+            renames={"Value #A": "followers", "Value #B": "partitions", "Value #C": "leaders"},
         ),
     ]
 

@@ -325,6 +325,10 @@ EXPECTED: dict[str, set[str]] = {
     f"{OVERVIEW} / Overdue shrinks by leader / A": {"stuck-leader"},
     f"{OVERVIEW} / Broker bounces / A": CRASH,
     f"{OVERVIEW} / Unhealthy partitions / A": UNHEALTHY,
+    f"{OVERVIEW} / Unhealthy partitions by cause / A": UNHEALTHY,
+    f"{OVERVIEW} / Causes now / A": UNHEALTHY,
+    f"{OVERVIEW} / Causes now / B": UNHEALTHY,
+    f"{OVERVIEW} / Causes now / C": UNHEALTHY,
     f"{OVERVIEW} / Followers Kafka is about to remove, or should have / A": SHRINKS,
     f"{DRILLDOWN} / Follower lag time against the shrink thresholds / A": UNHEALTHY,
     f"{DRILLDOWN} / Follower lag time against the shrink thresholds / B": UNHEALTHY,
@@ -345,6 +349,7 @@ EXPECTED: dict[str, set[str]] = {
     "rule IsrShrinkOverdue": {"stuck-leader"},
     "rule MetadataPropagationOverdue": {"slow-controller"},
     "rule IsrFlapping": {"isr-churn-storm"},
+    "rule ReplicationCause": UNHEALTHY,
     "rule IsrwatchMonitorDown": TROUBLES,
     "rule IsrwatchBatchesStalled": set(),  # 5 minutes without a batch: promtool tests it
     "rule IsrwatchSourceDown": TROUBLES,
@@ -355,7 +360,7 @@ EXPECTED: dict[str, set[str]] = {
 CLUSTER_RULES = [
     "rule UnderReplicatedPartitions", "rule UnderMinIsr", "rule OfflinePartitions",
     "rule PredictedIsrShrink", "rule IsrShrinkOverdue", "rule MetadataPropagationOverdue",
-    "rule IsrFlapping",
+    "rule IsrFlapping", "rule ReplicationCause",
 ]  # fmt: skip
 QUIET: dict[str, set[str]] = {
     # Where a rule must return nothing: a healthy cluster raises no cluster alert, and

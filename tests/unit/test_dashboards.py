@@ -25,6 +25,7 @@ from dashboards.defaults import RULES_FILE
 from dashboards.generate import COMMITTED, outputs, render
 from dashboards.promql import metric_names, substitute, variables
 from streaming.cli import main
+from state.causes import CauseCount
 from streaming.metrics import HealthExporter
 from tests.unit.test_metrics import shard_stats
 
@@ -71,6 +72,7 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
         {("fetch-responses", "invalid_json"): 1},
         0.2,
     )
+    exporter.record_causes([CauseCount("follower_broker_behind", 3, 2, 1, 1)])
     text = generate_latest(exporter.registry).decode()
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
 
