@@ -10,20 +10,24 @@ bounds cardinality on a 100,000-partition cluster. Counters accumulate.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram, make_wsgi_app
 from prometheus_client import Counter as PromCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
 from state.causes import NO_BROKER, CauseCount
 from state.events import DeadLetterReason, Source
+from streaming.check_restart import http_answer
 
 PARTITION_FLAGS = (
     "under_replicated", "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated",
@@ -33,6 +37,13 @@ EVENT_RESULTS = {
     Source.CONTROLLER_EVENTS.value: ("applied", "dead_letter"),
 }
 """The result of every input event, by source (see ``HealthExporter.record_batch``)."""
+
+
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
 
 
 class HealthExporter(Collector):
@@ -85,8 +96,30 @@ class HealthExporter(Collector):
         self.registry.register(self)
 
     def serve(self, host: str, port: int) -> None:
-        """Serve /metrics on ``host:port`` until :meth:`close`."""
-        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+        """Serve /metrics (and /check/restart) on ``host:port`` until :meth:`close`."""
+        metrics = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") == "/check/restart":
+                status, body = http_answer(environ.get("QUERY_STRING", ""), self.fragile())
+                start_response(status, [("Content-Type", "application/json")])
+                return [json.dumps(body).encode()]
+            result: Iterable[bytes] = metrics(environ, start_response)
+            return result
+
+        class Server(ThreadingWSGIServer):  # IPv4 or IPv6, as the host says
+            address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+
+        server = make_server(host, port, app, Server, handler_class=_QuietHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = server
+
+    def fragile(self) -> list[dict[str, Any]] | None:
+        """Partitions one broker's stop could break, from every shard's latest report
+        (None before the first batch): what ``/check/restart`` answers from."""
+        if not self._shards:
+            return None
+        return [entry for shard in self._shards.values() for entry in shard.get("fragile", [])]
 
     def close(self) -> None:
         """Stop serving and release the port (idempotent)."""

@@ -37,6 +37,7 @@ from state.metadata_cache import MetadataState
 from state.model import ApplyReport, ReplicationModel
 from state.partition_health import HealthFrame
 from state.partition_table import BOOL
+from state.restart_check import fragile_entries
 from state.settings import RuleSettings
 from state.sharding import Shard
 from state.shrink_rule import FollowerStatus
@@ -309,6 +310,8 @@ def _stats_row(
         # the denominators of cause attribution, added up over shards on the driver
         live = snapshot.model.cluster.live_brokers
         stats["cause_shape"] = ClusterShape.of(frame.follower_broker, frame.leader, live).to_json()
+        # what one broker's stop could break, for the exporter's /check/restart
+        stats["fragile"] = fragile_entries(frame)
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
 

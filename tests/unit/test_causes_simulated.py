@@ -71,7 +71,7 @@ def only(actions: list[dict[str, Any]], field: str) -> int:
     """The one value ``field`` has in every action of the fault."""
     values = {a[field] for a in actions if field in a}
     assert len(values) == 1, values
-    return values.pop()
+    return int(values.pop())
 
 
 def faulty(action: str, field: str = "broker") -> Callable[[list[dict[str, Any]]], int | None]:
