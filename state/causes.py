@@ -32,13 +32,16 @@ else ``unexplained``.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from state.maintenance import Maintenance, MaintenanceState
+from state.model import ReplicationModel
+from state.partition_health import HealthFrame
 from state.partition_table import I64
 from state.shrink_rule import FollowerStatus
 
@@ -60,6 +63,9 @@ class CauseKind(StrEnum):
     FOLLOWER_BROKER_BEHIND = "follower_broker_behind"
     FETCHER_FROM_LEADER = "fetcher_from_leader"
     PARTITION_ALONE = "partition_alone"
+    # A follower's own cause before any other but an overdue shrink; as a partition's
+    # principal cause it yields to any unplanned one (the partition's problem is that).
+    PLANNED_MAINTENANCE = "planned_maintenance"
     METADATA_STALE_ON_BROKER = "metadata_stale_on_broker"
     METADATA_NOT_SENT = "metadata_not_sent"
     METADATA_PROPAGATING = "metadata_propagating"
@@ -95,9 +101,14 @@ class ClusterShape:
     led_leader: I64
     led_count: I64
     live: I64 | None
+    # brokers in planned maintenance (state.maintenance): broker -> (state, since ms)
+    maintenance: dict[int, tuple[str, int]] = field(default_factory=dict)
 
     @staticmethod
-    def of(follower_broker: I64, leader: I64, live: Iterable[int] | None) -> ClusterShape:
+    def of(
+        follower_broker: I64, leader: I64, live: Iterable[int] | None,
+        maintenance: Mapping[int, Maintenance] | None = None,
+    ) -> ClusterShape:  # fmt: skip
         """From the follower column of a health frame (NO_BROKER / -1: no follower)."""
         leaders = np.broadcast_to(leader[:, None], follower_broker.shape)
         is_follower = follower_broker >= 0
@@ -111,6 +122,7 @@ class ClusterShape:
             led.astype(np.int64),
             led_count.astype(np.int64),
             None if live is None else np.asarray(sorted(live), dtype=np.int64),
+            {b: (m.state.value, m.since_ms) for b, m in (maintenance or {}).items()},
         )
 
     @staticmethod
@@ -132,6 +144,14 @@ class ClusterShape:
             led_inverse, weights=np.concatenate([s.led_count for s in shapes]), minlength=len(led)
         )
         lives = [s.live for s in shapes if s.live is not None]
+        # Shards see controlled shutdowns only in the partitions they own: the union, and
+        # a registration (seen by all alike) wins over a shutdown a shard still holds.
+        maintenance: dict[int, tuple[str, int]] = {}
+        for shape in shapes:
+            for broker, (state, since) in shape.maintenance.items():
+                kept = maintenance.get(broker)
+                if kept is None or (kept[0], -kept[1]) < (state, -since):
+                    maintenance[broker] = (state, since)
         return ClusterShape(
             pairs[:, 0].astype(np.int64),
             pairs[:, 1].astype(np.int64),
@@ -139,6 +159,7 @@ class ClusterShape:
             led.astype(np.int64),
             led_count.astype(np.int64),
             np.unique(np.concatenate(lives)) if lives else None,
+            maintenance,
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -148,6 +169,9 @@ class ClusterShape:
             ).tolist(),
             "led": np.stack([self.led_leader, self.led_count], axis=1).tolist(),
             "live": None if self.live is None else self.live.tolist(),
+            "maintenance": [
+                [b, state, since] for b, (state, since) in sorted(self.maintenance.items())
+            ],
         }
 
     @staticmethod
@@ -162,7 +186,19 @@ class ClusterShape:
             led[:, 0],
             led[:, 1],
             None if live is None else np.asarray(live, dtype=np.int64),
+            {int(b): (str(state), int(since)) for b, state, since in data.get("maintenance", [])},
         )
+
+
+def shape_of_model(frame: HealthFrame, model: ReplicationModel) -> ClusterShape:
+    """The shape of a model's partitions (a shard's, or all of replay's) at the frame's time."""
+    rules = model.settings
+    maintenance = model.maintenance.at(
+        frame.as_of_ms, rules.maintenance_grace_ms, rules.maintenance_max_shutdown_ms
+    )
+    return ClusterShape.of(
+        frame.follower_broker, frame.leader, model.cluster.live_brokers, maintenance
+    )
 
 
 def _count_pairs(follower: I64, leader: I64) -> tuple[npt.NDArray[np.int64], I64]:
@@ -368,13 +404,25 @@ def attribute(
     pair_behind = _lookup(codes, pair_codes.astype(np.int64), pair_lagging.astype(np.int64))
     fetcher = (pair_behind > th.most_ratio * pair_total) & (pair_behind >= 2)
 
+    # 0. Planned maintenance: the follower's broker is shutting down or just came back.
+    planned = np.isin(f.broker, np.fromiter(shape.maintenance, np.int64, len(shape.maintenance)))
+
     kinds = np.select(
-        [overdue & cluster_wide_overdue, overdue, down, leader_slow, broker_behind, fetcher],
+        [
+            overdue & cluster_wide_overdue,
+            overdue,
+            planned,
+            down,
+            leader_slow,
+            broker_behind,
+            fetcher,
+        ],
         [
             _RANK[k]
             for k in (
                 CauseKind.CLUSTER_NOT_SHRINKING,
                 CauseKind.LEADER_NOT_SHRINKING,
+                CauseKind.PLANNED_MAINTENANCE,
                 CauseKind.BROKER_DOWN,
                 CauseKind.LEADER_SLOW,
                 CauseKind.FOLLOWER_BROKER_BEHIND,
@@ -390,7 +438,9 @@ def attribute(
     ):
         kind = KINDS[kind_rank]
         key = (kind_rank, broker, leader)
-        if kind is CauseKind.PARTITION_ALONE or key not in texts:
+        if kind is CauseKind.PLANNED_MAINTENANCE:
+            texts.setdefault(key, _planned(broker, shape.maintenance[broker]))
+        elif kind is CauseKind.PARTITION_ALONE or key not in texts:
             texts[key] = _follower_cause(
                 kind,
                 broker,
@@ -430,6 +480,17 @@ def _sum_by(keys: I64, values: I64) -> tuple[I64, I64]:
     distinct, inverse = np.unique(keys, return_inverse=True)
     sums = np.bincount(inverse.reshape(-1), weights=values, minlength=len(distinct))
     return distinct.astype(np.int64), sums.astype(np.int64)
+
+
+def _planned(broker: int, maintenance: tuple[str, int]) -> Cause:
+    if maintenance[0] == MaintenanceState.SHUTTING_DOWN:
+        text = f"broker {broker} is in a controlled shutdown: planned maintenance"
+    else:
+        text = (
+            f"broker {broker} re-registered after a restart and is catching up: planned "
+            "maintenance (grace period)"
+        )
+    return cause(CauseKind.PLANNED_MAINTENANCE, broker, text)
 
 
 def _follower_cause(

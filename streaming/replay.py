@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from state.causes import ClusterShape, annotate
+from state.causes import annotate, shape_of_model
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, FetchResponse, Source
 from state.model import ApplyReport, ReplicationModel
@@ -97,8 +97,7 @@ def replay(lines: Iterable[str], settings: RuleSettings, until_ms: int | None) -
     if as_of is not None:
         # Causes come from the pattern over every partition, which replay holds.
         frame = model.evaluate(as_of)
-        live = model.cluster.live_brokers
-        shape = ClusterShape.of(frame.follower_broker, frame.leader, live)
+        shape = shape_of_model(frame, model)
         unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
         records = annotate(list(frame.records()), unhealthy, shape)
     return ReplayResult(records, as_of, len(events), after_until, dead, report)

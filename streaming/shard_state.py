@@ -23,13 +23,13 @@ import json
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from state.causes import ClusterShape
+from state.causes import shape_of_model
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, Source
 from state.follower_fetch_state import FetchBatch
@@ -308,10 +308,15 @@ def _stats_row(
             for i in unhealthy
         ]
         # the denominators of cause attribution, added up over shards on the driver
-        live = snapshot.model.cluster.live_brokers
-        stats["cause_shape"] = ClusterShape.of(frame.follower_broker, frame.leader, live).to_json()
+        stats["cause_shape"] = shape_of_model(frame, snapshot.model).to_json()
         # what one broker's stop could break, for the exporter's /check/restart
         stats["fragile"] = fragile_entries(frame)
+    # followers removed from and re-added to the ISR again and again (flapping)
+    rules = snapshot.model.settings
+    stats["flapping"] = [
+        {**asdict(flap), "flapping": flap.flapping(rules.flapping_min_shrinks)}
+        for flap in snapshot.model.flaps.recent(now, rules.flapping_window_ms)
+    ]
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
 

@@ -213,7 +213,7 @@ def test_shapes_of_shards_add_up() -> None:
     b = shape([[3, 1, 5], [3, 2, 1]], [[1, 5], [2, 1]], live=[1, 3, 4])
     merged = ClusterShape.merge([a, b]).to_json()
     assert merged == {"pairs": [[3, 1, 7], [3, 2, 1], [4, 1, 1]], "led": [[1, 8], [2, 1]],
-                      "live": [1, 3, 4]}  # fmt: skip
+                      "live": [1, 3, 4], "maintenance": []}  # fmt: skip
 
 
 def test_shape_of_a_frame_counts_follower_slots() -> None:
@@ -222,7 +222,7 @@ def test_shape_of_a_frame_counts_follower_slots() -> None:
     followers = np.array([[-1, 2, 3], [-1, 3, -1], [-1, -1, -1]])  # -1: no follower
     leaders = np.array([1, 1, 2])
     assert ClusterShape.of(followers, leaders, None).to_json() == {
-        "pairs": [[2, 1, 1], [3, 1, 2]], "led": [[1, 2]], "live": None,
+        "pairs": [[2, 1, 1], [3, 1, 2]], "led": [[1, 2]], "live": None, "maintenance": [],
     }  # fmt: skip
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from state.causes import Attribution, ClusterShape, UnhealthyPartitions, attribute
+from state.causes import Attribution, UnhealthyPartitions, attribute, shape_of_model
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, FetchResponse
 from state.model import ReplicationModel
@@ -27,17 +27,15 @@ def attribution_of(model: ReplicationModel, now: int) -> Attribution:
     frame = model.evaluate(now)
     records = list(frame.records())
     unhealthy = [records[i] for i in np.flatnonzero(is_unhealthy(frame)).tolist()]
-    shape = ClusterShape.of(frame.follower_broker, frame.leader, model.cluster.live_brokers)
-    return attribute(UnhealthyPartitions.of(unhealthy), shape)
+    return attribute(UnhealthyPartitions.of(unhealthy), shape_of_model(frame, model))
 
 
 def shard_stats(model: ReplicationModel, now: int) -> dict[str, Any]:
     """What a shard reports to the driver for attribution (shard_state's stats row)."""
     frame = model.evaluate(now)
-    live = model.cluster.live_brokers
     return {
         "unhealthy": [frame.record(i) for i in np.flatnonzero(is_unhealthy(frame)).tolist()],
-        "cause_shape": ClusterShape.of(frame.follower_broker, frame.leader, live).to_json(),
+        "cause_shape": shape_of_model(frame, model).to_json(),
     }
 
 
