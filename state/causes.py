@@ -226,6 +226,7 @@ class UnhealthyPartitions:
     keys: list[tuple[str, int]]
     leader: I64
     offline: npt.NDArray[np.bool_]
+    under_replicated: npt.NDArray[np.bool_]
     last_isr: I64  # the ISR's last member (an offline partition waits for it), or -1
     metadata_overdue: npt.NDArray[np.bool_]  # STALE_OVERDUE
     metadata_stale: npt.NDArray[np.bool_]  # STALE_EXPECTED or STALE_OVERDUE
@@ -251,6 +252,9 @@ class UnhealthyPartitions:
             keys=[(r["topic"], r["partition"]) for r in records],
             leader=np.fromiter((r["leader"] for r in records), np.int64, len(records)),
             offline=np.fromiter((r["offline"] for r in records), np.bool_, len(records)),
+            under_replicated=np.fromiter(
+                (r["under_replicated"] for r in records), np.bool_, len(records)
+            ),
             last_isr=np.fromiter(
                 (r["isr"][-1] if r["isr"] else NO_BROKER for r in records), np.int64, len(records)
             ),
@@ -281,6 +285,7 @@ class Attribution:
     partitions: UnhealthyPartitions
     follower_cause: list[Cause]  # parallel to partitions.followers
     partition_cause: list[Cause]  # parallel to partitions.keys
+    shape: ClusterShape
 
     def causes_by_partition(self) -> dict[tuple[str, int], tuple[Cause, dict[int, Cause]]]:
         """(topic, partition) -> (its cause, follower broker -> that follower's cause)."""
@@ -295,6 +300,18 @@ class Attribution:
                 zip(self.partitions.keys, self.partition_cause, strict=True)
             )
         }
+
+    def planned_under_replicated(self) -> dict[str, int]:
+        """Per topic, under-replicated partitions whose principal cause is planned
+        maintenance: their under-replication is expected."""
+        counts: dict[str, int] = {}
+        for (topic, _), cause, under in zip(
+            self.partitions.keys, self.partition_cause,
+            self.partitions.under_replicated.tolist(), strict=True,
+        ):  # fmt: skip
+            if under and cause["kind"] == CauseKind.PLANNED_MAINTENANCE:
+                counts[topic] = counts.get(topic, 0) + 1
+        return counts
 
     def summary(self) -> list[CauseCount]:
         """Followers and partitions per (kind, responsible broker), with distinct leaders."""
@@ -463,7 +480,7 @@ def attribute(
             )
         follower_causes.append(texts[key])
     return Attribution(
-        unhealthy, follower_causes, _partition_causes(unhealthy, kinds, follower_causes)
+        unhealthy, follower_causes, _partition_causes(unhealthy, kinds, follower_causes), shape
     )
 
 

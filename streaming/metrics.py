@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
-from state.causes import NO_BROKER, CauseCount
+from state.causes import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
 from streaming.check_restart import http_answer
 
@@ -56,6 +56,8 @@ class HealthExporter(Collector):
         self.source_status = source_status  # the Kafka source's health, written by its reader
         self._shards: dict[str, dict[str, Any]] = {}
         self._causes: list[CauseCount] = []
+        self._planned: dict[str, int] = {}  # topic -> expected under-replicated partitions
+        self._maintenance: dict[int, tuple[str, int]] = {}
         self._server: Any = None
         self._batch_time = time.time()
         self.events = PromCounter(
@@ -212,9 +214,11 @@ class HealthExporter(Collector):
         yield self._isr_change_counts()
         yield from self._cause_gauges()
 
-    def record_causes(self, summary: list[CauseCount]) -> None:
+    def record_causes(self, attribution: Attribution) -> None:
         """This batch's cause attribution over all shards (``state.causes``)."""
-        self._causes = summary
+        self._causes = attribution.summary()
+        self._planned = attribution.planned_under_replicated()
+        self._maintenance = attribution.shape.maintenance
 
     def _cause_gauges(self) -> Iterator[Metric]:
         """Per cause kind and responsible broker ("none" when it blames none): at most
@@ -245,6 +249,48 @@ class HealthExporter(Collector):
         yield followers
         yield partitions
         yield leaders
+        planned = GaugeMetricFamily(
+            "isrwatch_planned_under_replicated_partitions",
+            "Under-replicated partitions whose cause is planned maintenance (a broker in "
+            "controlled shutdown or catching up after it re-registered): expected",
+            labels=["topic"],
+        )
+        topics = {topic for shard in self._shards.values() for topic in shard["topics"]}
+        for topic in sorted(topics | self._planned.keys()):
+            planned.add_metric([topic], self._planned.get(topic, 0))
+        yield planned
+        maintenance = GaugeMetricFamily(
+            "isrwatch_broker_maintenance_since_seconds",
+            "Brokers in planned maintenance (state: shutting_down, restarted) and since when "
+            "(epoch seconds); series exist only while it lasts",
+            labels=["broker", "state"],
+        )
+        for broker, (state, since) in sorted(self._maintenance.items()):
+            maintenance.add_metric([str(broker), state], since / 1000)
+        yield maintenance
+        yield from self._flapping()
+
+    def _flapping(self) -> Iterator[Metric]:
+        labels = ["topic", "partition", "broker", "leader"]
+        shrinks = GaugeMetricFamily(
+            "isrwatch_follower_isr_shrinks",
+            "Removals of a follower from the ISR within the flapping window (followers "
+            "removed twice or more only)",
+            labels=labels,
+        )
+        period = GaugeMetricFamily(
+            "isrwatch_follower_flap_period_seconds",
+            "Mean time between a follower's consecutive removals from the ISR in the window",
+            labels=labels,
+        )
+        for shard in self._shards.values():
+            for flap in shard.get("flapping", []):
+                key = [flap["topic"], str(flap["partition"]), str(flap["broker"]),
+                       str(flap["leader"])]  # fmt: skip
+                shrinks.add_metric(key, flap["shrinks"])
+                period.add_metric(key, flap["period_ms"] / 1000)
+        yield shrinks
+        yield period
 
     def _isr_change_counts(self) -> Metric:
         family = CounterMetricFamily(

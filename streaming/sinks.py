@@ -95,7 +95,7 @@ class BatchSink:
         if self.health_file is not None:
             self.health_file.write(batch_id, list(health[health["kind"] == HEALTH]["value"]))
         self.exporter.record_batch(stats, dead_letters_by_reason(dead), time.monotonic() - started)
-        self.exporter.record_causes(attribution.summary())
+        self.exporter.record_causes(attribution)
         if self.on_batch is not None:
             try:
                 self.on_batch(batch_id, rows)
