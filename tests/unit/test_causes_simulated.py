@@ -39,6 +39,24 @@ def shard_stats(model: ReplicationModel, now: int) -> dict[str, Any]:
     }
 
 
+def simulate_model(
+    scenario: str, at_s: float, overrides: dict[str, object] | None = None
+) -> tuple[ReplicationModel, int]:
+    """One model that applied the scenario's records up to ``at_s``, and that time."""
+    loaded = load_scenario(scenario, overrides)
+    sim = ClusterSimulator(loaded, seed=7, start_ms=START_MS)
+    mode = PropagationMode(loaded.cluster.propagation.value)
+    model = ReplicationModel(RuleSettings(propagation=PropagationSettings(mode=mode)))
+    now = START_MS + round(at_s * 1000)
+    events = []
+    for n, record in enumerate(sim.events(now)):
+        event = parse_json_line(record.source, record.value)
+        assert not isinstance(event, DeadLetter)
+        events.append((n, event))
+    model.apply(events)
+    return model, now
+
+
 def simulate(
     scenario: str, at_s: float, overrides: dict[str, object] | None = None
 ) -> tuple[Attribution, Attribution, list[dict[str, Any]]]:
