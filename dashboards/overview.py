@@ -62,6 +62,10 @@ SHRINK_DEADLINES = series("isrwatch_follower_shrink_deadline_seconds", TOPIC, LE
 CAUSE_PARTITIONS = series("isrwatch_cause_partitions")
 CAUSE_FOLLOWERS = series("isrwatch_cause_followers")
 CAUSE_LEADERS = series("isrwatch_cause_leaders")
+PLANNED = series("isrwatch_planned_under_replicated_partitions", TOPIC)
+MAINTENANCE = series("isrwatch_broker_maintenance_since_seconds")
+FLAP_SHRINKS = series("isrwatch_follower_isr_shrinks", TOPIC)
+FLAP_PERIOD = series("isrwatch_follower_flap_period_seconds", TOPIC)
 
 Panels = list[Builder[model.Panel]]
 
@@ -390,6 +394,41 @@ def _why() -> Panels:
                 target(CAUSE_LEADERS, "leaders", "C", instant=True, table_format=True),
             ],
             renames={"Value #A": "followers", "Value #B": "partitions", "Value #C": "leaders"},
+        ),
+        time_series(
+            "Under-replicated: planned and not",
+            "Under-replicated partitions, and those of them whose cause is planned "
+            "maintenance (a broker in controlled shutdown, or catching up after it "
+            "re-registered within rules.maintenance_grace_ms). Only the difference raises "
+            "UnderReplicatedPartitions: a rolling restart pages no one.",
+            [
+                target(f"sum({UNDER_REPLICATED})", "under-replicated"),
+                target(f"sum({PLANNED})", "planned", "B"),
+            ],
+            width=8,
+        ),
+        instant_table(
+            "Brokers in planned maintenance",
+            "Brokers in a controlled shutdown (the controller took them out of the ISRs "
+            "while still registered) or that re-registered within the grace period, and "
+            "since when. A broker that stopped without a controlled shutdown is not here: "
+            "it raises BrokerDown at once.",
+            [target(f"1000 * {MAINTENANCE}", instant=True, table_format=True)],
+            renames={"Value": "since"},
+            unit="dateTimeFromNow",
+            width=8,
+        ),
+        instant_table(
+            "Flapping followers",
+            "Followers removed from the ISR twice or more within rules.flapping_window_ms, "
+            "with the mean time between removals. Three or more (each re-added in between) "
+            "raise FollowerFlapping: look at the follower's broker and its link to the leader.",
+            [
+                target(FLAP_SHRINKS, "removals", instant=True, table_format=True),
+                target(FLAP_PERIOD, "period", "B", instant=True, table_format=True),
+            ],
+            renames={"Value #A": "removals in window", "Value #B": "every (s)"},
+            width=8,
         ),
     ]
 
