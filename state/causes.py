@@ -392,12 +392,16 @@ def attribute(
     registered = np.ones(n, dtype=np.bool_) if live is None else np.isin(f.broker, live)
     down = (status == FollowerStatus.OFFLINE) | ~registered
 
+    # 0. Planned maintenance: the follower's broker is shutting down or just came back.
+    planned = np.isin(f.broker, np.fromiter(shape.maintenance, np.int64, len(shape.maintenance)))
+    # What rules 3 to 5 count: lagging followers, not those absent (down, or planned).
+    e = ~(down | planned)
+    ev_broker, ev_leader, ev_partition = f.broker[e], f.leader[e], f.partition[e]
+
     # 3. Leader slow to serve: its partitions with a lagging follower, and on how many brokers.
     led = _lookup(f.leader, shape.led_leader, shape.led_count)
-    leader_lagging_partitions = _count_distinct_of(f.leader, f.partition)
-    lagging_led = _lookup(f.leader, *leader_lagging_partitions)
-    leader_lagging_brokers = _distinct_per(f.leader, f.broker)
-    lagging_brokers_of_leader = _lookup(f.leader, *leader_lagging_brokers)
+    lagging_led = _lookup(f.leader, *_distinct_per(ev_leader, ev_partition))
+    lagging_brokers_of_leader = _lookup(f.leader, *_distinct_per(ev_leader, ev_broker))
     leader_slow = (
         (led > 0)
         & (lagging_led >= th.leader_ratio * led)
@@ -407,9 +411,8 @@ def attribute(
     # 4. Follower broker behind on most of what it follows, from many leaders.
     followed_brokers, followed = _sum_by(shape.pair_follower, shape.pair_count)
     follows = _lookup(f.broker, followed_brokers, followed)
-    behind_brokers, behind = np.unique(f.broker, return_counts=True)
-    behind_on = _lookup(f.broker, behind_brokers.astype(np.int64), behind.astype(np.int64))
-    lagging_leaders = _lookup(f.broker, *_distinct_per(f.broker, f.leader))
+    behind_on = _lookup(f.broker, *_counts_of(ev_broker))
+    lagging_leaders = _lookup(f.broker, *_distinct_per(ev_broker, ev_leader))
     broker_behind = (behind_on > th.most_ratio * follows) & (lagging_leaders >= th.many_leaders)
 
     # 5. Behind on most of what it follows from this one leader: that fetcher.
@@ -417,12 +420,8 @@ def attribute(
     pair_total = _lookup(
         codes, _pair_code(shape.pair_follower, shape.pair_leader), shape.pair_count
     )
-    pair_codes, pair_lagging = np.unique(codes, return_counts=True)
-    pair_behind = _lookup(codes, pair_codes.astype(np.int64), pair_lagging.astype(np.int64))
+    pair_behind = _lookup(codes, *_counts_of(_pair_code(ev_broker, ev_leader)))
     fetcher = (pair_behind > th.most_ratio * pair_total) & (pair_behind >= 2)
-
-    # 0. Planned maintenance: the follower's broker is shutting down or just came back.
-    planned = np.isin(f.broker, np.fromiter(shape.maintenance, np.int64, len(shape.maintenance)))
 
     kinds = np.select(
         [
@@ -489,8 +488,10 @@ def _counts(values: I64) -> dict[int, int]:
     return dict(zip(distinct.tolist(), counts.tolist(), strict=True))
 
 
-def _count_distinct_of(group: I64, item: I64) -> tuple[I64, I64]:
-    return _distinct_per(group, item)
+def _counts_of(values: I64) -> tuple[I64, I64]:
+    """Each distinct value and how often it occurs."""
+    distinct, counts = np.unique(values, return_counts=True)
+    return distinct.astype(np.int64), counts.astype(np.int64)
 
 
 def _sum_by(keys: I64, values: I64) -> tuple[I64, I64]:

@@ -18,6 +18,9 @@ from state.causes import (
 )
 
 
+OUT = {"CATCHING_UP", "OUT_OF_SYNC", "OFFLINE"}  # statuses of followers outside the ISR
+
+
 def record(
     partition: int,
     leader: int,
@@ -35,6 +38,7 @@ def record(
         "leader": leader,
         "isr": list(isr if isr is not None else (leader, *followers)),
         "offline": offline,
+        "under_replicated": any(s != "IN_SYNC" and s in OUT for s in followers.values()),
         "followers": [{"broker": b, "status": s} for b, s in followers.items()],
         "metadata": {"state": metadata, "stale_brokers": list(stale)},
     }
@@ -237,3 +241,12 @@ def test_healthy_records_and_in_sync_followers_carry_null() -> None:
                                "text": "broker 3 is down (not registered)"}  # fmt: skip
     assert [f["cause"] for f in out[1]["followers"]] == [None, out[1]["cause"]]
     assert with_causes(healthy, None) == out[0]
+
+
+def test_followers_of_a_down_broker_are_no_evidence_against_their_leader() -> None:
+    # leader 1's 5 partitions: broker 2 is down (OFFLINE) and broker 3 lags in all of them.
+    # Two brokers lag, but broker 2's absence is its own cause: leader 1 is not slow, broker
+    # 3 is behind on everything it follows from leader 1 (it follows nothing else).
+    records = [record(p, 1, {2: "OFFLINE", 3: "LAGGING"}, isr=(1, 3)) for p in range(5)]
+    cluster = shape([[2, 1, 5], [3, 1, 5]], [[1, 5]], live=[1, 3])
+    assert causes(records, cluster) == [("broker_down", 2), ("fetcher_from_leader", 3)] * 5
