@@ -17,7 +17,6 @@ from state.causes import (
     with_causes,
 )
 
-
 OUT = {"CATCHING_UP", "OUT_OF_SYNC", "OFFLINE"}  # statuses of followers outside the ISR
 
 

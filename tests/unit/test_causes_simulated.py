@@ -11,7 +11,7 @@ import pytest
 
 from state.causes import Attribution, UnhealthyPartitions, attribute, shape_of_model
 from state.event_parser import parse_json_line
-from state.events import DeadLetter, FetchResponse
+from state.events import DeadLetter, Event, FetchResponse
 from state.model import ReplicationModel
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
 from state.sharding import Shard, shard_of
@@ -39,20 +39,28 @@ def shard_stats(model: ReplicationModel, now: int) -> dict[str, Any]:
     }
 
 
-def simulate_model(
+def simulated_events(
     scenario: str, at_s: float, overrides: dict[str, object] | None = None
-) -> tuple[ReplicationModel, int]:
-    """One model that applied the scenario's records up to ``at_s``, and that time."""
+) -> tuple[ClusterSimulator, RuleSettings, list[tuple[int, Event]], int]:
+    """The simulator, the rules for its mode, its records up to ``at_s`` parsed, and that time."""
     loaded = load_scenario(scenario, overrides)
     sim = ClusterSimulator(loaded, seed=7, start_ms=START_MS)
     mode = PropagationMode(loaded.cluster.propagation.value)
-    model = ReplicationModel(RuleSettings(propagation=PropagationSettings(mode=mode)))
     now = START_MS + round(at_s * 1000)
-    events = []
+    events: list[tuple[int, Event]] = []
     for n, record in enumerate(sim.events(now)):
         event = parse_json_line(record.source, record.value)
         assert not isinstance(event, DeadLetter)
         events.append((n, event))
+    return sim, RuleSettings(propagation=PropagationSettings(mode=mode)), events, now
+
+
+def simulate_model(
+    scenario: str, at_s: float, overrides: dict[str, object] | None = None
+) -> tuple[ReplicationModel, int]:
+    """One model that applied the scenario's records up to ``at_s``, and that time."""
+    _, settings, events, now = simulated_events(scenario, at_s, overrides)
+    model = ReplicationModel(settings)
     model.apply(events)
     return model, now
 
@@ -61,19 +69,10 @@ def simulate(
     scenario: str, at_s: float, overrides: dict[str, object] | None = None
 ) -> tuple[Attribution, Attribution, list[dict[str, Any]]]:
     """(one model's attribution, the sharded job's, the ground truth's actions) at ``at_s``."""
-    loaded = load_scenario(scenario, overrides)
-    sim = ClusterSimulator(loaded, seed=7, start_ms=START_MS)
-    mode = PropagationMode(loaded.cluster.propagation.value)
-    settings = RuleSettings(propagation=PropagationSettings(mode=mode))
+    sim, settings, events, now = simulated_events(scenario, at_s, overrides)
     whole = ReplicationModel(settings)
-    shards = [ReplicationModel(settings, Shard(i, SHARDS)) for i in range(SHARDS)]
-    now = START_MS + round(at_s * 1000)
-    events = []
-    for n, record in enumerate(sim.events(now)):
-        event = parse_json_line(record.source, record.value)
-        assert not isinstance(event, DeadLetter)
-        events.append((n, event))
     whole.apply(events)
+    shards = [ReplicationModel(settings, Shard(i, SHARDS)) for i in range(SHARDS)]
     for index, model in enumerate(shards):  # the job's routing: fetches to their owner
         model.apply([
             (n, e) for n, e in events

@@ -14,9 +14,6 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from state.event_parser import parse_json_line
-from state.events import DeadLetter
-from state.model import ReplicationModel
 from state.restart_check import breakage, check_restart, fragile_entries
 from state.settings import RuleSettings
 from streaming.cli import main
@@ -24,6 +21,7 @@ from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
 from streaming.simulator import ClusterSimulator, load_scenario
+from tests.unit.test_causes_simulated import simulate_model
 from tests.unit.test_metrics import shard_stats
 
 START_MS = 1_700_000_000_000
@@ -202,21 +200,12 @@ def test_the_fragile_partitions_a_shard_reports_give_the_whole_answer(
 ) -> None:
     """The exporter answers from the fragile partitions only: the same breakages as from
     every record, for every broker (SHRINK_ELIGIBLE at 50 s, SHRINK_OVERDUE at 70 s)."""
-    loaded = load_scenario(scenario)
-    sim = ClusterSimulator(loaded, seed=7, start_ms=START_MS)
-    model = ReplicationModel(RuleSettings())
-    now = START_MS + at_s * 1000
-    events = []
-    for n, r in enumerate(sim.events(now)):
-        event = parse_json_line(r.source, r.value)
-        assert not isinstance(event, DeadLetter)
-        events.append((n, event))
-    model.apply(events)
+    model, now = simulate_model(scenario, at_s)
     frame = model.evaluate(now)
     records = list(frame.records())
     entries = fragile_entries(frame)
     assert 0 < len(entries) < len(records)
-    for broker in range(1, loaded.cluster.brokers + 1):
+    for broker in range(1, load_scenario(scenario).cluster.brokers + 1):
         assert (
             check_restart(entries, broker).would_break == check_restart(records, broker).would_break
         )
