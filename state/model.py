@@ -221,6 +221,8 @@ class ReplicationModel:
             case BrokerChange():
                 change = self.cluster.apply_broker_change(event)
                 self.maintenance.registered(change.new | change.bounced, event.ts)
+                for broker in change.new | change.bounced:
+                    self.windows.registered(broker, event.ts)
                 self.caches.drop_brokers(change.restarted_caches)
                 report.bounced_brokers.extend(sorted(change.bounced))
             case ControllerChange():
