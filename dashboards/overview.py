@@ -59,6 +59,13 @@ OVERDUE_BY_LEADER = series("isrwatch_follower_lag_time_seconds", LEADER, OVERDUE
 BOUNCES = f"increase({series('isrwatch_broker_bounces_total', BROKER)}[$__rate_interval])"
 CONDITIONS = series("isrwatch_partition_condition", TOPIC)
 SHRINK_DEADLINES = series("isrwatch_follower_shrink_deadline_seconds", TOPIC, LEADER)
+CAUSE_PARTITIONS = series("isrwatch_cause_partitions")
+CAUSE_FOLLOWERS = series("isrwatch_cause_followers")
+CAUSE_LEADERS = series("isrwatch_cause_leaders")
+PLANNED = series("isrwatch_planned_under_replicated_partitions", TOPIC)
+MAINTENANCE = series("isrwatch_broker_maintenance_since_seconds")
+FLAP_SHRINKS = series("isrwatch_follower_isr_shrinks", TOPIC)
+FLAP_PERIOD = series("isrwatch_follower_flap_period_seconds", TOPIC)
 
 Panels = list[Builder[model.Panel]]
 
@@ -85,6 +92,7 @@ def build() -> model.Dashboard:
     )
     sections = [
         ("Now", _now()),
+        ("Why: the cause of each problem", _why()),
         ("Over time", _over_time()),
         ("Per topic", _per_topic()),
         ("Per broker", _per_broker()),
@@ -352,6 +360,74 @@ def _per_broker() -> Panels:
             "after catching up; repeated bounces of one broker are a crash loop: check its "
             "logs and host.",
             [target(f"sum by (broker) ({BOUNCES}) > 0", "broker {{broker}}")],
+            width=8,
+        ),
+    ]
+
+
+def _why() -> Panels:
+    return [
+        time_series(
+            "Unhealthy partitions by cause",
+            "Each unhealthy partition's principal cause and the broker held responsible "
+            "(none: no single broker), read from the pattern across the cluster "
+            "(docs/causes.md): a broker behind on most of what it follows from many leaders, "
+            "a leader whose followers lag in every partition it leads, one fetcher, a broker "
+            "down, Kafka not shrinking the ISR, metadata not reaching the brokers.",
+            [
+                target(
+                    f"sum by (kind, broker) ({CAUSE_PARTITIONS})",
+                    "{{kind}} (broker {{broker}})",
+                )
+            ],
+            width=12,
+        ),
+        instant_table(
+            "Causes now",
+            "One row per cause and responsible broker: the followers not in sync it "
+            "explains, the unhealthy partitions whose principal cause it is, and from how "
+            "many leaders. Act on the broker named (docs/causes.md says what each kind "
+            "means); every health record carries its cause.",
+            [
+                target(CAUSE_FOLLOWERS, "followers", instant=True, table_format=True),
+                target(CAUSE_PARTITIONS, "partitions", "B", instant=True, table_format=True),
+                target(CAUSE_LEADERS, "leaders", "C", instant=True, table_format=True),
+            ],
+            renames={"Value #A": "followers", "Value #B": "partitions", "Value #C": "leaders"},
+        ),
+        time_series(
+            "Under-replicated: planned and not",
+            "Under-replicated partitions, and those of them whose cause is planned "
+            "maintenance (a broker in controlled shutdown, or catching up after it "
+            "re-registered within rules.maintenance_grace_ms). Only the difference raises "
+            "UnderReplicatedPartitions: a rolling restart pages no one.",
+            [
+                target(f"sum({UNDER_REPLICATED})", "under-replicated"),
+                target(f"sum({PLANNED})", "planned", "B"),
+            ],
+            width=8,
+        ),
+        instant_table(
+            "Brokers in planned maintenance",
+            "Brokers in a controlled shutdown (the controller took them out of the ISRs "
+            "while still registered) or that re-registered within the grace period, and "
+            "since when. A broker that stopped without a controlled shutdown is not here: "
+            "it raises BrokerDown at once.",
+            [target(f"1000 * {MAINTENANCE}", instant=True, table_format=True)],
+            renames={"Value": "since"},
+            unit="dateTimeFromNow",
+            width=8,
+        ),
+        instant_table(
+            "Flapping followers",
+            "Followers removed from the ISR twice or more within rules.flapping_window_ms, "
+            "with the mean time between removals. Three or more (each re-added in between) "
+            "raise FollowerFlapping: look at the follower's broker and its link to the leader.",
+            [
+                target(FLAP_SHRINKS, "removals", instant=True, table_format=True),
+                target(FLAP_PERIOD, "period", "B", instant=True, table_format=True),
+            ],
+            renames={"Value #A": "removals in window", "Value #B": "every (s)"},
             width=8,
         ),
     ]

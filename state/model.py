@@ -34,12 +34,14 @@ from state.events import (
     TopicPartition,
     UpdateMetadata,
 )
+from state.flapping import FlapHistory
 from state.follower_fetch_state import (
     REJECT_REASONS,
     FetchBatch,
     apply_fetches,
     reset_on_become_leader,
 )
+from state.maintenance import MaintenanceLog
 from state.metadata_cache import MetadataCaches
 from state.partition_health import HealthFrame, evaluate
 from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
@@ -71,6 +73,8 @@ class IsrTransition:
     kind: IsrChangeKind
     by_controller: bool  # LeaderAndIsr; else the leader's own shrink/expand (IsrChange)
     ts: int
+    removed: tuple[int, ...] = ()  # brokers that left the ISR
+    added: tuple[int, ...] = ()  # brokers that entered it
 
 
 @dataclass
@@ -114,6 +118,11 @@ class ReplicationModel:
     that a controller event broadcast to every shard is counted once.
     """
 
+    # Kept with the model's state; class-level None so that a model pickled before they
+    # existed (a checkpoint of an older version) starts them empty.
+    _flaps: FlapHistory | None = None
+    _maintenance: MaintenanceLog | None = None
+
     def __init__(self, settings: RuleSettings, shard: Shard | None = None) -> None:
         self.settings = settings
         self.shard = shard
@@ -127,6 +136,20 @@ class ReplicationModel:
         thresholds and windows are computed at evaluation time, so nothing is recomputed."""
         self.settings = settings
         self.windows.settings = settings.propagation
+
+    @property
+    def flaps(self) -> FlapHistory:
+        """Removals from and re-adds to the ISR of this model's followers (flapping)."""
+        if self._flaps is None:
+            self._flaps = FlapHistory()
+        return self._flaps
+
+    @property
+    def maintenance(self) -> MaintenanceLog:
+        """Brokers' registrations and controlled shutdowns (planned maintenance)."""
+        if self._maintenance is None:
+            self._maintenance = MaintenanceLog()
+        return self._maintenance
 
     @property
     def _zk(self) -> bool:
@@ -205,6 +228,9 @@ class ReplicationModel:
                 self._update_metadata(event, partition_report)
             case BrokerChange():
                 change = self.cluster.apply_broker_change(event)
+                self.maintenance.registered(change.new | change.bounced, event.ts)
+                for broker in change.new | change.bounced:
+                    self.windows.registered(broker, event.ts)
                 self.caches.drop_brokers(change.restarted_caches)
                 report.bounced_brokers.extend(sorted(change.bounced))
             case ControllerChange():
@@ -306,7 +332,16 @@ class ReplicationModel:
         tp = self.table.topic_partition(row)
         leader = int(self.table.leader[row])
         kind = isr_change_kind(old, new)
-        return IsrTransition(tp.topic, tp.partition, leader, kind, by_controller, ts)
+        removed = tuple(sorted(set(old) - set(new)))
+        added = tuple(sorted(set(new) - set(old)))
+        self.flaps.record(tp.topic, tp.partition, leader, removed, added, ts)
+        self.maintenance.isr_changed(
+            removed, added, by_controller=by_controller,
+            registered=self.cluster.live_brokers, ts=ts,
+        )  # fmt: skip
+        return IsrTransition(
+            tp.topic, tp.partition, leader, kind, by_controller, ts, removed, added
+        )
 
     def _record_isr_change(self, row: int, ts: int, origin: int, leader: int) -> None:
         table = self.table
@@ -443,6 +478,8 @@ class ReplicationModel:
                 self._delete(row)
 
     def _delete(self, row: int) -> None:
+        tp = self.table.topic_partition(row)
+        self.flaps.forget_partition(tp.topic, tp.partition)
         self.windows.forget(self.table.topic_partition(row))
         self.caches.forget_row(row)
         self.table.delete(row)

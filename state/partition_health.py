@@ -59,6 +59,7 @@ class HealthFrame:
     offline: BOOL
     predicted_under_replicated: BOOL
     lag_time_max_ms: I64
+    min_insync_replicas: I64  # of the topic (TopicConfig, else the configured default)
     # One column per replica slot, NO_FOLLOWER where the slot is not a follower.
     follower_broker: I64
     follower_status: npt.NDArray[np.int8]
@@ -114,6 +115,7 @@ class HealthFrame:
             "leader_epoch": int(self.leader_epoch[i]),
             "replicas": list(self.replicas[i]),
             "isr": list(self.isr[i]),
+            "min_insync_replicas": int(self.min_insync_replicas[i]),
             "high_watermark": int(self.high_watermark[i]),
             "leader_leo": leader_leo,
             "under_replicated": bool(self.under_replicated[i]),
@@ -202,6 +204,7 @@ def evaluate(
         offline=~leader_live,
         predicted_under_replicated=~under_replicated & shrinking.any(axis=1),
         lag_time_max_ms=lag_time_max,
+        min_insync_replicas=min_isr,
         follower_broker=np.where(is_follower, broker, NO_FOLLOWER),
         follower_status=status.astype(np.int8),
         follower_in_isr=facts.in_isr,

@@ -176,6 +176,15 @@ class PropagationWindows:
             state.last_propagation_ms = ts
         return propagated
 
+    def registered(self, broker: int, ts: int) -> None:
+        """The broker (re-)registered at ``ts``: it started shortly before, and a starting
+        ReplicaManager sets its last propagation time to its start (lastIsrPropagationMs
+        is initialised to the clock), so the 60 s rule counts from about ``ts``. Counting
+        from a propagation seen before the restart would predict it too early."""
+        state = self.leaders.setdefault(broker, LeaderPropagationState())
+        if state.last_propagation_ms is None or ts > state.last_propagation_ms:
+            state.last_propagation_ms = ts
+
     def window_of(self, leader: int) -> BlackoutWindow | None:
         state = self.leaders.get(leader)
         return state.window(self.settings) if state else None

@@ -68,6 +68,25 @@ class RuleSettings(BaseModel):
         default=1, description="min.insync.replicas of a topic with no TopicConfig event"
     )
     propagation: PropagationSettings = Field(default_factory=PropagationSettings)
+    maintenance_grace_ms: PositiveInt = Field(
+        default=300000,
+        description="a broker that (re-)registered this recently is catching up after a "
+        "planned restart: its replicas' absence from ISRs is expected",
+    )
+    maintenance_max_shutdown_ms: PositiveInt = Field(
+        default=1800000,
+        description="a controlled shutdown counts as planned maintenance for at most this long",
+    )
+    flapping_window_ms: PositiveInt = Field(
+        default=600000,
+        description="window in which a follower's removals from the ISR are counted (flapping)",
+    )
+    flapping_min_shrinks: int = Field(
+        default=3,
+        ge=2,
+        description="removals (each followed by a re-add) within the window that make a "
+        "follower flapping",
+    )
 
     @model_validator(mode="after")
     def _warn_below_shrink(self) -> RuleSettings:

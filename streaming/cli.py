@@ -15,6 +15,7 @@ from typing import TextIO
 import click
 
 from dashboards.cli import dashboards_command
+from streaming.check_restart import check_command
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.collectors.cli import collect
 from streaming.config import dump_config
@@ -174,6 +175,8 @@ main.add_command(probe_command)
 main.add_command(dashboards_command)
 
 main.add_command(collect)
+
+main.add_command(check_command)
 
 
 @main.command(name="demo")

@@ -10,19 +10,24 @@ bounds cardinality on a 100,000-partition cluster. Counters accumulate.
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, Histogram, start_http_server
+from prometheus_client import CollectorRegistry, Histogram, make_wsgi_app
 from prometheus_client import Counter as PromCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
+from state.causes import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
+from streaming.check_restart import http_answer
 
 PARTITION_FLAGS = (
     "under_replicated", "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated",
@@ -34,6 +39,13 @@ EVENT_RESULTS = {
 """The result of every input event, by source (see ``HealthExporter.record_batch``)."""
 
 
+class _QuietHandler(WSGIRequestHandler):
+    """No access log line per scrape."""
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 class HealthExporter(Collector):
     """Gauges from the shards' latest stats, plus counters and histograms."""
 
@@ -43,6 +55,9 @@ class HealthExporter(Collector):
         self.registry = registry or CollectorRegistry()
         self.source_status = source_status  # the Kafka source's health, written by its reader
         self._shards: dict[str, dict[str, Any]] = {}
+        self._causes: list[CauseCount] = []
+        self._planned: dict[str, int] = {}  # topic -> expected under-replicated partitions
+        self._maintenance: dict[int, tuple[str, int]] = {}
         self._server: Any = None
         self._batch_time = time.time()
         self.events = PromCounter(
@@ -83,8 +98,30 @@ class HealthExporter(Collector):
         self.registry.register(self)
 
     def serve(self, host: str, port: int) -> None:
-        """Serve /metrics on ``host:port`` until :meth:`close`."""
-        self._server, _ = start_http_server(port, addr=host, registry=self.registry)
+        """Serve /metrics (and /check/restart) on ``host:port`` until :meth:`close`."""
+        metrics = make_wsgi_app(self.registry)
+
+        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") == "/check/restart":
+                status, body = http_answer(environ.get("QUERY_STRING", ""), self.fragile())
+                start_response(status, [("Content-Type", "application/json")])
+                return [json.dumps(body).encode()]
+            result: Iterable[bytes] = metrics(environ, start_response)
+            return result
+
+        class Server(ThreadingWSGIServer):  # IPv4 or IPv6, as the host says
+            address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+
+        server = make_server(host, port, app, Server, handler_class=_QuietHandler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        self._server = server
+
+    def fragile(self) -> list[dict[str, Any]] | None:
+        """Partitions one broker's stop could break, from every shard's latest report
+        (None before the first batch): what ``/check/restart`` answers from."""
+        if not self._shards:
+            return None
+        return [entry for shard in self._shards.values() for entry in shard.get("fragile", [])]
 
     def close(self) -> None:
         """Stop serving and release the port (idempotent)."""
@@ -175,6 +212,85 @@ class HealthExporter(Collector):
         yield since
         yield from self._source_health()
         yield self._isr_change_counts()
+        yield from self._cause_gauges()
+
+    def record_causes(self, attribution: Attribution) -> None:
+        """This batch's cause attribution over all shards (``state.causes``)."""
+        self._causes = attribution.summary()
+        self._planned = attribution.planned_under_replicated()
+        self._maintenance = attribution.shape.maintenance
+
+    def _cause_gauges(self) -> Iterator[Metric]:
+        """Per cause kind and responsible broker ("none" when it blames none): at most
+        kinds x (brokers + 1) series, present only while the cause holds."""
+        labels = ["kind", "broker"]
+        followers = GaugeMetricFamily(
+            "isrwatch_cause_followers",
+            "Followers not IN_SYNC by cause and the broker it holds responsible",
+            labels=labels,
+        )
+        partitions = GaugeMetricFamily(
+            "isrwatch_cause_partitions",
+            "Unhealthy partitions by principal cause and the broker it holds responsible",
+            labels=labels,
+        )
+        leaders = GaugeMetricFamily(
+            "isrwatch_cause_leaders",
+            "Distinct leaders of the followers not IN_SYNC, by cause and responsible broker",
+            labels=labels,
+        )
+        for count in self._causes:
+            key = [count.kind, "none" if count.broker == NO_BROKER else str(count.broker)]
+            if count.followers:
+                followers.add_metric(key, count.followers)
+                leaders.add_metric(key, count.leaders)
+            if count.partitions:
+                partitions.add_metric(key, count.partitions)
+        yield followers
+        yield partitions
+        yield leaders
+        planned = GaugeMetricFamily(
+            "isrwatch_planned_under_replicated_partitions",
+            "Under-replicated partitions whose cause is planned maintenance (a broker in "
+            "controlled shutdown or catching up after it re-registered): expected",
+            labels=["topic"],
+        )
+        topics = {topic for shard in self._shards.values() for topic in shard["topics"]}
+        for topic in sorted(topics | self._planned.keys()):
+            planned.add_metric([topic], self._planned.get(topic, 0))
+        yield planned
+        maintenance = GaugeMetricFamily(
+            "isrwatch_broker_maintenance_since_seconds",
+            "Brokers in planned maintenance (state: shutting_down, restarted) and since when "
+            "(epoch seconds); series exist only while it lasts",
+            labels=["broker", "state"],
+        )
+        for broker, (state, since) in sorted(self._maintenance.items()):
+            maintenance.add_metric([str(broker), state], since / 1000)
+        yield maintenance
+        yield from self._flapping()
+
+    def _flapping(self) -> Iterator[Metric]:
+        labels = ["topic", "partition", "broker", "leader"]
+        shrinks = GaugeMetricFamily(
+            "isrwatch_follower_isr_shrinks",
+            "Removals of a follower from the ISR within the flapping window (followers "
+            "removed twice or more only)",
+            labels=labels,
+        )
+        period = GaugeMetricFamily(
+            "isrwatch_follower_flap_period_seconds",
+            "Mean time between a follower's consecutive removals from the ISR in the window",
+            labels=labels,
+        )
+        for shard in self._shards.values():
+            for flap in shard.get("flapping", []):
+                key = [flap["topic"], str(flap["partition"]), str(flap["broker"]),
+                       str(flap["leader"])]  # fmt: skip
+                shrinks.add_metric(key, flap["shrinks"])
+                period.add_metric(key, flap["period_ms"] / 1000)
+        yield shrinks
+        yield period
 
     def _isr_change_counts(self) -> Metric:
         family = CounterMetricFamily(

@@ -12,11 +12,15 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+import numpy as np
+
+from state.causes import annotate, shape_of_model
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, FetchResponse, Source
 from state.model import ApplyReport, ReplicationModel
 from state.partition_health import HealthRecord
 from state.settings import RuleSettings
+from streaming.shard_state import is_unhealthy
 
 REPLAY_FILE = "replay-file"
 """``DeadLetter.source`` of a line that is not a valid envelope."""
@@ -89,5 +93,11 @@ def replay(lines: Iterable[str], settings: RuleSettings, until_ms: int | None) -
         dead.append((number, DeadLetter(source, raw_lines[number], reason, "not applied")))
     dead.sort(key=lambda item: item[0])
     as_of = until_ms if until_ms is not None else max((e.ts for _, e in events), default=None)
-    records = list(model.evaluate(as_of).records()) if as_of is not None else []
+    records: list[HealthRecord] = []
+    if as_of is not None:
+        # Causes come from the pattern over every partition, which replay holds.
+        frame = model.evaluate(as_of)
+        shape = shape_of_model(frame, model)
+        unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
+        records = annotate(list(frame.records()), unhealthy, shape)
     return ReplayResult(records, as_of, len(events), after_until, dead, report)

@@ -23,12 +23,13 @@ import json
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from state.causes import shape_of_model
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, Source
 from state.follower_fetch_state import FetchBatch
@@ -36,6 +37,7 @@ from state.metadata_cache import MetadataState
 from state.model import ApplyReport, ReplicationModel
 from state.partition_health import HealthFrame
 from state.partition_table import BOOL
+from state.restart_check import fragile_entries
 from state.settings import RuleSettings
 from state.sharding import Shard
 from state.shrink_rule import FollowerStatus
@@ -305,6 +307,16 @@ def _stats_row(
             {**frame.record(i), "replica_lag_time_max_ms": int(frame.lag_time_max_ms[i])}
             for i in unhealthy
         ]
+        # the denominators of cause attribution, added up over shards on the driver
+        stats["cause_shape"] = shape_of_model(frame, snapshot.model).to_json()
+        # what one broker's stop could break, for the exporter's /check/restart
+        stats["fragile"] = fragile_entries(frame)
+    # followers removed from and re-added to the ISR again and again (flapping)
+    rules = snapshot.model.settings
+    stats["flapping"] = [
+        {**asdict(flap), "flapping": flap.flapping(rules.flapping_min_shrinks)}
+        for flap in snapshot.model.flaps.recent(now, rules.flapping_window_ms)
+    ]
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
 

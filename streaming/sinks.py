@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 from kafka import KafkaProducer
 
+from streaming.attribution import CauseAnnotator
 from streaming.metrics import HealthExporter
 from streaming.routing import DEAD
 from streaming.shard_state import HEALTH, STATS, TOMBSTONE
@@ -72,6 +73,7 @@ class BatchSink:
         self.exporter = exporter
         self.health_file = health_file
         self.on_batch = on_batch
+        self.causes = CauseAnnotator()
 
     def __call__(self, batch: Any, batch_id: int) -> None:
         started = time.monotonic()
@@ -79,17 +81,21 @@ class BatchSink:
         self.write(batch_id, rows, started)
 
     def write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
-        health = rows[rows["kind"].isin([HEALTH, TOMBSTONE])]
-        dead = rows[rows["kind"] == DEAD]
-        self._send(health, dead)
-        if self.health_file is not None:
-            self.health_file.write(batch_id, list(health[health["kind"] == HEALTH]["value"]))
         shards = rows[rows["kind"] == STATS]
         stats = [
             {**json.loads(value), "shard": int(key)}
             for key, value in zip(shards["key"], shards["value"], strict=True)
         ]
+        # causes are a pattern over every shard's partitions: attributed here (attribution)
+        health, attribution = self.causes.annotate(
+            rows[rows["kind"].isin([HEALTH, TOMBSTONE])], stats
+        )
+        dead = rows[rows["kind"] == DEAD]
+        self._send(health, dead)
+        if self.health_file is not None:
+            self.health_file.write(batch_id, list(health[health["kind"] == HEALTH]["value"]))
         self.exporter.record_batch(stats, dead_letters_by_reason(dead), time.monotonic() - started)
+        self.exporter.record_causes(attribution)
         if self.on_batch is not None:
             try:
                 self.on_batch(batch_id, rows)

@@ -44,6 +44,7 @@ from streaming.simulator.partition import (
 from streaming.simulator.scenario import (
     Action,
     BounceBroker,
+    ControlledShutdown,
     ControllerFailover,
     CrashBroker,
     CreateTopic,
@@ -101,6 +102,7 @@ class ClusterSimulator:
         self._holds = 0
         self._pairs: dict[tuple[int, int], list[Partition]] | None = None
         self._tokens = 0
+        self._stopping: set[int] = set()  # in controlled shutdown: fetches nothing
         self._schedule(self.start_ms, self._start)
 
     # ------------------------------------------------------------------ driving
@@ -373,6 +375,8 @@ class ClusterSimulator:
     def _ensure_fetcher(self, follower: int, leader: int) -> None:
         if (follower, leader) in self._sessions or not self.brokers[follower].alive:
             return
+        if follower in self._stopping:
+            return
         self._tokens += 1
         self._sessions[(follower, leader)] = self._tokens
         rtt = self._between(self.scenario.fetch.round_trip_ms)
@@ -630,7 +634,7 @@ class ClusterSimulator:
 
     # ------------------------------------------------------------------ brokers
 
-    def _crash(self, broker_id: int) -> None:
+    def _crash(self, broker_id: int, truth_kind: str = "broker_crash") -> None:
         broker = self.brokers[broker_id]
         if not broker.alive:
             return
@@ -639,7 +643,7 @@ class ClusterSimulator:
         broker.isr_change_set.clear()
         for key in [k for k in self._sessions if broker_id in k]:
             self._end_session(*key)
-        self.truth.add(self.now, "broker_crash", broker=broker_id, epoch=broker.epoch)
+        self.truth.add(self.now, truth_kind, broker=broker_id, epoch=broker.epoch)
         self._schedule(self.now + self.scenario.cluster.session_timeout_ms,
                        self._session_expired, broker_id, broker.epoch)  # fmt: skip
 
@@ -648,6 +652,7 @@ class ClusterSimulator:
         if broker.alive:
             return
         broker.alive = True
+        self._stopping.discard(broker_id)
         broker.generation += 1
         broker.epoch = self._next_broker_epoch
         self._next_broker_epoch += 1
@@ -676,6 +681,39 @@ class ClusterSimulator:
         self._on_broker_failure(broker_id)
         if failover:  # the new controller reads every partition and tells every broker
             self._send_update_metadata(list(self.partitions.values()), refresh=True)
+
+    def _controlled_shutdown(self, broker_id: int, exit_after_ms: int) -> None:
+        """KafkaController.doControlledShutdown: every partition the broker is in the ISR
+        of gets it removed (and a new leader if it led), unless it is the last member."""
+        if not self.brokers[broker_id].alive or broker_id not in self.controller_live:
+            return
+        # the controller's StopReplica: the broker stops fetching, so no leader adds it back
+        self._stopping.add(broker_id)
+        for key in [k for k in self._sessions if k[0] == broker_id]:
+            self._end_session(*key)
+        changed = []
+        for p in list(self.partitions.values()):
+            others = [r for r in p.isr if r != broker_id and r in self.controller_live]
+            if broker_id not in p.isr or not others:
+                continue
+            p.set_isr(others, self.now)
+            p.partition_epoch += 1
+            p.leader_epoch += 1
+            leader = p.leader
+            if leader == broker_id:
+                leader = next(r for r in p.replicas if r in others)
+            if leader != NO_LEADER:
+                self._become_leader(p, leader)
+            self._leader_and_isr(p, f"controlled shutdown of broker {broker_id}")
+            changed.append(p)
+        self._send_update_metadata(changed)
+        self._schedule(self.now + exit_after_ms, self._clean_exit, broker_id)
+
+    def _clean_exit(self, broker_id: int) -> None:
+        """The broker exits; its session closes cleanly: the controller sees it at once."""
+        epoch = self.brokers[broker_id].epoch
+        self._crash(broker_id, "broker_stop")
+        self._session_expired(broker_id, epoch)
 
     def _registered(self, broker_id: int, epoch: int) -> None:
         broker = self.brokers[broker_id]
@@ -778,6 +816,11 @@ class ClusterSimulator:
                 self._crash(action.broker)
             case RestartBroker():
                 self._restart(action.broker)
+            case ControlledShutdown():
+                self._controlled_shutdown(action.broker, action.exit_after_ms)
+                if action.down_ms is not None:
+                    self._schedule(self.now + action.exit_after_ms + action.down_ms,
+                                   self._restart, action.broker)  # fmt: skip
             case BounceBroker():
                 self._crash(action.broker)
                 self._schedule(self.now + action.down_ms, self._restart, action.broker)

@@ -147,6 +147,18 @@ class BounceBroker(_Action):
     down_ms: PositiveInt = 2_000
 
 
+class ControlledShutdown(_Action):
+    """A clean stop (kafka-server-stop, a rolling restart): the controller moves the
+    broker's leaderships to other ISR members and takes it out of every ISR while it is
+    still registered (KafkaController.doControlledShutdown), then it exits and its
+    registration goes at once; it starts again after ``down_ms`` (never if null)."""
+
+    action: Literal["controlled_shutdown"]
+    broker: PositiveInt
+    exit_after_ms: NonNegativeInt = 500
+    down_ms: PositiveInt | None = 10_000
+
+
 class ControllerFailover(_Action):
     action: Literal["controller_failover"]
     to: PositiveInt
@@ -190,7 +202,8 @@ class ProduceRate(_Action):
 
 
 Action = Annotated[
-    SlowFollower | CrashBroker | RestartBroker | BounceBroker | ControllerFailover
+    SlowFollower | CrashBroker | RestartBroker | BounceBroker | ControlledShutdown
+    | ControllerFailover
     | PreferredElection | CreateTopic | DeleteTopic | StuckLeader | SlowController
     | ProduceRate,
     Field(discriminator="action"),

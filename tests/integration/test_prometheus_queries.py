@@ -285,6 +285,7 @@ RUNS = [
     Run("topic-lifecycle"),
     Run("stuck-leader"),
     Run("slow-controller"),
+    Run("rolling-restart"),
 ]
 STEP_MS = 3_000  # simulated time per micro-batch
 SEED = 0
@@ -301,6 +302,10 @@ TROUBLES = {"steady"}
 PROPAGATED = {"slow-follower", "broker-crash-and-bounce", "controller-failover",
               "slow-controller"}  # fmt: skip
 """Where some ISR change is seen reaching every live broker's cache."""
+RESTARTS = {"broker-crash-and-bounce", "controller-failover", "rolling-restart"}
+"""Where a broker comes back (planned maintenance: catching up within the grace period)."""
+FLAPPING = {"isr-churn-storm"}
+BROKER_DOWN = {"broker-crash-and-bounce", "controller-failover", "rolling-restart"}
 
 DRILLDOWN = "isrwatch-partition"
 OVERVIEW = "isrwatch-overview"
@@ -325,6 +330,13 @@ EXPECTED: dict[str, set[str]] = {
     f"{OVERVIEW} / Overdue shrinks by leader / A": {"stuck-leader"},
     f"{OVERVIEW} / Broker bounces / A": CRASH,
     f"{OVERVIEW} / Unhealthy partitions / A": UNHEALTHY,
+    f"{OVERVIEW} / Unhealthy partitions by cause / A": UNHEALTHY,
+    f"{OVERVIEW} / Causes now / A": UNHEALTHY,
+    f"{OVERVIEW} / Causes now / B": UNHEALTHY,
+    f"{OVERVIEW} / Causes now / C": UNHEALTHY,
+    f"{OVERVIEW} / Brokers in planned maintenance / A": RESTARTS,
+    f"{OVERVIEW} / Flapping followers / A": FLAPPING,
+    f"{OVERVIEW} / Flapping followers / B": FLAPPING,
     f"{OVERVIEW} / Followers Kafka is about to remove, or should have / A": SHRINKS,
     f"{DRILLDOWN} / Follower lag time against the shrink thresholds / A": UNHEALTHY,
     f"{DRILLDOWN} / Follower lag time against the shrink thresholds / B": UNHEALTHY,
@@ -345,6 +357,10 @@ EXPECTED: dict[str, set[str]] = {
     "rule IsrShrinkOverdue": {"stuck-leader"},
     "rule MetadataPropagationOverdue": {"slow-controller"},
     "rule IsrFlapping": {"isr-churn-storm"},
+    # controller-failover's only cause is broker 2 down: BrokerDown's, not this rule's
+    "rule ReplicationCause": UNHEALTHY - {"controller-failover"},
+    "rule BrokerDown": BROKER_DOWN,
+    "rule FollowerFlapping": FLAPPING,
     "rule IsrwatchMonitorDown": TROUBLES,
     "rule IsrwatchBatchesStalled": set(),  # 5 minutes without a batch: promtool tests it
     "rule IsrwatchSourceDown": TROUBLES,
@@ -355,7 +371,7 @@ EXPECTED: dict[str, set[str]] = {
 CLUSTER_RULES = [
     "rule UnderReplicatedPartitions", "rule UnderMinIsr", "rule OfflinePartitions",
     "rule PredictedIsrShrink", "rule IsrShrinkOverdue", "rule MetadataPropagationOverdue",
-    "rule IsrFlapping",
+    "rule IsrFlapping", "rule ReplicationCause", "rule BrokerDown", "rule FollowerFlapping",
 ]  # fmt: skip
 QUIET: dict[str, set[str]] = {
     # Where a rule must return nothing: a healthy cluster raises no cluster alert, and
@@ -364,6 +380,8 @@ QUIET: dict[str, set[str]] = {
     "rule OfflinePartitions": {r.scenario for r in RUNS} - CRASH,
     "rule IsrShrinkOverdue": {r.scenario for r in RUNS} - {"stuck-leader"},
     "rule MetadataPropagationOverdue": {r.scenario for r in RUNS} - {"slow-controller"},
+    # a broker down pages only where one stopped without a controlled shutdown
+    "rule BrokerDown": {r.scenario for r in RUNS} - BROKER_DOWN,
 }
 
 

@@ -24,6 +24,7 @@ from dashboards.alerting import grafana_template, rule_uid, seconds
 from dashboards.defaults import RULES_FILE
 from dashboards.generate import COMMITTED, outputs, render
 from dashboards.promql import metric_names, substitute, variables
+from state.causes import ClusterShape, UnhealthyPartitions, attribute
 from streaming.cli import main
 from streaming.metrics import HealthExporter
 from tests.unit.test_metrics import shard_stats
@@ -65,12 +66,26 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
         "metadata": {"state": "STALE_OVERDUE", "blackout_earliest_ms": 1_700_000_000_000,
                      "blackout_latest_ms": 1_700_000_002_500},
     }  # fmt: skip
+    flap = {"topic": "orders", "partition": 0, "broker": 3, "leader": 1, "shrinks": 3,
+            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000}  # fmt: skip
     exporter = HealthExporter(source_status=status)
     exporter.record_batch(
-        [shard_stats(0, unhealthy=[record], bounced_brokers=[2])],
+        [shard_stats(0, unhealthy=[record], bounced_brokers=[2], flapping=[flap])],
         {("fetch-responses", "invalid_json"): 1},
         0.2,
     )
+    shape = ClusterShape.from_json(
+        {
+            "pairs": [[3, 1, 2]],
+            "led": [[1, 2]],
+            "live": [1, 3],
+            "maintenance": [[2, "restarted", 1_700_000_000_000]],
+        }
+    )
+    lagging = {"topic": "orders", "partition": 0, "leader": 1, "isr": [1], "offline": False,
+              "under_replicated": True, "followers": [{"broker": 3, "status": "LAGGING"}],
+              "metadata": {"state": "CONSISTENT", "stale_brokers": []}}  # fmt: skip
+    exporter.record_causes(attribute(UnhealthyPartitions.of([lagging]), shape))
     text = generate_latest(exporter.registry).decode()
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
 

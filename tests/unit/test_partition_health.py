@@ -71,9 +71,11 @@ def test_record_has_every_field_of_the_contract() -> None:
     record = health(m, 1_000)
     assert list(record) == [
         "topic", "partition", "as_of_ms", "leader", "leader_epoch", "replicas", "isr",
-        "high_watermark", "leader_leo", "under_replicated", "under_min_isr", "at_min_isr",
-        "offline", "predicted_under_replicated", "followers", "metadata",
+        "min_insync_replicas", "high_watermark", "leader_leo", "under_replicated",
+        "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated", "followers",
+        "metadata",
     ]  # fmt: skip
+    assert record["min_insync_replicas"] == 1  # no TopicConfig: the configured default
     assert list(record["followers"][0]) == [
         "broker", "in_isr", "fetch_offset", "last_caught_up_ms", "lag_time_ms",
         "lag_messages", "status",

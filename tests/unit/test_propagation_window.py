@@ -265,3 +265,21 @@ def test_the_owning_shard_reports_the_observed_propagation_delay() -> None:
         delays[index] = report.propagation_delays_ms
     assert delays[owner] == [6_000]
     assert all(found == [] for index, found in delays.items() if index != owner)
+
+
+def test_a_restarted_leader_counts_the_60s_rule_from_its_registration() -> None:
+    # Leader 1 propagated at 0 and re-registered at 100 s; it changes an ISR at 130 s.
+    # Counted from the old propagation, p + 60 s = 60 s has long passed: the window would
+    # be (130 s, 132.5 s]. A restarted broker's last propagation time is its start, so
+    # p = 100 s: the 5 s rule decides, d = min(135 s, 160 s) = 135 s: (135 s, 137.5 s].
+    from state.propagation_window import PropagationWindows
+
+    windows = PropagationWindows(PropagationSettings())
+    tp = TopicPartition("orders", 0)
+    windows.record_propagation(1, (), 0)
+    windows.registered(1, 100_000)
+    windows.record_isr_change(1, tp, 130_000)
+    assert windows.window_of(1) == BlackoutWindow(135_000, 137_500)
+    # a registration older than the last propagation seen changes nothing
+    windows.registered(1, 50_000)
+    assert windows.window_of(1) == BlackoutWindow(135_000, 137_500)

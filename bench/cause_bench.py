@@ -1,0 +1,96 @@
+"""Cost of cause attribution per micro-batch on the driver, next to what the driver already
+does with the same reports (decoding the shards' unhealthy records from JSON).
+
+    python bench/cause_bench.py [--partitions 100000] [--brokers 30] [--shards 64]
+
+A cluster of ``--partitions`` partitions (3 replicas on random distinct brokers of
+``--brokers``) in which broker 1 has crashed (its follower replicas OFFLINE, its
+leaderships moved away) and broker 2 is behind on everything it follows: every
+partition with a follower on either is unhealthy. Timed, best of 5: the baseline
+(json.loads of the shards' unhealthy records and shapes, as the sink does every batch),
+building the columnar input from the records, merging the shards' shapes, and the
+attribution itself. Nothing is asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from state.causes import ClusterShape, UnhealthyPartitions, attribute
+
+
+def cluster(partitions: int, brokers: int, shards: int) -> tuple[list[str], list[str]]:
+    """The shards' unhealthy records and shapes, as the JSON the stats rows carry."""
+    ids = np.arange(partitions)
+    replicas = np.random.default_rng(0).random((partitions, brokers)).argsort(axis=1)[:, :3] + 1
+    leader, followers = replicas[:, 0], replicas[:, 1:]
+    live = [b for b in range(1, brokers + 1) if b != 1]
+    records: list[list[dict[str, Any]]] = [[] for _ in range(shards)]
+    for p in range(partitions):
+        if leader[p] == 1:
+            continue  # re-elected elsewhere; keep the example simple
+        statuses = {int(b): "OFFLINE" if b == 1 else "LAGGING" if b == 2 else "IN_SYNC"
+                    for b in followers[p]}  # fmt: skip
+        if all(s == "IN_SYNC" for s in statuses.values()):
+            continue
+        records[p % shards].append({
+            "topic": f"t{p // 1000}", "partition": p % 1000, "leader": int(leader[p]),
+            "isr": [int(leader[p])] + [b for b, s in statuses.items() if s != "OFFLINE"],
+            "offline": False, "under_replicated": True,
+            "followers": [{"broker": b, "status": s} for b, s in statuses.items()],
+            "metadata": {"state": "CONSISTENT", "stale_brokers": []},
+        })  # fmt: skip
+    shapes = []
+    for shard in range(shards):
+        mine = ids % shards == shard
+        shape = ClusterShape.of(followers[mine], leader[mine], live)
+        shapes.append(json.dumps(shape.to_json()))
+    return [json.dumps(r) for r in records], shapes
+
+
+def best_of(runs: int, task: Callable[[], object]) -> float:
+    times = []
+    for _ in range(runs):
+        started = time.perf_counter()
+        task()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--brokers", type=int, default=30)
+    parser.add_argument("--shards", type=int, default=64)
+    args = parser.parse_args()
+    records_json, shapes_json = cluster(args.partitions, args.brokers, args.shards)
+    records = [r for chunk in records_json for r in json.loads(chunk)]
+    shapes = [ClusterShape.from_json(json.loads(s)) for s in shapes_json]
+    merged = ClusterShape.merge(shapes)
+    unhealthy = UnhealthyPartitions.of(records)
+    baseline = best_of(5, lambda: [json.loads(c) for c in records_json + shapes_json])
+    build = best_of(5, lambda: UnhealthyPartitions.of(records))
+    merge = best_of(5, lambda: ClusterShape.merge(
+        [ClusterShape.from_json(json.loads(s)) for s in shapes_json]))  # fmt: skip
+    attribution = best_of(5, lambda: attribute(unhealthy, merged))
+    result = attribute(unhealthy, merged)
+    print(f"{args.partitions:,} partitions, {args.brokers} brokers, {args.shards} shards: "
+          f"{len(records):,} unhealthy, {len(unhealthy.followers.broker):,} followers not "
+          "in sync")  # fmt: skip
+    print(f"baseline  json.loads of the shards' reports   {baseline * 1000:8.1f} ms")
+    print(f"columnar  input from the records              {build * 1000:8.1f} ms")
+    print(f"shapes    decoded and merged                  {merge * 1000:8.1f} ms")
+    print(f"attribute the rules                           {attribution * 1000:8.1f} ms")
+    for count in result.summary():
+        print(f"  {count.kind} broker {count.broker}: {count.followers:,} followers, "
+              f"{count.partitions:,} partitions, {count.leaders} leaders")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

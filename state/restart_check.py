@@ -1,0 +1,134 @@
+"""Would stopping a broker now put partitions under min ISR, or offline?
+
+Stopping a broker removes it from the ISR of every partition it is in (the controller's
+``onBrokerFailure``; a controlled shutdown does the same, and moves its leaderships
+first). A partition whose ISR then has fewer members than ``min.insync.replicas`` refuses
+``acks=all`` writes; one whose ISR is then empty has no replica Kafka may elect
+(``unclean.leader.election.enable`` is false by default) and goes offline.
+
+Followers that are SHRINK_ELIGIBLE or SHRINK_OVERDUE count as already gone: Kafka is
+about to remove them (or should have), so they cannot be relied on to keep the ISR up.
+Stopping a broker that is not in a partition's (remaining) ISR changes nothing for it.
+
+Only *fragile* partitions can break when one broker stops: those whose remaining ISR is
+no larger than ``min.insync.replicas``. The streaming job's shards report only those,
+so the driver answers for the whole cluster from a small list (:func:`fragile`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from state.partition_health import HealthFrame
+from state.partition_table import BOOL
+from state.shrink_rule import FollowerStatus
+
+GOING = frozenset({FollowerStatus.SHRINK_ELIGIBLE.name, FollowerStatus.SHRINK_OVERDUE.name})
+OFFLINE = "offline"
+UNDER_MIN_ISR = "under_min_isr"
+
+
+def remaining_isr(record: Mapping[str, Any]) -> list[int]:
+    """The ISR without the followers Kafka is about to remove (or should have)."""
+    going = {f["broker"] for f in record["followers"] if f["status"] in GOING}
+    return [b for b in record["isr"] if b not in going]
+
+
+@dataclass(frozen=True)
+class Breakage:
+    """A partition that stopping the broker would break, and how."""
+
+    topic: str
+    partition: int
+    leader: int
+    isr: list[int]  # the remaining ISR now
+    isr_after: list[int]
+    min_insync_replicas: int
+    becomes: str  # OFFLINE or UNDER_MIN_ISR
+
+
+def breakage(record: Mapping[str, Any], broker: int) -> Breakage | None:
+    """What stopping ``broker`` does to this partition, or None if nothing breaks."""
+    isr = remaining_isr(record)
+    if broker not in isr:
+        return None
+    after = [b for b in isr if b != broker]
+    minimum = int(record["min_insync_replicas"])
+    if after and len(after) >= minimum:
+        return None
+    return Breakage(
+        record["topic"], record["partition"], record["leader"], isr, after, minimum,
+        UNDER_MIN_ISR if after else OFFLINE,
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RestartCheck:
+    broker: int
+    as_of_ms: int | None  # the newest health record considered
+    partitions: int  # health records considered
+    would_break: list[Breakage] = field(default_factory=list)
+
+    @property
+    def safe(self) -> bool:
+        return not self.would_break
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "safe": self.safe, "broker": self.broker, "as_of_ms": self.as_of_ms,
+            "partitions_considered": self.partitions,
+            "would_break": [asdict(b) for b in self.would_break],
+        }  # fmt: skip
+
+
+def check_restart(records: Iterable[Mapping[str, Any]], broker: int) -> RestartCheck:
+    """The answer for ``broker`` over the latest health record of each partition."""
+    considered = 0
+    newest: int | None = None
+    broken: list[Breakage] = []
+    for record in records:
+        considered += 1
+        newest = record["as_of_ms"] if newest is None else max(newest, record["as_of_ms"])
+        found = breakage(record, broker)
+        if found is not None:
+            broken.append(found)
+    broken.sort(key=lambda b: (b.topic, b.partition))
+    return RestartCheck(broker, newest, considered, broken)
+
+
+def _going(frame: HealthFrame) -> BOOL:
+    """ISR followers Kafka is about to remove, or should have (one column per slot)."""
+    status = frame.follower_status
+    going: BOOL = frame.follower_in_isr & (
+        (status == FollowerStatus.SHRINK_ELIGIBLE) | (status == FollowerStatus.SHRINK_OVERDUE)
+    )
+    return going
+
+
+def fragile(frame: HealthFrame) -> BOOL:
+    """Partitions some single broker's stop would break: remaining ISR <= min ISR."""
+    going = _going(frame)
+    isr_size = np.fromiter((len(isr) for isr in frame.isr), np.int64, len(frame))
+    remaining = isr_size - going.sum(axis=1)
+    result: BOOL = remaining <= frame.min_insync_replicas
+    return result
+
+
+def fragile_entries(frame: HealthFrame) -> list[dict[str, Any]]:
+    """The fragile partitions in the smallest form :func:`breakage` reads: the remaining
+    ISR, no followers (those about to go are already left out)."""
+    entries = []
+    going = _going(frame)
+    for i in np.flatnonzero(fragile(frame)).tolist():
+        gone = set(frame.follower_broker[i][going[i]].tolist())
+        entries.append({
+            "topic": frame.topic[i], "partition": int(frame.partition[i]),
+            "as_of_ms": frame.as_of_ms, "leader": int(frame.leader[i]),
+            "isr": [b for b in frame.isr[i] if b not in gone], "followers": [],
+            "min_insync_replicas": int(frame.min_insync_replicas[i]),
+        })  # fmt: skip
+    return entries
