@@ -132,6 +132,11 @@ class LogCollector:
         dropped_before = Counter(self._translator.dropped)
         inputs: list[TranslatorInput] = []
         lines = 0
+        # How far each file that gave lines has got. A file may stop mid-way (at
+        # max_read_bytes), right after a proposal whose cancel it has not given yet, while
+        # another file is far ahead: the logs have moved past a time only when every file
+        # still being read has. A file with no new line is read to its end.
+        file_times: list[int] = []
         for batch in self._follower.read():
             records = []
             parser = self._parser(batch.path)
@@ -154,11 +159,12 @@ class LogCollector:
                     records.append(result)
                 self._metrics.lines.labels(batch.path, label).inc()
             lines += len(batch.lines)
+            if batch.lines and parser.last_ts is not None:
+                file_times.append(parser.last_ts)
             inputs += group_metadata_updates(records)
         inputs.sort(key=input_ts)
         translated = self._translator.translate(inputs)
-        times = [parser.last_ts for parser in self._parsers.values() if parser.last_ts is not None]
-        log_time = max(times, default=None)
+        log_time = min(file_times, default=None)
         if log_time is not None:
             translated += self._translator.advance(log_time)
         if lines == 0:
