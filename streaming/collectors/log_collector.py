@@ -45,6 +45,7 @@ from streaming.collectors.log_translator import (
 )
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.collectors.publisher import Publisher, checked, count_published
+from streaming.collectors.read_loop import read_until_stopped
 from streaming.collectors.state_file import load_state, save_state
 from streaming.config import LogCollectorSettings
 
@@ -132,6 +133,11 @@ class LogCollector:
         dropped_before = Counter(self._translator.dropped)
         inputs: list[TranslatorInput] = []
         lines = 0
+        # How far each file that gave lines has got. A file may stop mid-way (at
+        # max_read_bytes), right after a proposal whose cancel it has not given yet, while
+        # another file is far ahead: the logs have moved past a time only when every file
+        # still being read has. A file with no new line is read to its end.
+        file_times: list[int] = []
         for batch in self._follower.read():
             records = []
             parser = self._parser(batch.path)
@@ -154,11 +160,12 @@ class LogCollector:
                     records.append(result)
                 self._metrics.lines.labels(batch.path, label).inc()
             lines += len(batch.lines)
+            if batch.lines and parser.last_ts is not None:
+                file_times.append(parser.last_ts)
             inputs += group_metadata_updates(records)
         inputs.sort(key=input_ts)
         translated = self._translator.translate(inputs)
-        times = [parser.last_ts for parser in self._parsers.values() if parser.last_ts is not None]
-        log_time = max(times, default=None)
+        log_time = min(file_times, default=None)
         if log_time is not None:
             translated += self._translator.advance(log_time)
         if lines == 0:
@@ -187,28 +194,10 @@ class LogCollector:
 
     def run(self, *, follow: bool, stop: threading.Event) -> None:
         """Read until every file is read to its end; with ``follow``, until ``stop``.
-        A failed read is retried after the poll interval, doubled up to a minute."""
-        interval = self._settings.poll_interval_ms / 1000
-        wait = interval
-        while not stop.is_set():
-            try:
-                lines, _ = self.read_once()
-            except Exception as error:
-                self._metrics.failed("publish")
-                if not follow:
-                    raise
-                log.error("cannot publish the events read; reading again in %.1f s: %s",
-                          wait, error)  # fmt: skip
-                stop.wait(wait)
-                wait = min(2 * wait, 60.0)
-                continue
-            wait = interval
-            if lines:
-                continue  # more may be waiting beyond max_read_bytes
-            self.report_all()  # every file read to its end: say how much was understood
-            if not follow:
-                return
-            stop.wait(interval)
+        Each time every file is read to its end, say how much was understood."""
+        read_until_stopped(lambda: self.read_once()[0], self._metrics, log,
+                           interval_ms=self._settings.poll_interval_ms, follow=follow,
+                           stop=stop, at_end=self.report_all)  # fmt: skip
 
     def close(self) -> None:
         self._follower.close()

@@ -233,17 +233,6 @@ def _strip_one_prefix(text: str) -> str | None:
     return None
 
 
-def strip_prefixes(text: str) -> str:
-    """``text`` without the prefixes of docker compose, kubectl, journald and syslog
-    (several may be stacked: ``[pod/...] 2024-...Z [2024-...] INFO ...``)."""
-    for _ in range(_MAX_PREFIXES):
-        shorter = _strip_one_prefix(text)
-        if shorter is None:
-            break
-        text = shorter
-    return text
-
-
 _ZONE = re.compile(r"(Z|[+-]\d{2}:?\d{2})$")
 
 

@@ -35,6 +35,9 @@ class HealthInput:
             self.skipped["not_a_health_record"] += 1
             return None
         as_of = record["as_of_ms"]
+        if not isinstance(as_of, int) or isinstance(as_of, bool):
+            self.skipped["not_a_health_record"] += 1  # the time orders everything after
+            return None
         if self.until_ms is not None and as_of > self.until_ms:
             self.skipped["after_the_range"] += 1
             return None

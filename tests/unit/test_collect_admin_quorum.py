@@ -10,7 +10,6 @@ each struct), and decoded by kafka-python's own DescribeQuorumResponse, the clas
 
 from __future__ import annotations
 
-import struct
 from typing import Any
 
 from kafka.protocol.admin.cluster import DescribeQuorumResponse
@@ -25,20 +24,9 @@ from streaming.collectors.admin_poller import (
     QuorumSnapshot,
 )
 from streaming.collectors.admin_source import quorum_snapshot
+from tests.unit.metadata_log_synthetic import i16, i32, i64
 
 NO_TAGS = b"\x00"
-
-
-def i16(v: int) -> bytes:
-    return struct.pack(">h", v)
-
-
-def i32(v: int) -> bytes:
-    return struct.pack(">i", v)
-
-
-def i64(v: int) -> bytes:
-    return struct.pack(">q", v)
 
 
 def replica_state(replica: int, leo: int, last_fetch: int, last_caught_up: int) -> bytes:

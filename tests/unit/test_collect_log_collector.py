@@ -300,3 +300,32 @@ def test_a_broken_state_file_is_refused(tmp_path: Path) -> None:
     state.write_text("{not json")
     with pytest.raises(StateFileError, match="not a collector state"):
         collector(copy_sample(tmp_path), state, Capture())
+
+
+# --------------------------------------------------------------------------- Kafka 0.10-2.3
+
+# Lines written here in the wording of Kafka 1.0-2.1's kafka.cluster.Partition (INFO
+# proposal; the commit is logged at TRACE only, the cancel at INFO by the same call).
+PROPOSAL = ("[2019-01-01 10:00:00,000] INFO [Partition t-3 broker=1] Shrinking ISR from 1,2,3"
+            " to 1,2 (kafka.cluster.Partition)\n")  # fmt: skip
+CANCEL = ("[2019-01-01 10:00:00,004] INFO [Partition t-3 broker=1] Cached zkVersion [7] not"
+          " equal to that in zookeeper, skip updating ISR (kafka.cluster.Partition)\n")  # fmt: skip
+LATER = "[2019-01-01 10:00:05,000] INFO Other broker (kafka.server.KafkaServer)\n"
+
+
+def test_a_proposal_waits_for_its_own_file_not_for_the_file_ahead(tmp_path: Path) -> None:
+    """Broker 1's first read stops at max_read_bytes right after a proposal (the budget
+    holds one line, not two); broker 2's log is 5 s ahead (past CANCEL_WINDOW_MS). The
+    cancel, in broker 1's next read, must still undo the proposal: no IsrChange, one
+    isr_update_failed. (Taking the time of the file ahead confirmed the proposal.)"""
+    one, two = tmp_path / "broker-1.log", tmp_path / "broker-2.log"
+    one.write_text(PROPOSAL + CANCEL)
+    two.write_text(LATER)
+    capture = Capture()
+    made, metrics = collector([one, two], None, capture, max_read_bytes=len(CANCEL))
+    assert made.read_once()[0] == 2  # the proposal, and broker 2's line 5 s later
+    read_all(made)
+    made.read_once()  # nothing new: the input ends for now (flush)
+    assert [v for v in capture.values if v["type"] == "IsrChange"] == []
+    assert sample(metrics.registry, "isrwatch_collect_log_records_dropped_total",
+                  {"reason": "isr_update_failed"}) == 1  # fmt: skip

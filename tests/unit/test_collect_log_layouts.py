@@ -26,7 +26,6 @@ from streaming.collectors.log_layouts import (
     LineReader,
     compile_custom_layout,
     parse_time,
-    strip_prefixes,
 )
 
 UTC_ZONE = ZoneInfo("UTC")
@@ -91,8 +90,9 @@ def test_prefixes_are_removed(prefix: str) -> None:
     assert (entry.ts, entry.message) == (TS, MESSAGE)  # the log4j time, not the prefix's
 
 
-def test_a_prefix_alone_is_not_removed() -> None:
-    assert strip_prefixes("kafka  | ") == "kafka  | "
+def test_a_prefix_alone_is_a_continuation_not_an_entry() -> None:
+    """A docker compose line with nothing after its prefix (a blank line of the broker)."""
+    assert read("kafka  | ") == CONTINUATION
 
 
 def test_the_time_zone_is_the_configured_one_unless_the_time_names_one() -> None:

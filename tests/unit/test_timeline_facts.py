@@ -200,14 +200,15 @@ def health_lines() -> list[str]:
         record(19_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, cause=SLOW),
         record(30_000, [1, 3, 2], "IN_SYNC", cause=None),
     ]  # fmt: skip
-    return [json.dumps(r) for r in records] + ["not json", json.dumps({"topic": "t"})]
+    no_time = {**records[0], "as_of_ms": "5000"}  # a time that is not a number: skipped
+    return [json.dumps(r) for r in [*records, no_time]] + ["not json", json.dumps({"topic": "t"})]
 
 
 def test_health_records_alone_infer_changes_at_the_first_record_showing_them() -> None:
     reader = HealthInput()
     records = list(reader.from_lines(health_lines()))
     assert reader.records == 6
-    assert reader.skipped == {"invalid_json": 1, "not_a_health_record": 1}
+    assert reader.skipped == {"invalid_json": 1, "not_a_health_record": 2}
     timeline = TimelineBuilder(30_000, 2_000).add_all(records).finish()
     assert (timeline.start_ms, timeline.end_ms) == (5_000, 30_000)
     (shrink,) = timeline.shrinks

@@ -47,6 +47,7 @@ from streaming.collectors.metadata_log.segments import (
 )
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.collectors.publisher import Publisher, checked, count_published
+from streaming.collectors.read_loop import read_until_stopped
 from streaming.collectors.state_file import load_state, save_state
 from streaming.input_records import InputRecord
 
@@ -266,28 +267,10 @@ class MetadataLogCollector:
     # ------------------------------------------------------------------ running
 
     def run(self, *, follow: bool, stop: threading.Event) -> None:
-        """Read to the end of the log; with ``follow``, until ``stop``. A failed read is
-        retried after the poll interval, doubled up to a minute."""
-        interval = self._poll_interval_ms / 1000
-        wait = interval
-        while not stop.is_set():
-            try:
-                batches, _ = self.read_once()
-            except Exception as error:
-                self._metrics.failed("publish")
-                if not follow:
-                    raise
-                log.error("cannot publish the events read; reading again in %.1f s: %s",
-                          wait, error)  # fmt: skip
-                stop.wait(wait)
-                wait = min(2 * wait, 60.0)
-                continue
-            wait = interval
-            if batches:
-                continue
-            if not follow:
-                return
-            stop.wait(interval)
+        """Read to the end of the log; with ``follow``, until ``stop``."""
+        read_until_stopped(lambda: self.read_once()[0], self._metrics, log,
+                           interval_ms=self._poll_interval_ms, follow=follow,
+                           stop=stop)  # fmt: skip
 
     def close(self) -> None:
         self._publisher.close()
