@@ -33,7 +33,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.metrics import HealthExporter
-from streaming.routing import ROUTED_SCHEMA, route_batches
+from streaming.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.shard_state import (
     CLOCK_DELAY_MS,
     OUTPUT_SCHEMA,
@@ -108,9 +108,12 @@ class CheckpointMismatchError(Exception):
 
 def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
     """What a checkpoint's offsets and state depend on: partitions are hashed into
-    ``state_shards`` groups, and the offsets are those of these topics and source."""
+    ``state_shards`` groups, and the offsets are those of these topics and source.
+    ``routed_layout`` names the rows routing hands the shards and the state they keep:
+    a checkpoint of a release without it cannot be restored by this one."""
     return {
         "state_shards": config.streaming.state_shards,
+        "routed_layout": ROUTED_LAYOUT,
         "controller_events": config.topics.controller_events,
         "fetch_responses": config.topics.fetch_responses,
         "source_format": config.kafka.source_format.value,
@@ -129,6 +132,13 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
     if path.exists():
         kept = json.loads(path.read_text(encoding="utf-8"))
         changed = {k: (kept.get(k), v) for k, v in layout.items() if kept.get(k) != v}
+        if "routed_layout" in changed:
+            raise CheckpointMismatchError(
+                f"{location} was written by another release of isrwatch, whose state layout "
+                f"({changed['routed_layout'][0] or 'routed-v1'}) this one ({ROUTED_LAYOUT}) "
+                "cannot restore: start from a new streaming.checkpoint_location (the job "
+                "rebuilds its state from the controller events it reads)"
+            )
         if changed:
             details = ", ".join(f"{k}: {old!r} in the checkpoint, {new!r} now"
                                 for k, (old, new) in changed.items())  # fmt: skip
@@ -178,9 +188,9 @@ def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
 def routed_stream(spark: Any, config: IsrwatchConfig) -> Any:
     """The input records parsed and routed to their shards (``streaming.routing``)."""
     route = partial(
-        route_batches, sources=input_sources(config), shards=config.streaming.state_shards
+        route_arrow_batches, sources=input_sources(config), shards=config.streaming.state_shards
     )
-    return input_stream(spark, config).mapInPandas(route, ROUTED_SCHEMA)
+    return input_stream(spark, config).mapInArrow(route, ROUTED_SCHEMA)
 
 
 def start_query(

@@ -24,9 +24,11 @@ from typing import Any
 import pandas as pd
 from kafka import KafkaProducer
 
+from streaming import shard_stats
 from streaming.metrics import HealthExporter
 from streaming.routing import DEAD
 from streaming.shard_state import HEALTH, STATS, TOMBSTONE
+from streaming.shard_stats import ShardStats
 
 log = logging.getLogger("isrwatch.sinks")
 
@@ -84,12 +86,9 @@ class BatchSink:
         self._send(health, dead)
         if self.health_file is not None:
             self.health_file.write(batch_id, list(health[health["kind"] == HEALTH]["value"]))
-        shards = rows[rows["kind"] == STATS]
-        stats = [
-            {**json.loads(value), "shard": int(key)}
-            for key, value in zip(shards["key"], shards["value"], strict=True)
-        ]
-        self.exporter.record_batch(stats, dead_letters_by_reason(dead), time.monotonic() - started)
+        self.exporter.record_batch(
+            shard_stats_of(rows), dead_letters_by_reason(dead), time.monotonic() - started
+        )
         if self.on_batch is not None:
             try:
                 self.on_batch(batch_id, rows)
@@ -123,6 +122,11 @@ def _bytes(value: object) -> bytes | None:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return None
     return str(value).encode()
+
+
+def shard_stats_of(rows: pd.DataFrame) -> list[ShardStats]:
+    """The stats row of every shard in a batch's output, in their typed form."""
+    return [shard_stats.decode(value) for value in rows[rows["kind"] == STATS]["value"]]
 
 
 def dead_letters_by_reason(dead: pd.DataFrame) -> Mapping[tuple[str, str], int]:
