@@ -111,7 +111,7 @@ def decode_fetches(values: Sequence[bytes | None]) -> DecodedFetches:
         try:
             wires = list(map(_DECODER.decode, values))  # type: ignore[arg-type]
             return _columns(wires, np.arange(len(wires), dtype=np.int64), [])
-        except (msgspec.DecodeError, msgspec.ValidationError, TypeError):
+        except (msgspec.MsgspecError, ValueError, TypeError):  # ValueError: bad UTF-8
             pass  # some value is not for the fast decoder: judge them one by one
     return _one_by_one(values)
 
@@ -128,7 +128,7 @@ def _one_by_one(values: Sequence[bytes | None]) -> DecodedFetches:
                 wires.append(_DECODER.decode(value))
                 positions.append(index)
                 continue
-            except (msgspec.DecodeError, msgspec.ValidationError):
+            except (msgspec.MsgspecError, ValueError):
                 pass
         parsed = parse_record(Source.FETCH_RESPONSES, value)
         if isinstance(parsed, DeadLetter):
