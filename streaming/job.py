@@ -185,22 +185,26 @@ def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
     }
 
 
-def routed_stream(spark: Any, config: IsrwatchConfig) -> Any:
-    """The input records parsed and routed to their shards (``streaming.routing``)."""
+def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> Any:
+    """The input records (by default the Kafka input stream; the columns of Spark's Kafka
+    source in any case) parsed and routed to their shards (``streaming.routing``)."""
     route = partial(
         route_arrow_batches, sources=input_sources(config), shards=config.streaming.state_shards
     )
-    return input_stream(spark, config).mapInArrow(route, ROUTED_SCHEMA)
+    records = input_stream(spark, config) if records is None else records
+    return records.mapInArrow(route, ROUTED_SCHEMA)
 
 
 def start_query(
-    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool
-) -> Any:
+    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool,
+    records: Any = None,
+) -> Any:  # fmt: skip
+    """The job's query; ``records`` replaces the Kafka input (the bench's Spark floor)."""
     from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     shards = config.streaming.state_shards
-    routed = routed_stream(spark, config)
+    routed = routed_stream(spark, config, records)
     # Spark's watermark only carries the stream's clock; lateness is judged (and
     # dead-lettered) in the state function with the configured delay (shard_state).
     clocked = routed.withColumn("event_time", F.timestamp_millis("ts")).withWatermark(

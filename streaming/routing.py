@@ -202,6 +202,10 @@ def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
             frame[name] = frame[name].astype("Int32")
         elif kind == "long":
             frame[name] = frame[name].astype("Int64")
+        elif kind == "boolean":
+            frame[name] = frame[name].astype("boolean")
+        elif kind == "binary":
+            frame[name] = frame[name].astype("object")
         else:
             raise ValueError(f"no pandas type for {kind!r} ({name})")
     return frame
