@@ -638,13 +638,12 @@ def main(argv: list[str] | None = None) -> None:
         floor = source_floor(config, produced)
         spark_rate = None
         if "spark-floor" not in args.skip:
-            spark_rate = spark_floor(spark, bench_config(broker, workdir, args.shards,
-                                                         args.trigger_ms),
-                                     args.partitions, max(200_000, min(produced, 2_000_000)),
-                                     workdir)  # fmt: skip
+            count = 20_000 if args.short else max(200_000, min(produced, 2_000_000))
+            floor_config = bench_config(broker, workdir, args.shards, args.trigger_ms)
+            spark_rate = spark_floor(spark, floor_config, args.partitions, count, workdir)
         if "per-partition" not in args.skip:
             per_partition_design(spark, bench_config(broker, workdir, args.shards, 1000),
-                                 30 if args.short else 120)  # fmt: skip
+                                 10 if args.short else 120)  # fmt: skip
         largest = max((k for k, v in rates.items() if v > 0), default=0)
         ratios = f"job / source floor {best / floor:.2f}" if floor else "no source floor"
         if spark_rate:

@@ -3,11 +3,11 @@
 ```
 controller-events ─┐                     ┌─ partition-health (compacted)
                    ├─ route ─ shard state ┼─ isrwatch-dead-letters
-fetch-responses ───┘  (mapInPandas)       └─ /metrics, --health-out
+fetch-responses ───┘  (mapInArrow)        └─ /metrics, --health-out
                        applyInPandasWithState, grouped by shard
 ```
 
-The source is this project's Python Data Source over kafka-python
+The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
 (``streaming.kafka_source``), or Spark's JVM connector (``kafka.source_format: kafka``)
 where a deployment has it. State lives in the RocksDB state store by default; source
 offsets and state are in the checkpoint, so a restarted job applies every event once.
