@@ -66,4 +66,4 @@ def test_a_checkpoint_of_the_previous_release_is_refused_by_name(tmp_path: Path)
     (location / "isrwatch-layout.json").write_text(json.dumps(previous))
     with pytest.raises(CheckpointMismatchError, match=r"another release of isrwatch.*routed-v1.*"
                        r"routed-v2.*new streaming.checkpoint_location"):  # fmt: skip
-        guard_checkpoint(config(location, **{"streaming.state_shards": 16}))
+        guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))
