@@ -631,7 +631,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.short:
         global T_MS
         T_MS = 2_000
-        args.partitions, args.rates, args.seconds = 2000, [4000], 15
+        args.partitions, args.rates, args.seconds = 2000, [4000], 10
         args.client_records, args.trigger_ms = 20_000, 1000
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-sustained-"))
     memory = Memory()
@@ -657,7 +657,7 @@ def main(argv: list[str] | None = None) -> None:
             spark_rate = spark_floor(spark, floor_config, args.partitions, count, workdir)
         if "per-partition" not in args.skip:
             per_partition_design(spark, bench_config(broker, workdir, args.shards, 1000),
-                                 10 if args.short else 120)  # fmt: skip
+                                 5 if args.short else 120)  # fmt: skip
         largest = max((k for k, v in rates.items() if v > 0), default=0)
         ratios = f"job / source floor {best / floor:.2f}" if floor else "no source floor"
         if spark_rate:

@@ -905,7 +905,10 @@ def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Itera
         position = part.start
         progress_at = time.monotonic()
         while position < part.end:
-            messages = consumer.consume(READ_BATCH_RECORDS, timeout=min(1.0, timeout_s))
+            # consume() returns once it has this many messages or at the timeout: ask for
+            # no more than the range holds, so that a short range costs no waiting.
+            wanted = max(1, min(READ_BATCH_RECORDS, part.end - position))
+            messages = consumer.consume(wanted, timeout=min(1.0, timeout_s))
             records = [m for m in messages if m.error() is None]
             if records:
                 offsets = np.fromiter(map(Message.offset, records), np.int64, len(records))

@@ -20,6 +20,7 @@ FIGURES = (
 )  # fmt: skip
 
 
+@pytest.mark.timeout(1500)  # a few minutes on a quiet machine; far more on a loaded one
 def test_short_mode_prints_every_figure() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH), "--short"],
