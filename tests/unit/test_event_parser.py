@@ -707,6 +707,7 @@ def test_arbitrary_text_never_raises(source: Source, value: str) -> None:
     _assert_never_raises(parse_record(source, value))
 
 
+@settings(deadline=None)  # a shared machine under load takes a second for what takes 5 ms
 @given(SOURCES, JSON_VALUES)
 def test_arbitrary_json_never_raises(source: Source, value: Any) -> None:
     _assert_never_raises(parse_json_line(source, value))
