@@ -15,6 +15,7 @@ from enum import StrEnum
 import numpy as np
 
 from state.cluster_state import ClusterState
+from state.controller_routing import ControllerEpochSeen
 from state.events import (
     LEADER_DURING_DELETE,
     NO_LEADER,
@@ -81,7 +82,9 @@ class IsrTransition:
 class ApplyReport:
     """What one :meth:`ReplicationModel.apply` did, for metrics and dead letters."""
 
-    applied: Counter[str] = field(default_factory=Counter)  # by event type
+    # By event type: events that were applied to the state. A fetch answered with an
+    # error is valid but changes nothing: it is counted in fetch_error_responses only.
+    applied: Counter[str] = field(default_factory=Counter)
     rejected_ids: list[int] = field(default_factory=list)
     rejected_reasons: list[DeadLetterReason] = field(default_factory=list)
     fetch_error_responses: int = 0
@@ -157,7 +160,9 @@ class ReplicationModel:
 
     # ------------------------------------------------------------------ apply
 
-    def apply(self, events: Iterable[tuple[int, Event | FetchBatch]]) -> ApplyReport:
+    def apply(
+        self, events: Iterable[tuple[int, Event | ControllerEpochSeen | FetchBatch]]
+    ) -> ApplyReport:
         """Apply ``(source_id, event)`` pairs in order; runs of fetches go as one batch."""
         report = ApplyReport()
         run: list[FetchResponse] = []
@@ -181,7 +186,7 @@ class ReplicationModel:
     def apply_fetch_batch(self, batch: FetchBatch, report: ApplyReport) -> None:
         outcome = apply_fetches(self.table, batch)
         rejected = outcome.rejected()
-        report.applied["FetchResponse"] += len(batch) - len(rejected)
+        report.applied["FetchResponse"] += len(batch) - len(rejected) - outcome.error_responses
         report.fetch_error_responses += outcome.error_responses
         report.rejected_ids.extend(batch.source_id[rejected].tolist())
         report.rejected_reasons.extend(
@@ -203,8 +208,12 @@ class ReplicationModel:
         return self.reports_cluster_events
 
     def apply_controller_event(
-        self, source_id: int, event: ControllerEvent, report: ApplyReport
+        self, source_id: int, event: ControllerEvent | ControllerEpochSeen, report: ApplyReport
     ) -> None:
+        if isinstance(event, ControllerEpochSeen):
+            # Another shard's event: only its epoch concerns this one (controller_routing).
+            self.cluster.observe_controller(event.controller_id, event.controller_epoch)
+            return
         # Facts about one partition (observed propagation delays) go to the report of the
         # shard that owns the partition; the event itself is counted by one shard only.
         partition_report = report

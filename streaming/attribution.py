@@ -19,24 +19,25 @@ import pandas as pd
 
 from state.causes import Attribution, ClusterShape, UnhealthyPartitions, attribute, with_causes
 from streaming.shard_state import HEALTH, TOMBSTONE
+from streaming.shard_stats import ShardStats
 
 
-def unhealthy_records(stats: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def unhealthy_records(stats: Sequence[ShardStats]) -> list[dict[str, Any]]:
     """The unhealthy records the shards reported, as health records."""
     return [
         {k: v for k, v in record.items() if k != "replica_lag_time_max_ms"}
         for shard in stats
-        for record in shard["unhealthy"]
+        for record in shard.unhealthy
     ]
 
 
 def attribute_shards(
-    stats: Sequence[Mapping[str, Any]],
+    stats: Sequence[ShardStats],
 ) -> tuple[list[dict[str, Any]], Attribution]:
     """The shards' unhealthy records and the attribution over the whole cluster."""
     records = unhealthy_records(stats)
     shape = ClusterShape.merge(
-        [ClusterShape.from_json(s["cause_shape"]) for s in stats if "cause_shape" in s]
+        [ClusterShape.from_json(s.cause_shape) for s in stats if s.cause_shape is not None]
     )
     return records, attribute(UnhealthyPartitions.of(records), shape)
 
@@ -48,7 +49,7 @@ class CauseAnnotator:
         self._written: dict[str, str] = {}  # key -> causes last written, unhealthy only
 
     def annotate(
-        self, health: pd.DataFrame, stats: Sequence[Mapping[str, Any]]
+        self, health: pd.DataFrame, stats: Sequence[ShardStats]
     ) -> tuple[pd.DataFrame, Attribution]:
         records, attribution = attribute_shards(stats)
         causes = attribution.causes_by_partition()

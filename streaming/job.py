@@ -3,11 +3,11 @@
 ```
 controller-events ─┐                     ┌─ partition-health (compacted)
                    ├─ route ─ shard state ┼─ isrwatch-dead-letters
-fetch-responses ───┘  (mapInPandas)       └─ /metrics, --health-out
+fetch-responses ───┘  (mapInArrow)        └─ /metrics, --health-out
                        applyInPandasWithState, grouped by shard
 ```
 
-The source is this project's Python Data Source over kafka-python
+The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
 (``streaming.kafka_source``), or Spark's JVM connector (``kafka.source_format: kafka``)
 where a deployment has it. State lives in the RocksDB state store by default; source
 offsets and state are in the checkpoint, so a restarted job applies every event once.
@@ -33,7 +33,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.metrics import HealthExporter
-from streaming.routing import ROUTED_SCHEMA, route_batches
+from streaming.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.shard_state import (
     CLOCK_DELAY_MS,
     OUTPUT_SCHEMA,
@@ -108,9 +108,12 @@ class CheckpointMismatchError(Exception):
 
 def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
     """What a checkpoint's offsets and state depend on: partitions are hashed into
-    ``state_shards`` groups, and the offsets are those of these topics and source."""
+    ``state_shards`` groups, and the offsets are those of these topics and source.
+    ``routed_layout`` names the rows routing hands the shards and the state they keep:
+    a checkpoint of a release without it cannot be restored by this one."""
     return {
         "state_shards": config.streaming.state_shards,
+        "routed_layout": ROUTED_LAYOUT,
         "controller_events": config.topics.controller_events,
         "fetch_responses": config.topics.fetch_responses,
         "source_format": config.kafka.source_format.value,
@@ -129,6 +132,13 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
     if path.exists():
         kept = json.loads(path.read_text(encoding="utf-8"))
         changed = {k: (kept.get(k), v) for k, v in layout.items() if kept.get(k) != v}
+        if "routed_layout" in changed:
+            raise CheckpointMismatchError(
+                f"{location} was written by another release of isrwatch, whose state layout "
+                f"({changed['routed_layout'][0] or 'routed-v1'}) this one ({ROUTED_LAYOUT}) "
+                "cannot restore: start from a new streaming.checkpoint_location (the job "
+                "rebuilds its state from the controller events it reads)"
+            )
         if changed:
             details = ", ".join(f"{k}: {old!r} in the checkpoint, {new!r} now"
                                 for k, (old, new) in changed.items())  # fmt: skip
@@ -175,22 +185,26 @@ def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
     }
 
 
-def routed_stream(spark: Any, config: IsrwatchConfig) -> Any:
-    """The input records parsed and routed to their shards (``streaming.routing``)."""
+def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> Any:
+    """The input records (by default the Kafka input stream; the columns of Spark's Kafka
+    source in any case) parsed and routed to their shards (``streaming.routing``)."""
     route = partial(
-        route_batches, sources=input_sources(config), shards=config.streaming.state_shards
+        route_arrow_batches, sources=input_sources(config), shards=config.streaming.state_shards
     )
-    return input_stream(spark, config).mapInPandas(route, ROUTED_SCHEMA)
+    records = input_stream(spark, config) if records is None else records
+    return records.mapInArrow(route, ROUTED_SCHEMA)
 
 
 def start_query(
-    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool
-) -> Any:
+    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool,
+    records: Any = None,
+) -> Any:  # fmt: skip
+    """The job's query; ``records`` replaces the Kafka input (the bench's Spark floor)."""
     from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.streaming.state import GroupStateTimeout
 
     shards = config.streaming.state_shards
-    routed = routed_stream(spark, config)
+    routed = routed_stream(spark, config, records)
     # Spark's watermark only carries the stream's clock; lateness is judged (and
     # dead-lettered) in the state function with the configured delay (shard_state).
     clocked = routed.withColumn("event_time", F.timestamp_millis("ts")).withWatermark(

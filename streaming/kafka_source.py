@@ -1,4 +1,5 @@
-"""A Kafka streaming source on PySpark's Python Data Source API, reading with kafka-python.
+"""A Kafka streaming source on PySpark's Python Data Source API: planned with kafka-python on
+the driver, read with confluent-kafka (librdkafka) on the executors.
 
 Spark's own Kafka connector (``spark-sql-kafka-0-10``) needs jars from Maven, which a
 deployment may not have; this source gives the same columns (``key, value, topic,
@@ -10,7 +11,7 @@ partition, offset, timestamp, timestampType``) so that a job can switch between
 
 Offsets are ``{"<topic>:<partition>": next offset to read}``. Each micro-batch plans one
 input partition per topic-partition with new records, read on an executor with a
-kafka-python consumer (``assign`` + ``seek``), as Arrow record batches.
+confluent-kafka consumer (``assign`` at the start offset), as Arrow record batches.
 
 End offsets. kafka-python's ``end_offsets()`` is exact on Kafka, but Tansu (the embedded
 broker) answers the base offset of the last record batch + 1, which hides the rest of a
@@ -67,6 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import (
@@ -845,10 +848,121 @@ def _to_arrow(topic: str, partition: int, records: Sequence[Any]) -> pa.RecordBa
     )
 
 
+def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
+    """The reader's consumer settings for confluent-kafka (librdkafka), from the same
+    kafka-python client options the driver's clients use (``KafkaSettings``)."""
+    client = settings.client_options
+    config: dict[str, Any] = {
+        "bootstrap.servers": ",".join(settings.bootstrap_servers),
+        # librdkafka wants a group for a consumer; offsets are assigned, never committed.
+        "group.id": "isrwatch-source-reader",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",  # records gone (retention): go on from the first
+        "allow.auto.create.topics": False,
+        "socket.timeout.ms": settings.request_timeout_ms,
+        "fetch.wait.max.ms": 100,
+        "queued.max.messages.kbytes": 262144,
+        "log_level": 3,  # errors only: the reader reports its own failures
+    }
+    renamed = {
+        "client_id": "client.id", "security_protocol": "security.protocol",
+        "sasl_mechanism": "sasl.mechanism", "sasl_plain_username": "sasl.username",
+        "sasl_plain_password": "sasl.password", "ssl_cafile": "ssl.ca.location",
+        "ssl_certfile": "ssl.certificate.location", "ssl_keyfile": "ssl.key.location",
+        "retry_backoff_ms": "retry.backoff.ms",
+        "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+    }  # fmt: skip
+    for name, key in renamed.items():
+        if client.get(name) is not None:
+            config[key] = client[name]
+    if "ssl_check_hostname" in client:
+        config["ssl.endpoint.identification.algorithm"] = (
+            "https" if client["ssl_check_hostname"] else "none"
+        )
+    return config
+
+
 def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
     """The records ``part.start <= offset < part.end`` of one topic-partition, in order,
     as Arrow record batches; raises RuntimeError when the broker makes no progress for
-    ``settings.read_timeout_ms``."""
+    ``settings.read_timeout_ms``. Read with confluent-kafka (librdkafka): ten times
+    kafka-python's records/s on one core (``bench/stream_bench.py``)."""
+    from confluent_kafka import Consumer, KafkaException, Message
+    from confluent_kafka import TopicPartition as ConfluentPartition
+
+    where = f"{part.topic}:{part.partition} offsets [{part.start}, {part.end})"
+    try:
+        consumer = Consumer(librdkafka_config(settings))
+    except KafkaException as error:
+        raise RuntimeError(
+            f"{SOURCE_NAME}: cannot make a Kafka consumer for "
+            f"{','.join(settings.bootstrap_servers)} to read {where}: {error}"
+        ) from error
+    timeout_s = settings.read_timeout_ms / 1000
+    try:
+        consumer.assign([ConfluentPartition(part.topic, part.partition, part.start)])
+        position = part.start
+        progress_at = time.monotonic()
+        while position < part.end:
+            # consume() returns once it has this many messages or at the timeout: ask for
+            # no more than the range holds, so that a short range costs no waiting.
+            wanted = max(1, min(READ_BATCH_RECORDS, part.end - position))
+            messages = consumer.consume(wanted, timeout=min(1.0, timeout_s))
+            records = [m for m in messages if m.error() is None]
+            if records:
+                offsets = np.fromiter(map(Message.offset, records), np.int64, len(records))
+                keep = (offsets >= part.start) & (offsets < part.end)
+                if not keep.all():
+                    records = [m for m, k in zip(records, keep.tolist(), strict=True) if k]
+                    offsets = offsets[keep]
+                if records:
+                    yield _messages_to_arrow(part.topic, part.partition, records, offsets)
+                    position = int(offsets[-1]) + 1
+                    progress_at = time.monotonic()
+                    continue
+            if time.monotonic() - progress_at > timeout_s:
+                errors = "; ".join(str(m.error()) for m in messages if m.error() is not None)
+                raise RuntimeError(
+                    f"{SOURCE_NAME}: reading {where}: no progress at offset {position} for "
+                    f"{timeout_s:.0f} s; is Kafka at {','.join(settings.bootstrap_servers)} "
+                    f"answering? {errors} (Spark retries the task)"
+                )
+    finally:
+        with contextlib.suppress(Exception):
+            consumer.close()
+
+
+def _messages_to_arrow(
+    topic: str, partition: int, messages: Sequence[Any], offsets: npt.NDArray[np.int64]
+) -> pa.RecordBatch:
+    """confluent-kafka messages as the source's columns (one C call per field and record)."""
+    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
+
+    count = len(messages)
+    stamps = list(map(Message.timestamp, messages))  # (type, ms); types 1 create, 2 append
+    kinds = np.fromiter((kind for kind, _ in stamps), np.int32, count)
+    millis = np.fromiter((ms for _, ms in stamps), np.int64, count)
+    missing = kinds == TIMESTAMP_NOT_AVAILABLE
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(list(map(Message.key, messages)), pa.binary()),
+            pa.array(list(map(Message.value, messages)), pa.binary()),
+            pa.repeat(pa.scalar(topic), count),
+            pa.repeat(pa.scalar(partition, pa.int32()), count),
+            pa.array(offsets),
+            pa.array(millis * 1000, pa.int64(), mask=missing).cast(pa.timestamp("us", tz="UTC")),
+            pa.array(kinds - 1, pa.int32(), mask=missing),  # Spark's 0 create, 1 append
+        ],
+        schema=_arrow_schema(),
+    )
+
+
+def read_partition_kafka_python(
+    settings: SourceSettings, part: KafkaInputPartition
+) -> Iterator[pa.RecordBatch]:
+    """:func:`read_partition` with kafka-python (the reader before confluent-kafka; the
+    bench compares the two)."""
     from kafka import KafkaConsumer, TopicPartition
     from kafka.errors import KafkaTimeoutError
 

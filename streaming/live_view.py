@@ -7,7 +7,6 @@ letters; the ``render_*`` functions turn a snapshot of it into rich renderables.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -22,8 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from streaming.routing import DEAD
-from streaming.shard_state import STATS
-from streaming.sinks import dead_letters_by_reason
+from streaming.shard_stats import ShardStats
+from streaming.sinks import dead_letters_by_reason, shard_stats_of
 
 STATUS_STYLE = {
     "IN_SYNC": "green", "LAGGING": "yellow", "SHRINK_ELIGIBLE": "bold dark_orange",
@@ -53,18 +52,17 @@ class ClusterHealth:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._shards: dict[str, dict[str, Any]] = {}
+        self._shards: dict[int, ShardStats] = {}
         self._batches = 0
         self._dead_letters: Counter[str] = Counter()
         self.peaks: Counter[str] = Counter()  # the most partitions seen in each condition
         self.first_seen_ms: dict[str, int] = {}  # event time each condition first appeared
 
     def on_batch(self, _batch_id: int, rows: pd.DataFrame) -> None:
-        stats = rows[rows["kind"] == STATS]
         dead = rows[rows["kind"] == DEAD]
         with self._lock:
-            for key, value in zip(stats["key"], stats["value"], strict=True):
-                self._shards[str(key)] = json.loads(value)
+            for stats in shard_stats_of(rows):
+                self._shards[stats.shard] = stats
             for (_source, reason), count in dead_letters_by_reason(dead).items():
                 self._dead_letters[reason] += count
             self._batches += 1
@@ -82,15 +80,14 @@ class ClusterHealth:
     def _snapshot(self) -> HealthSnapshot:
         snapshot = HealthSnapshot(self._batches, dead_letters=Counter(self._dead_letters))
         for stats in self._shards.values():
-            now = stats.get("now_ms")
-            if now is not None:
-                snapshot.now_ms = max(now, snapshot.now_ms or now)
-            snapshot.partitions += int(stats.get("partitions", 0))
-            for gauges in stats.get("topics", {}).values():
+            now = stats.now_ms
+            snapshot.now_ms = max(now, snapshot.now_ms or now)
+            snapshot.partitions += stats.partitions
+            for gauges in stats.topics.values():
                 for condition in COUNTED:
-                    snapshot.totals[condition] += int(gauges.get(condition, 0))
-                snapshot.followers.update(gauges.get("followers", {}))
-            snapshot.unhealthy.extend(stats.get("unhealthy", []))
+                    snapshot.totals[condition] += int(getattr(gauges, condition))
+                snapshot.followers.update(gauges.followers)
+            snapshot.unhealthy.extend(stats.unhealthy)
         snapshot.unhealthy.sort(key=lambda r: (r["topic"], r["partition"]))
         return snapshot
 

@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from state.causes import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
 from streaming.check_restart import http_answer
+from streaming.shard_stats import ShardStats
 
 PARTITION_FLAGS = (
     "under_replicated", "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated",
@@ -54,7 +55,7 @@ class HealthExporter(Collector):
     ) -> None:
         self.registry = registry or CollectorRegistry()
         self.source_status = source_status  # the Kafka source's health, written by its reader
-        self._shards: dict[str, dict[str, Any]] = {}
+        self._shards: dict[int, ShardStats] = {}
         self._causes: list[CauseCount] = []
         self._planned: dict[str, int] = {}  # topic -> expected under-replicated partitions
         self._maintenance: dict[int, tuple[str, int]] = {}
@@ -121,7 +122,7 @@ class HealthExporter(Collector):
         (None before the first batch): what ``/check/restart`` answers from."""
         if not self._shards:
             return None
-        return [entry for shard in self._shards.values() for entry in shard.get("fragile", [])]
+        return [entry for shard in self._shards.values() for entry in shard.fragile]
 
     def close(self) -> None:
         """Stop serving and release the port (idempotent)."""
@@ -133,7 +134,7 @@ class HealthExporter(Collector):
     # ---------------------------------------------------------------- updates
 
     def record_batch(
-        self, stats: Iterable[Mapping[str, Any]],
+        self, stats: Iterable[ShardStats],
         dead_letters: Mapping[tuple[str, str], int], duration_s: float,
     ) -> None:  # fmt: skip
         """One micro-batch: the stats row of every shard, dead letters by (source, reason).
@@ -145,30 +146,29 @@ class HealthExporter(Collector):
             self.dead_letters.labels(reason).inc(count)
             self.events.labels(source, "dead_letter").inc(count)
         for shard in stats:
-            if shard["fetch_error_responses"]:
+            if shard.fetch_error_responses:
                 self.events.labels("fetch-responses", "error_response").inc(
-                    shard["fetch_error_responses"]
+                    shard.fetch_error_responses
                 )
-            self._shards[str(shard["shard"])] = dict(shard)
-            for event_type, count in shard["applied"].items():
+            self._shards[shard.shard] = shard
+            for event_type, count in shard.applied.items():  # error responses not included
                 source = "fetch-responses" if event_type == "FetchResponse" else "controller-events"
-                if event_type == "FetchResponse":
-                    count -= shard["fetch_error_responses"]  # counted as error_response
                 self.events.labels(source, "applied").inc(count)
             with self._isr_lock:
-                for topic, leader, kind, by_controller in shard["isr_transitions"]:
-                    key = (topic, str(leader), kind, "controller" if by_controller else "leader")
+                for t in shard.isr_transitions:
+                    key = (t.topic, str(t.leader), t.kind,
+                           "controller" if t.by_controller else "leader")  # fmt: skip
                     if key in self._isr_changes:
                         self._isr_changes[key] += 1
                     else:
                         self._new_isr_changes[key] += 1
-            for delay_ms in shard["propagation_delays_ms"]:
+            for delay_ms in shard.propagation_delays_ms:
                 self.propagation_delay.observe(delay_ms / 1000)
-            for broker in shard.get("brokers", {}):
+            for broker in shard.brokers:
                 if int(broker) >= 0:  # -1 stands for "no leader"
                     self.bounced.labels(broker)  # at 0 until its first bounce
-            for broker in shard["bounced_brokers"]:
-                self.bounced.labels(str(broker)).inc()
+            for bounced in shard.bounced_brokers:
+                self.bounced.labels(str(bounced)).inc()
         self.batch_duration.observe(duration_s)
         self._batch_time = time.time()
 
@@ -179,7 +179,7 @@ class HealthExporter(Collector):
         yield from self._topic_gauges(shards)
         yield from self._broker_gauges(shards)
         yield from self._unhealthy(shards)
-        clock = max((s["clock_ms"] for s in shards), default=-1)
+        clock = max((s.clock_ms for s in shards), default=-1)
         last_event = GaugeMetricFamily(
             "isrwatch_last_event_time_seconds", "Largest event time applied (epoch seconds)"
         )
@@ -201,7 +201,7 @@ class HealthExporter(Collector):
         )
         totals: Counter[str] = Counter()
         for shard in shards:
-            totals.update(shard["applied_total"])
+            totals.update(shard.applied_total)
         for event_type, count in sorted(totals.items()):
             applied.add_metric([event_type], count)
         yield applied
@@ -255,7 +255,7 @@ class HealthExporter(Collector):
             "controlled shutdown or catching up after it re-registered): expected",
             labels=["topic"],
         )
-        topics = {topic for shard in self._shards.values() for topic in shard["topics"]}
+        topics = {topic for shard in self._shards.values() for topic in shard.topics}
         for topic in sorted(topics | self._planned.keys()):
             planned.add_metric([topic], self._planned.get(topic, 0))
         yield planned
@@ -284,11 +284,10 @@ class HealthExporter(Collector):
             labels=labels,
         )
         for shard in self._shards.values():
-            for flap in shard.get("flapping", []):
-                key = [flap["topic"], str(flap["partition"]), str(flap["broker"]),
-                       str(flap["leader"])]  # fmt: skip
-                shrinks.add_metric(key, flap["shrinks"])
-                period.add_metric(key, flap["period_ms"] / 1000)
+            for flap in shard.flapping:
+                key = [flap.topic, str(flap.partition), str(flap.broker), str(flap.leader)]
+                shrinks.add_metric(key, flap.shrinks)
+                period.add_metric(key, flap.period_ms / 1000)
         yield shrinks
         yield period
 
@@ -340,20 +339,20 @@ class HealthExporter(Collector):
             success.add_metric([], status["last_success_at"])
             yield success
 
-    def _topic_gauges(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+    def _topic_gauges(self, shards: list[ShardStats]) -> Iterator[Metric]:
         totals: dict[str, Counter[str]] = {}
         followers: Counter[tuple[str, str]] = Counter()
         stale: Counter[tuple[str, str]] = Counter()
         for shard in shards:
-            for topic, gauges in shard["topics"].items():
+            for topic, gauges in shard.topics.items():
                 counter = totals.setdefault(topic, Counter())
-                counter["partitions"] += gauges["partitions"]
+                counter["partitions"] += gauges.partitions
                 for flag in PARTITION_FLAGS:
-                    counter[flag] += gauges[flag]
-                for status, count in gauges["followers"].items():
+                    counter[flag] += getattr(gauges, flag)
+                for status, count in gauges.followers.items():
                     followers[(topic, status)] += count
-                stale[(topic, "expected")] += gauges["metadata_stale_expected"]
-                stale[(topic, "overdue")] += gauges["metadata_stale_overdue"]
+                stale[(topic, "expected")] += gauges.metadata_stale_expected
+                stale[(topic, "overdue")] += gauges.metadata_stale_overdue
         partitions = GaugeMetricFamily(
             "isrwatch_partitions", "Partitions monitored", labels=["topic"]
         )
@@ -383,14 +382,14 @@ class HealthExporter(Collector):
             metadata.add_metric([topic, state], count)
         yield metadata
 
-    def _broker_gauges(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+    def _broker_gauges(self, shards: list[ShardStats]) -> Iterator[Metric]:
         followers: Counter[tuple[str, str]] = Counter()
         leads: Counter[tuple[str, str]] = Counter()
         for shard in shards:
-            for broker, gauges in shard.get("brokers", {}).items():
-                for status, count in gauges["followers"].items():
+            for broker, gauges in shard.brokers.items():
+                for status, count in gauges.followers.items():
                     followers[(broker, status)] += count
-                for condition, count in gauges["leads"].items():
+                for condition, count in gauges.leads.items():
                     leads[(broker, condition)] += count
         by_broker = GaugeMetricFamily(
             "isrwatch_broker_followers", "Follower replicas hosted by a broker, by status",
@@ -408,7 +407,7 @@ class HealthExporter(Collector):
             led.add_metric([broker, condition], count)
         yield led
 
-    def _unhealthy(self, shards: list[dict[str, Any]]) -> Iterator[Metric]:
+    def _unhealthy(self, shards: list[ShardStats]) -> Iterator[Metric]:
         partition_labels = ["topic", "partition"]
         condition = GaugeMetricFamily(
             "isrwatch_partition_condition",
@@ -456,7 +455,7 @@ class HealthExporter(Collector):
             labels=["topic", "partition", "broker", "status", "leader"],
         )
         for shard in shards:
-            for record in shard["unhealthy"]:
+            for record in shard.unhealthy:
                 topic, partition = record["topic"], str(record["partition"])
                 for flag in PARTITION_FLAGS:
                     if record[flag] and flag != "at_min_isr":

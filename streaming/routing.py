@@ -1,24 +1,35 @@
 """Parse the raw Kafka records of a micro-batch and route them to state shards.
 
-A fetch response goes to the shard that owns its partition. A controller event goes to
-every shard: each one keeps the cluster-wide state and the leaders' propagation windows,
-and the owner of a partition its partition state (``state.model``). A record that breaks
-the contract becomes a dead-letter row; it travels with shard 0 to the sinks.
+* Fetch responses are decoded and validated as a whole batch (``state.fetch_decoder``)
+  and travel as typed columns, without their raw value, to the shard that owns their
+  partition.
+* Controller events are parsed and validated here, once; each shard receives the part
+  of an event it needs (``state.controller_routing``), pickled, with a digest of the
+  record for duplicate detection. Only the copy that counts the event carries its raw
+  text (it is the one that may become a late or duplicate dead letter).
+* A record that breaks the contract becomes a dead-letter row with its raw value; it
+  travels with shard 0 to the sinks.
 
-Pure pandas, so that it is tested without Spark; the job runs it with ``mapInPandas``.
+Arrow in, Arrow out (the job runs :func:`route_arrow_batches` with ``mapInArrow``); the
+pandas form :func:`route` is the same function, for tests without Spark.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict
+import hashlib
+import pickle
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 
+from state.controller_routing import CLUSTER_SHARD, ControllerEpochSeen, route_controller_events
 from state.event_parser import parse_record
-from state.events import DeadLetter, FetchResponse, Source
-from state.follower_fetch_state import WIRE_COLUMNS
-from state.sharding import shard_of
+from state.events import ControllerEvent, DeadLetter, Source
+from state.fetch_decoder import decode_fetches
+from state.sharding import shard_lookup
 
 FETCH = "fetch"
 CONTROLLER = "controller"
@@ -26,53 +37,155 @@ DEAD = "dead"
 
 ROUTED_SCHEMA = (
     "shard int, kind string, ts long, src_topic string, src_partition int, src_offset long, "
-    "source string, value string, reason string, detail string, "
     "topic string, partition long, leader long, follower long, leader_epoch long, "
-    "fetch_offset long, leader_leo long, high_watermark long, error string"
+    "fetch_offset long, leader_leo long, high_watermark long, error string, "
+    "event binary, counted boolean, digest long, "
+    "source string, value string, reason string, detail string"
 )
-"""One row per routed event (a controller event once per shard)."""
+"""One row per routed fetch, per part of a controller event, per dead letter."""
 
-ROUTED_COLUMNS = [part.strip().split(" ")[0] for part in ROUTED_SCHEMA.split(",")]
-FETCH_FIELDS = [name for name in WIRE_COLUMNS if name != "ts"]
+ROUTED_LAYOUT = "routed-v2"
+"""Names the routed schema and the state it feeds, for the checkpoint layout guard."""
+
+_ARROW_TYPES = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(),
+                "binary": pa.binary(), "boolean": pa.bool_()}  # fmt: skip
+ROUTED_ARROW_SCHEMA = pa.schema(
+    [
+        pa.field(name, _ARROW_TYPES[kind])
+        for name, kind in (part.split() for part in ROUTED_SCHEMA.split(","))
+    ]
+)
+ROUTED_COLUMNS: list[str] = list(ROUTED_ARROW_SCHEMA.names)
+
+
+def stable_hash(text: str) -> int:
+    """A digest that is the same in every process (``hash()`` of a str is salted per
+    process, and Spark may run consecutive batches in different Python workers)."""
+    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+
+
+def _signed(digest: int) -> int:
+    return digest - (1 << 64) if digest >= 1 << 63 else digest
+
+
+def _batch(count: int, columns: Mapping[str, Any]) -> pa.RecordBatch:
+    """A routed batch of ``count`` rows; columns not given are null."""
+    arrays = [
+        pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
+        for f in ROUTED_ARROW_SCHEMA
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=ROUTED_ARROW_SCHEMA)
+
+
+def route_arrow(
+    records: pa.RecordBatch, sources: Mapping[str, Source], shards: int
+) -> list[pa.RecordBatch]:
+    """Routed rows of Kafka records (columns of Spark's Kafka source)."""
+    out: list[pa.RecordBatch] = []
+    topics = records.column("topic")
+    for name in pc.unique(topics).to_pylist():
+        mine = records.filter(pc.equal(topics, name))
+        if sources[name] is Source.FETCH_RESPONSES:
+            out += _route_fetches(mine, shards)
+        else:
+            out += _route_controller_events(mine, shards)
+    return [batch for batch in out if batch.num_rows]
+
+
+def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
+    decoded = decode_fetches(records.column("value").to_pylist())
+    position = pa.array(decoded.position)
+    codes, names = pd.factorize(pd.Series(decoded.topic, dtype=object))
+    shard = shard_lookup(shards).shards(codes, list(names), decoded.ints["partition"])
+    count = len(decoded)
+    columns: dict[str, Any] = {
+        "shard": shard, "kind": pa.repeat(pa.scalar(FETCH), count),
+        "src_topic": records.column("topic").take(position),
+        "src_partition": records.column("partition").take(position),
+        "src_offset": records.column("offset").take(position),
+        "topic": decoded.topic, "error": decoded.error, **decoded.ints,
+    }  # fmt: skip
+    return [_batch(count, columns), _dead_batch(records, decoded.dead)]
+
+
+def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]]) -> pa.RecordBatch:
+    index = pa.array([i for i, _ in dead], pa.int64())
+    return _batch(len(dead), {
+        "shard": [CLUSTER_SHARD] * len(dead), "kind": [DEAD] * len(dead),
+        "src_topic": records.column("topic").take(index),
+        "src_partition": records.column("partition").take(index),
+        "src_offset": records.column("offset").take(index),
+        "source": [letter.source for _, letter in dead],
+        "value": [letter.raw for _, letter in dead],
+        "reason": [letter.reason.value for _, letter in dead],
+        "detail": [letter.detail for _, letter in dead],
+    })  # fmt: skip
+
+
+def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
+    """Parsed once; parts per shard in the order the shards apply them (event time,
+    then Kafka coordinates: ``shard_state``)."""
+    values = records.column("value").to_pylist()
+    where = list(zip(records.column("topic").to_pylist(), records.column("partition").to_pylist(),
+                     records.column("offset").to_pylist(), strict=True))  # fmt: skip
+    events: list[tuple[int, ControllerEvent]] = []
+    dead: list[tuple[int, DeadLetter]] = []
+    for i, value in enumerate(values):
+        parsed = parse_record(Source.CONTROLLER_EVENTS, value)
+        if isinstance(parsed, DeadLetter):
+            dead.append((i, parsed))
+        else:
+            assert isinstance(parsed, ControllerEvent)
+            events.append((i, parsed))
+    events.sort(key=lambda item: (item[1].ts, *where[item[0]]))
+    rows: dict[str, list[Any]] = {name: [] for name in (
+        "shard", "ts", "src_topic", "src_partition", "src_offset", "event", "counted", "digest",
+        "value")}  # fmt: skip
+    routed = route_controller_events([event for _, event in events], shards)
+    for (i, _event), parts in zip(events, routed, strict=True):
+        text = bytes(values[i]).decode("utf-8")
+        digest = _signed(stable_hash(text))
+        for part in parts:
+            topic, kafka_partition, offset = where[i]
+            marker = isinstance(part.event, ControllerEpochSeen)
+            rows["shard"].append(part.shard)
+            rows["ts"].append(part.event.ts)
+            rows["src_topic"].append(topic)
+            rows["src_partition"].append(kafka_partition)
+            rows["src_offset"].append(offset)
+            rows["event"].append(pickle.dumps(part.event, protocol=pickle.HIGHEST_PROTOCOL))
+            rows["counted"].append(part.counted)
+            rows["digest"].append(None if marker else digest)
+            rows["value"].append(text if part.counted else None)
+    count = len(rows["shard"])
+    controller = _batch(count, {**rows, "kind": [CONTROLLER] * count,
+                                "source": [Source.CONTROLLER_EVENTS.value] * count})  # fmt: skip
+    return [controller, _dead_batch(records, dead)]
 
 
 def route(records: pd.DataFrame, sources: Mapping[str, Source], shards: int) -> pd.DataFrame:
-    """Routed rows of Kafka records (columns of Spark's Kafka source).
+    """:func:`route_arrow` over pandas frames (as ``mapInPandas`` would hand them)."""
+    batch = pa.RecordBatch.from_pandas(records, preserve_index=False)
+    routed = pa.Table.from_batches(route_arrow(batch, sources, shards), ROUTED_ARROW_SCHEMA)
+    frame: pd.DataFrame = routed.to_pandas(types_mapper=_pandas_type)
+    return frame
 
-    ``sources`` maps each input topic name to what it carries. A dead letter has no
-    ``ts``: it has no valid event time, and it must not move the stream's clock.
-    """
-    rows: list[dict[str, object]] = []
-    coordinates = zip(
-        records["topic"], records["partition"], records["offset"], records["value"], strict=True
-    )
-    for topic, kafka_partition, offset, value in coordinates:
-        where = {"src_topic": topic, "src_partition": int(kafka_partition),
-                 "src_offset": int(offset)}  # fmt: skip
-        source = sources[topic]
-        parsed = parse_record(source, value)
-        if isinstance(parsed, DeadLetter):
-            rows.append({
-                **where, "shard": 0, "kind": DEAD, "ts": None,
-                "source": source.value, "value": parsed.raw, "reason": parsed.reason.value,
-                "detail": parsed.detail,
-            })  # fmt: skip
-            continue
-        text = value.decode("utf-8") if isinstance(value, bytes | bytearray) else str(value)
-        if isinstance(parsed, FetchResponse):
-            fields = asdict(parsed)
-            rows.append({
-                **where, "shard": shard_of(parsed.topic, parsed.partition, shards),
-                "kind": FETCH, "ts": parsed.ts, "source": source.value, "value": text,
-                **{name: fields[name] for name in FETCH_FIELDS},
-            })  # fmt: skip
-        else:
-            for shard in range(shards):
-                rows.append({
-                    **where, "shard": shard, "kind": CONTROLLER, "ts": parsed.ts,
-                    "source": source.value, "value": text,
-                })  # fmt: skip
-    return conform(pd.DataFrame(rows, columns=ROUTED_COLUMNS), ROUTED_SCHEMA)
+
+def _pandas_type(kind: pa.DataType) -> Any:
+    """Nullable integers, as Spark hands them to the state function."""
+    if pa.types.is_integer(kind):
+        return pd.Int64Dtype() if kind == pa.int64() else pd.Int32Dtype()
+    if pa.types.is_boolean(kind):
+        return pd.BooleanDtype()
+    return None
+
+
+def route_arrow_batches(
+    batches: Iterator[pa.RecordBatch], sources: Mapping[str, Source], shards: int
+) -> Iterator[pa.RecordBatch]:
+    """``mapInArrow`` form of :func:`route_arrow`."""
+    for records in batches:
+        yield from route_arrow(records, sources, shards)
 
 
 def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
@@ -89,14 +202,10 @@ def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
             frame[name] = frame[name].astype("Int32")
         elif kind == "long":
             frame[name] = frame[name].astype("Int64")
+        elif kind == "boolean":
+            frame[name] = frame[name].astype("boolean")
+        elif kind == "binary":
+            frame[name] = frame[name].astype("object")
         else:
             raise ValueError(f"no pandas type for {kind!r} ({name})")
     return frame
-
-
-def route_batches(
-    batches: Iterator[pd.DataFrame], sources: Mapping[str, Source], shards: int
-) -> Iterator[pd.DataFrame]:
-    """``mapInPandas`` form of :func:`route`."""
-    for records in batches:
-        yield route(records, sources, shards)

@@ -18,21 +18,20 @@ a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time
 
 from __future__ import annotations
 
-import hashlib
 import json
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
 from state.causes import shape_of_model
-from state.event_parser import parse_json_line
-from state.events import DeadLetter, DeadLetterReason, Event, Source
-from state.follower_fetch_state import FetchBatch
+from state.controller_routing import RoutedControllerEvent
+from state.events import DeadLetterReason, Source
+from state.follower_fetch_state import WIRE_COLUMNS, FetchBatch
 from state.metadata_cache import MetadataState
 from state.model import ApplyReport, ReplicationModel
 from state.partition_health import HealthFrame
@@ -41,7 +40,15 @@ from state.restart_check import fragile_entries
 from state.settings import RuleSettings
 from state.sharding import Shard
 from state.shrink_rule import FollowerStatus
-from streaming.routing import CONTROLLER, DEAD, FETCH, conform
+from streaming import shard_stats
+from streaming.routing import DEAD, FETCH, conform, stable_hash
+from streaming.shard_stats import (
+    BrokerGauges,
+    FlapCount,
+    IsrTransitionCount,
+    ShardStats,
+    TopicGauges,
+)
 
 HEALTH = "health"
 TOMBSTONE = "tombstone"
@@ -79,12 +86,7 @@ class ShardSnapshot:
     # Events applied since the job first started, checkpointed with the state: after a
     # restart they count each event once, however often a batch was re-run.
     applied_total: Counter[str] = field(default_factory=Counter)
-
-
-def stable_hash(text: str) -> int:
-    """A digest that is the same in every process (``hash()`` of a str is salted per
-    process, and Spark may run consecutive batches in different Python workers)."""
-    return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
+    fetch_error_responses_total: int = 0
 
 
 def health_signature(frame: HealthFrame, i: int) -> int:
@@ -160,23 +162,25 @@ def process(
             .reset_index(drop=True)
         )
         watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
-        is_late = events["ts"].to_numpy() < watermark
-        reports_cluster = snapshot.model.reports_cluster_events
-        for i in np.flatnonzero(is_late).tolist():
-            if events.at[i, "kind"] == FETCH or reports_cluster:
-                late += 1
-                out.append(_dead(events.iloc[i], DeadLetterReason.LATE,
-                                 f"event time older than the watermark {watermark}"))  # fmt: skip
+        is_late = events["ts"].to_numpy(dtype=np.int64) < watermark
+        # Every fetch counts here; of a controller event, the one part routing marked.
+        counts = (events["kind"] == FETCH).to_numpy(dtype=np.bool_) | (
+            events["counted"].fillna(False).to_numpy(dtype=np.bool_)
+        )
+        for i in np.flatnonzero(is_late & counts).tolist():
+            late += 1
+            out.append(_dead(events.iloc[i], DeadLetterReason.LATE,
+                             f"event time older than the watermark {watermark}"))  # fmt: skip
         events = events[~is_late].reset_index(drop=True)
         keep = _first_sightings(snapshot, events, watermark)
-        for i in np.flatnonzero(~keep).tolist():
-            if reports_cluster:
-                duplicates += 1
-                out.append(_dead(events.iloc[i], DeadLetterReason.DUPLICATE,
-                                 "same controller event seen before"))  # fmt: skip
+        for i in np.flatnonzero(~keep & counts[~is_late]).tolist():
+            duplicates += 1
+            out.append(_dead(events.iloc[i], DeadLetterReason.DUPLICATE,
+                             "same controller event seen before"))  # fmt: skip
         events = events[keep].reset_index(drop=True)
         report = snapshot.model.apply(_model_input(events))
         snapshot.applied_total.update(report.applied)
+        snapshot.fetch_error_responses_total += report.fetch_error_responses
         for position, reason in zip(report.rejected_ids, report.rejected_reasons, strict=True):
             out.append(_dead(events.iloc[position], reason, "not applied"))
         if len(events):
@@ -190,8 +194,10 @@ def process(
     return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
 
 
-def _model_input(events: pd.DataFrame) -> Iterable[tuple[int, Event | FetchBatch]]:
-    """Runs of fetch rows as one columnar batch each; controller rows as events."""
+def _model_input(
+    events: pd.DataFrame,
+) -> Iterable[tuple[int, RoutedControllerEvent | FetchBatch]]:
+    """Runs of fetch rows as one columnar batch each; controller parts as events."""
     kinds = events["kind"].to_numpy()
     start = 0
     while start < len(events):
@@ -203,11 +209,8 @@ def _model_input(events: pd.DataFrame) -> Iterable[tuple[int, Event | FetchBatch
             yield start, FetchBatch.from_frame(run, np.arange(start, end, dtype=np.int64))
         else:
             end = start + 1
-            value = json.loads(str(events.at[start, "value"]))
-            parsed = parse_json_line(Source.CONTROLLER_EVENTS, value)
-            if isinstance(parsed, DeadLetter):  # routing let only valid events through
-                raise AssertionError(f"routed controller event fails its schema: {parsed}")
-            yield start, parsed
+            part = cast("bytes", events["event"].iat[start])
+            yield start, pickle.loads(part)  # parsed once, by routing
         start = end
 
 
@@ -216,16 +219,17 @@ def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: i
 
     A producer that retries without idempotence writes the same controller event twice;
     applying an IsrChange twice would count the shrink twice. (A repeated fetch response
-    changes no state: the fetch rule is idempotent.)
+    changes no state: the fetch rule is idempotent.) Routing gives every part of an
+    event the digest of its record; an epoch carrier has none.
     """
     seen = snapshot.seen_controller_events
     for digest, ts in list(seen.items()):
         if ts < watermark:
             del seen[digest]
     keep = np.ones(len(events), dtype=np.bool_)
-    values, times = events["value"].to_numpy(), events["ts"].to_numpy()
-    for i in np.flatnonzero(events["kind"].to_numpy() == CONTROLLER).tolist():
-        digest = stable_hash(str(values[i]))
+    digests, times = events["digest"], events["ts"].to_numpy(dtype=np.int64)
+    for i in np.flatnonzero(digests.notna().to_numpy(dtype=np.bool_)).tolist():
+        digest = int(digests.iat[i])  # type: ignore[arg-type]
         if digest in seen:
             keep[i] = False
         else:
@@ -233,11 +237,22 @@ def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: i
     return keep
 
 
+def _raw(row: pd.Series) -> str:
+    """The record a dead letter holds: its raw text where it travelled (controller
+    events, invalid records); a fetch travels as columns, rendered back as JSON."""
+    if row["kind"] != FETCH:
+        return str(row["value"])
+    fields = {name: (int(row[name]) if name not in ("topic", "error") else row[name])
+              for name in WIRE_COLUMNS}  # fmt: skip
+    return json.dumps(fields, separators=(",", ":"))
+
+
 def _dead(row: pd.Series, reason: DeadLetterReason, detail: str) -> dict[str, object]:
     """A dead letter, keyed by the Kafka coordinates of the record it holds."""
     topic, partition, offset = row["src_topic"], int(row["src_partition"]), int(row["src_offset"])
     letter = {
-        "source": row["source"], "reason": reason.value, "detail": detail, "raw": row["value"],
+        "source": row["source"] if row["kind"] != FETCH else Source.FETCH_RESPONSES.value,
+        "reason": reason.value, "detail": detail, "raw": _raw(row),
         "topic": topic, "partition": partition, "offset": offset,
     }  # fmt: skip
     return {
@@ -278,59 +293,58 @@ def _stats_row(
     duplicates: int,
     now: int,
 ) -> dict[str, object]:
-    """Counters of this batch and gauges of the shard now, for the driver's exporter."""
-    stats: dict[str, Any] = {
-        "applied": dict(report.applied),
-        "applied_total": dict(snapshot.applied_total),
-        "rejected": {r.value: n for r, n in report.rejections_by_reason().items()},
-        "late": late,
-        "duplicates": duplicates,
-        "fetch_error_responses": report.fetch_error_responses,
-        "isr_transitions": [
-            [t.topic, t.leader, t.kind.value, t.by_controller] for t in report.isr_transitions
-        ],
-        "propagation_delays_ms": report.propagation_delays_ms,
-        "bounced_brokers": report.bounced_brokers,
-        "clock_ms": snapshot.clock_ms,
-        "now_ms": now,
-        "partitions": 0 if frame is None else len(frame),
-        "topics": {},
-        "brokers": {},
-        "unhealthy": [],
-    }
-    if frame is not None and len(frame):
-        stats["topics"] = _topic_gauges(frame)
-        stats["brokers"] = _broker_gauges(frame)
-        unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
-        # T of the leader: the record leaves it out, the metrics draw the shrink thresholds
-        stats["unhealthy"] = [
-            {**frame.record(i), "replica_lag_time_max_ms": int(frame.lag_time_max_ms[i])}
-            for i in unhealthy
-        ]
-        # the denominators of cause attribution, added up over shards on the driver
-        stats["cause_shape"] = shape_of_model(frame, snapshot.model).to_json()
-        # what one broker's stop could break, for the exporter's /check/restart
-        stats["fragile"] = fragile_entries(frame)
-    # followers removed from and re-added to the ISR again and again (flapping)
-    rules = snapshot.model.settings
-    stats["flapping"] = [
-        {**asdict(flap), "flapping": flap.flapping(rules.flapping_min_shrinks)}
-        for flap in snapshot.model.flaps.recent(now, rules.flapping_window_ms)
-    ]
+    """Counters of this batch and gauges of the shard now, for the driver (ShardStats)."""
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
-    return {"kind": STATS, "key": str(shard), "value": json.dumps(stats)}
+    rules = snapshot.model.settings
+    whole = frame is not None and len(frame) > 0
+    # T of the leader: the record leaves it out, the metrics draw the shrink thresholds
+    unhealthy = (
+        [{**frame.record(i), "replica_lag_time_max_ms": int(frame.lag_time_max_ms[i])}
+         for i in np.flatnonzero(is_unhealthy(frame)).tolist()]
+        if frame is not None and whole else []
+    )  # fmt: skip
+    stats = ShardStats(
+        shard=shard,
+        applied=dict(report.applied),
+        applied_total=dict(snapshot.applied_total),
+        fetch_error_responses=report.fetch_error_responses,
+        fetch_error_responses_total=snapshot.fetch_error_responses_total,
+        rejected={r.value: n for r, n in report.rejections_by_reason().items()},
+        late=late,
+        duplicates=duplicates,
+        isr_transitions=[
+            IsrTransitionCount(t.topic, t.leader, t.kind.value, t.by_controller)
+            for t in report.isr_transitions
+        ],
+        propagation_delays_ms=report.propagation_delays_ms,
+        bounced_brokers=report.bounced_brokers,
+        clock_ms=snapshot.clock_ms,
+        now_ms=now,
+        partitions=0 if frame is None else len(frame),
+        topics=_topic_gauges(frame) if frame is not None and whole else {},
+        brokers=_broker_gauges(frame) if frame is not None and whole else {},
+        unhealthy=unhealthy,
+        cause_shape=shape_of_model(frame, snapshot.model).to_json()
+        if frame is not None and whole
+        else None,
+        fragile=fragile_entries(frame) if frame is not None and whole else [],
+        flapping=[
+            FlapCount(**asdict(flap), flapping=flap.flapping(rules.flapping_min_shrinks))
+            for flap in snapshot.model.flaps.recent(now, rules.flapping_window_ms)
+        ],
+    )
+    return {"kind": STATS, "key": str(shard), "value": shard_stats.encode(stats)}
 
 
-def _broker_gauges(frame: HealthFrame) -> dict[str, dict[str, Any]]:
+def _broker_gauges(frame: HealthFrame) -> dict[str, BrokerGauges]:
     """Per broker: its followers by status, and the partitions it leads by condition."""
-    gauges: dict[str, dict[str, Any]] = {}
+    followers: dict[str, Counter[str]] = {}
+    leads: dict[str, Counter[str]] = {}
     statuses = frame.follower_status
-    followers = statuses >= 0
-    for broker, status in zip(frame.follower_broker[followers].tolist(),
-                              statuses[followers].tolist(), strict=True):  # fmt: skip
-        entry = gauges.setdefault(str(broker), {"followers": {}, "leads": {}})
-        name = FollowerStatus(int(status)).name
-        entry["followers"][name] = entry["followers"].get(name, 0) + 1
+    hosted = statuses >= 0
+    for broker, status in zip(frame.follower_broker[hosted].tolist(),
+                              statuses[hosted].tolist(), strict=True):  # fmt: skip
+        followers.setdefault(str(broker), Counter())[FollowerStatus(int(status)).name] += 1
     conditions = {
         "partitions": np.ones(len(frame), dtype=np.bool_),
         "under_replicated": frame.under_replicated, "under_min_isr": frame.under_min_isr,
@@ -338,28 +352,32 @@ def _broker_gauges(frame: HealthFrame) -> dict[str, dict[str, Any]]:
     }  # fmt: skip
     for condition, mask in conditions.items():
         for leader, count in Counter(frame.leader[mask].tolist()).items():
-            entry = gauges.setdefault(str(leader), {"followers": {}, "leads": {}})
-            entry["leads"][condition] = count
-    return gauges
+            leads.setdefault(str(leader), Counter())[condition] = count
+    return {
+        broker: BrokerGauges(
+            followers=dict(followers.get(broker, {})), leads=dict(leads.get(broker, {}))
+        )
+        for broker in followers.keys() | leads.keys()
+    }
 
 
-def _topic_gauges(frame: HealthFrame) -> dict[str, dict[str, Any]]:
-    gauges: dict[str, dict[str, Any]] = {}
+def _topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
+    gauges: dict[str, TopicGauges] = {}
     topics = np.asarray(frame.topic, dtype=object)
     for topic in sorted(set(frame.topic)):
         mine = topics == topic
         statuses = frame.follower_status[mine]
         counts = Counter(FollowerStatus(int(s)).name for s in statuses[statuses >= 0].tolist())
         metadata = frame.metadata_state[mine]
-        gauges[topic] = {
-            "partitions": int(mine.sum()),
-            "under_replicated": int(frame.under_replicated[mine].sum()),
-            "under_min_isr": int(frame.under_min_isr[mine].sum()),
-            "at_min_isr": int(frame.at_min_isr[mine].sum()),
-            "offline": int(frame.offline[mine].sum()),
-            "predicted_under_replicated": int(frame.predicted_under_replicated[mine].sum()),
-            "followers": dict(counts),
-            "metadata_stale_expected": int((metadata == MetadataState.STALE_EXPECTED).sum()),
-            "metadata_stale_overdue": int((metadata == MetadataState.STALE_OVERDUE).sum()),
-        }
+        gauges[topic] = TopicGauges(
+            partitions=int(mine.sum()),
+            under_replicated=int(frame.under_replicated[mine].sum()),
+            under_min_isr=int(frame.under_min_isr[mine].sum()),
+            at_min_isr=int(frame.at_min_isr[mine].sum()),
+            offline=int(frame.offline[mine].sum()),
+            predicted_under_replicated=int(frame.predicted_under_replicated[mine].sum()),
+            followers=dict(counts),
+            metadata_stale_expected=int((metadata == MetadataState.STALE_EXPECTED).sum()),
+            metadata_stale_overdue=int((metadata == MetadataState.STALE_OVERDUE).sum()),
+        )
     return gauges

@@ -24,10 +24,12 @@ from typing import Any
 import pandas as pd
 from kafka import KafkaProducer
 
+from streaming import shard_stats
 from streaming.attribution import CauseAnnotator
 from streaming.metrics import HealthExporter
 from streaming.routing import DEAD
 from streaming.shard_state import HEALTH, STATS, TOMBSTONE
+from streaming.shard_stats import ShardStats
 
 log = logging.getLogger("isrwatch.sinks")
 
@@ -81,11 +83,7 @@ class BatchSink:
         self.write(batch_id, rows, started)
 
     def write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
-        shards = rows[rows["kind"] == STATS]
-        stats = [
-            {**json.loads(value), "shard": int(key)}
-            for key, value in zip(shards["key"], shards["value"], strict=True)
-        ]
+        stats = shard_stats_of(rows)
         # causes are a pattern over every shard's partitions: attributed here (attribution)
         health, attribution = self.causes.annotate(
             rows[rows["kind"].isin([HEALTH, TOMBSTONE])], stats
@@ -129,6 +127,11 @@ def _bytes(value: object) -> bytes | None:
     if value is None or (isinstance(value, float) and pd.isna(value)):
         return None
     return str(value).encode()
+
+
+def shard_stats_of(rows: pd.DataFrame) -> list[ShardStats]:
+    """The stats row of every shard in a batch's output, in their typed form."""
+    return [shard_stats.decode(value) for value in rows[rows["kind"] == STATS]["value"]]
 
 
 def dead_letters_by_reason(dead: pd.DataFrame) -> Mapping[tuple[str, str], int]:

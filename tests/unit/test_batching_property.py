@@ -8,6 +8,7 @@ from typing import Any, cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from state.controller_routing import route_controller_events
 from state.events import (
     BrokerChange,
     BrokerConfig,
@@ -181,21 +182,35 @@ def test_any_batching_equals_one_event_at_a_time(
 
 
 def sharded_outcome(
-    sequence: list[Event], shards: int, mode: PropagationMode, now: int
+    sequence: list[Event],
+    shards: int,
+    mode: PropagationMode,
+    now: int,
+    batch_sizes: list[int] | None = None,
 ) -> tuple[list[HealthRecord], list[tuple[int, str]], Counter[str], list[int], list[Any]]:
-    """The streaming job's routing: fetches to their owner, controller events to all."""
+    """The streaming job's routing: fetches to their owner, each controller event's parts
+    to the shards that need them (``route_controller_events``, once per micro-batch of
+    ``batch_sizes``; one batch by default)."""
     settings = RuleSettings(propagation=PropagationSettings(mode=mode))
     models = [ReplicationModel(settings, Shard(i, shards)) for i in range(shards)]
+    inputs: list[list[tuple[int, Any]]] = [[] for _ in range(shards)]
+    start = 0
+    for size in [*(batch_sizes or []), len(sequence)]:
+        batch = list(enumerate(sequence))[start : start + size]
+        start += size
+        controller = [(n, e) for n, e in batch if not isinstance(e, FetchResponse)]
+        parts = iter(route_controller_events([e for _, e in controller], shards))
+        for n, event in batch:
+            if isinstance(event, FetchResponse):
+                inputs[shard_of(event.topic, event.partition, shards)].append((n, event))
+            else:
+                for part in next(parts):
+                    inputs[part.shard].append((n, part.event))
     rejected: list[tuple[int, str]] = []
     applied: Counter[str] = Counter()
     delays: list[int] = []
     transitions: list[Any] = []
-    for index, model in enumerate(models):
-        mine = [
-            (n, e)
-            for n, e in enumerate(sequence)
-            if not isinstance(e, FetchResponse) or shard_of(e.topic, e.partition, shards) == index
-        ]
+    for model, mine in zip(models, inputs, strict=True):
         report = model.apply(mine)
         rejected += zip(report.rejected_ids, report.rejected_reasons, strict=True)
         applied += report.applied
@@ -209,14 +224,21 @@ def sharded_outcome(
 
 
 @settings(max_examples=150, deadline=None)
-@given(sequence=events(), mode=modes, now=st.integers(0, 300_000))
-def test_shards_fed_by_broadcast_equal_one_model(
-    sequence: list[Event], mode: PropagationMode, now: int
+@given(
+    sequence=events(),
+    mode=modes,
+    now=st.integers(0, 300_000),
+    batch_sizes=st.lists(st.integers(1, 20), max_size=10),
+)
+def test_shards_fed_by_routing_equal_one_model(
+    sequence: list[Event], mode: PropagationMode, now: int, batch_sizes: list[int]
 ) -> None:
     whole = outcome(sequence, [len(sequence) or 1], mode, now)
     whole_records = cast("list[HealthRecord]", whole[0])
     whole_rejected = cast("list[tuple[int, str]]", whole[1])
-    records, rejected, applied, delays, transitions = sharded_outcome(sequence, 3, mode, now)
+    records, rejected, applied, delays, transitions = sharded_outcome(
+        sequence, 3, mode, now, batch_sizes
+    )
     assert rejected == whole_rejected
     assert applied == whole[2]
     # every observed propagation delay and ISR transition is reported, by one shard

@@ -17,7 +17,9 @@ from state.settings import PropagationMode, PropagationSettings, RuleSettings
 from state.sharding import Shard, shard_of
 from streaming.attribution import attribute_shards
 from streaming.shard_state import is_unhealthy
+from streaming.shard_stats import ShardStats
 from streaming.simulator import ClusterSimulator, load_scenario
+from tests.unit.test_metrics import shard_stats
 
 START_MS = 1_700_000_000_000
 SHARDS = 3
@@ -30,13 +32,14 @@ def attribution_of(model: ReplicationModel, now: int) -> Attribution:
     return attribute(UnhealthyPartitions.of(unhealthy), shape_of_model(frame, model))
 
 
-def shard_stats(model: ReplicationModel, now: int) -> dict[str, Any]:
+def shard_report(model: ReplicationModel, now: int) -> ShardStats:
     """What a shard reports to the driver for attribution (shard_state's stats row)."""
     frame = model.evaluate(now)
-    return {
-        "unhealthy": [frame.record(i) for i in np.flatnonzero(is_unhealthy(frame)).tolist()],
-        "cause_shape": shape_of_model(frame, model).to_json(),
-    }
+    return shard_stats(
+        0,
+        unhealthy=[frame.record(i) for i in np.flatnonzero(is_unhealthy(frame)).tolist()],
+        cause_shape=shape_of_model(frame, model).to_json(),
+    )
 
 
 def simulated_events(
@@ -78,7 +81,7 @@ def simulate(
             (n, e) for n, e in events
             if not isinstance(e, FetchResponse) or shard_of(e.topic, e.partition, SHARDS) == index
         ])  # fmt: skip
-    _, sharded = attribute_shards([shard_stats(model, now) for model in shards])
+    _, sharded = attribute_shards([shard_report(model, now) for model in shards])
     return attribution_of(whole, now), sharded, list(sim.truth.of("action"))
 
 

@@ -8,18 +8,21 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
+from streaming.shard_stats import ShardStats
 
 
-def shard_stats(shard: int, **overrides: Any) -> dict[str, Any]:
+def shard_stats(shard: int, **overrides: Any) -> ShardStats:
     stats: dict[str, Any] = {
         "shard": shard, "applied": {"FetchResponse": 10, "IsrChange": 1},
         "applied_total": {"FetchResponse": 100}, "rejected": {}, "late": 0, "duplicates": 0,
-        "fetch_error_responses": 0, "isr_transitions": [["orders", 1, "shrink", False]],
+        "fetch_error_responses": 0, "fetch_error_responses_total": 0,
+        "isr_transitions": [["orders", 1, "shrink", False]],
         "propagation_delays_ms": [5_500], "bounced_brokers": [], "clock_ms": 1_700_000_000_000,
         "now_ms": 1_700_000_000_000, "partitions": 2,
         "topics": {"orders": {
@@ -31,7 +34,7 @@ def shard_stats(shard: int, **overrides: Any) -> dict[str, Any]:
                     "3": {"followers": {"IN_SYNC": 1, "LAGGING": 1}, "leads": {}}},
         "unhealthy": [],
     }  # fmt: skip
-    return {**stats, **overrides}
+    return msgspec.convert({**stats, **overrides}, ShardStats)
 
 
 def unhealthy_record(partition: int) -> dict[str, Any]:
@@ -62,7 +65,11 @@ def samples(exporter: HealthExporter) -> dict[tuple[str, tuple[tuple[str, str], 
 def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
     exporter = HealthExporter()
     exporter.record_batch(
-        [shard_stats(0), shard_stats(1, fetch_error_responses=3)],
+        # shard 1 had 3 error responses among its 10 fetches: not in its applied count
+        [
+            shard_stats(0),
+            shard_stats(1, fetch_error_responses=3, applied={"FetchResponse": 7, "IsrChange": 1}),
+        ],
         {("fetch-responses", "invalid_json"): 2},
         0.5,
     )
@@ -77,7 +84,7 @@ def test_gauges_add_up_over_shards_and_counters_accumulate() -> None:
     assert got[("isrwatch_dead_letters_total", (("reason", "invalid_json"),))] == 2
     assert got[("isrwatch_dead_letters_total", (("reason", "late"),))] == 1
     fetches = (("result", "applied"), ("source", "fetch-responses"))
-    assert got[("isrwatch_events_total", fetches)] == 4 * 10 - 3  # 3 were error responses
+    assert got[("isrwatch_events_total", fetches)] == 10 + 7 + 10 + 10
     errors = (("result", "error_response"), ("source", "fetch-responses"))
     assert got[("isrwatch_events_total", errors)] == 3
     dead = (("result", "dead_letter"), ("source", "fetch-responses"))

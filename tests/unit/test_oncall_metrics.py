@@ -13,6 +13,7 @@ import pandas as pd
 from state.causes import ClusterShape, UnhealthyPartitions, attribute
 from streaming.metrics import HealthExporter
 from streaming.shard_state import HEALTH, STATS
+from streaming.shard_stats import encode
 from streaming.sinks import BatchSink, HealthFile
 from tests.unit.test_metrics import samples, shard_stats
 
@@ -33,7 +34,8 @@ def test_cause_planned_maintenance_and_flapping_series() -> None:
     })  # fmt: skip
     records = [lagging(0, 3), lagging(1, 3), lagging(5, 2, "OUT_OF_SYNC")]
     flap = {"topic": "orders", "partition": 4, "broker": 3, "leader": 1, "shrinks": 3,
-            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000}  # fmt: skip
+            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000,
+            "flapping": True}  # fmt: skip
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, flapping=[flap])], {}, 0.1)
     exporter.record_causes(attribute(UnhealthyPartitions.of(records), shape))
@@ -73,7 +75,7 @@ def test_the_sink_writes_causes_and_rewrites_a_record_whose_cause_changed(
 
     def batch(unhealthy: list[dict[str, Any]], health_keys: list[int]) -> dict[str, Any]:
         stats = shard_stats(0, unhealthy=unhealthy, cause_shape=shape)
-        rows = [{"kind": STATS, "key": "0", "value": json.dumps(stats)}]
+        rows = [{"kind": STATS, "key": "0", "value": encode(stats)}]
         rows += [{"kind": HEALTH, "key": f"orders:{p}", "value": json.dumps(lagging(p, 3))}
                  for p in health_keys]  # fmt: skip
         before = out.path.read_text().splitlines() if out.path.exists() else []

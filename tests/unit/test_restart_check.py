@@ -174,8 +174,9 @@ def test_the_exporter_answers_over_http_from_the_shards_fragile_partitions() -> 
     try:
         assert get(f"{base}/check/restart?broker=1")[0] == 503  # no batch yet
         fragile = [record([1, 2], 2, leader=1, partition=p) for p in range(2)]
-        exporter.record_batch([{**shard_stats(0), "fragile": fragile[:1]},
-                               {**shard_stats(1), "fragile": fragile[1:]}], {}, 0.1)  # fmt: skip
+        exporter.record_batch(
+            [shard_stats(0, fragile=fragile[:1]), shard_stats(1, fragile=fragile[1:])], {}, 0.1
+        )
         status, body = get(f"{base}/check/restart?broker=2")
         assert status == 409
         assert body["safe"] is False

@@ -1,0 +1,106 @@
+"""What a state shard reports after each micro-batch: the one form its statistics take
+from the shard (``shard_state``) to the sinks, the exporter and the live view.
+
+It crosses Spark as JSON text (the ``value`` of a ``stats`` output row, see
+:func:`encode` / :func:`decode`); every reader gets a :class:`ShardStats`.
+
+Counts mean one thing everywhere. Every input event a shard counts has exactly one
+outcome: **applied** (it changed, or was checked against, the state), a **fetch error
+response** (a valid fetch answered with an error: Kafka's leader keeps no follower state
+for it, nor does the model), or a dead letter (rejected, late or duplicate, counted by
+reason). ``applied`` never includes error responses; ``*_total`` are the same counts
+since the job first started, checkpointed with the state (each event once across
+restarts).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+
+class TopicGauges(msgspec.Struct, frozen=True, kw_only=True):
+    """Partitions of one topic in this shard, by condition, now."""
+
+    partitions: int
+    under_replicated: int
+    under_min_isr: int
+    at_min_isr: int
+    offline: int
+    predicted_under_replicated: int
+    followers: dict[str, int]  # follower status name -> replicas
+    metadata_stale_expected: int
+    metadata_stale_overdue: int
+
+
+class BrokerGauges(msgspec.Struct, frozen=True, kw_only=True):
+    """Per broker: the follower replicas it hosts by status, the partitions it leads by
+    condition (``partitions``: all it leads)."""
+
+    followers: dict[str, int]
+    leads: dict[str, int]
+
+
+class IsrTransitionCount(msgspec.Struct, frozen=True, array_like=True):
+    """One ISR change applied in this batch (``state.model.IsrTransition``)."""
+
+    topic: str
+    leader: int
+    kind: str
+    by_controller: bool
+
+
+class FlapCount(msgspec.Struct, frozen=True, kw_only=True):
+    """A follower removed from and re-added to the ISR within the flapping window
+    (``state.flapping.Flap``), and whether that makes it flapping."""
+
+    topic: str
+    partition: int
+    broker: int
+    leader: int  # the leader at its last removal
+    shrinks: int
+    expands: int
+    period_ms: int  # mean time between consecutive removals
+    last_shrink_ms: int
+    flapping: bool
+
+
+class ShardStats(msgspec.Struct, frozen=True, kw_only=True):
+    """Counters of one micro-batch and gauges of one shard after it."""
+
+    shard: int
+    applied: dict[str, int]  # by event type, this batch
+    applied_total: dict[str, int]
+    fetch_error_responses: int  # this batch; not in ``applied``
+    fetch_error_responses_total: int
+    rejected: dict[str, int]  # by dead-letter reason, by the model, this batch
+    late: int
+    duplicates: int
+    isr_transitions: list[IsrTransitionCount]
+    propagation_delays_ms: list[int]
+    bounced_brokers: list[int]
+    clock_ms: int  # the largest event time this shard applied
+    now_ms: int  # when its partitions were evaluated
+    partitions: int
+    topics: dict[str, TopicGauges]
+    brokers: dict[str, BrokerGauges]  # key: broker id (-1: no leader)
+    unhealthy: list[dict[str, Any]]  # health records, plus replica_lag_time_max_ms
+    # The denominators of cause attribution (``state.causes.ClusterShape.to_json``),
+    # added up over shards on the driver; None while the shard has no partition.
+    cause_shape: dict[str, Any] | None = None
+    # What one broker's stop could break (``state.restart_check.fragile_entries``).
+    fragile: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    flapping: list[FlapCount] = msgspec.field(default_factory=list)
+
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(ShardStats)
+
+
+def encode(stats: ShardStats) -> str:
+    return _ENCODER.encode(stats).decode()
+
+
+def decode(text: str | bytes) -> ShardStats:
+    return _DECODER.decode(text)

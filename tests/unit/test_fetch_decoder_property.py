@@ -1,0 +1,170 @@
+"""The bulk fetch decoder and the explaining validator (jsonschema) agree on every record.
+
+Hypothesis builds batches of record values (over 10,000 in all): valid ones with boundary
+values, and every kind of invalid one: missing fields, wrong types, values out of range
+by one, huge numbers, integral floats (valid for the schema), empty strings, unknown
+fields nested thousands deep, ``null`` optional fields, values that are not objects,
+broken or truncated JSON, invalid UTF-8, duplicate keys, a missing value. For each, the
+verdict and the dead-letter reason and detail of ``decode_fetches`` (one batch) are
+those of ``parse_record`` (one record at a time, jsonschema for the reason), a valid
+record's columns are its fields, and jsonschema itself says valid exactly when the bulk
+decoder accepts.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import strategies as st
+
+from state.event_parser import parse_record, schema_validator
+from state.events import DeadLetter, FetchResponse, Source
+from state.fetch_decoder import INT_COLUMNS, decode_fetches
+
+INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1
+FIELDS = ("ts", "topic", "partition", "leader", "follower", "leader_epoch",
+          "fetch_offset", "leader_leo", "high_watermark")  # fmt: skip
+LIMITS = {  # the schema's range of each integer field
+    "ts": (0, INT64_MAX), "partition": (0, 999_999), "leader": (0, INT32_MAX),
+    "follower": (0, INT32_MAX), "leader_epoch": (0, INT32_MAX), "fetch_offset": (0, INT64_MAX),
+    "leader_leo": (0, INT64_MAX), "high_watermark": (0, INT64_MAX),
+    "log_start_offset": (-1, INT64_MAX), "bytes": (0, INT64_MAX),
+}  # fmt: skip
+BATCHES = 25
+RECORDS = 40  # per batch, each in 10 forms: 10,000 values in all
+
+ints_in = {  # the bounds, next to them, and a few values between (sampled: cheap to draw)
+    name: st.sampled_from((low, high, low + 1, high - 1, (low + high) // 2, 7, 123_456))
+    for name, (low, high) in LIMITS.items()
+}
+# Sampled, not generated character by character: the test must stay a few seconds long.
+names = st.sampled_from(("orders", "t", "ü-topic", " ", "a" * 249, "\x00", "😀", "\u2028"))
+json_any = st.sampled_from((None, True, 0, -1.5, 10**40, "", "x", [], {}, [[1, {"a": None}]],
+                            {"": {"ts": -1}}))  # fmt: skip
+
+
+@st.composite
+def valid_record(draw: st.DrawFn) -> dict[str, Any]:
+    record: dict[str, Any] = {name: draw(ints_in[name]) for name in LIMITS if name in FIELDS}
+    record["topic"] = draw(names)
+    for optional in ("log_start_offset", "bytes"):
+        if draw(st.booleans()):
+            record[optional] = draw(ints_in[optional])
+    if draw(st.booleans()):
+        record["error"] = draw(st.sampled_from(("NONE", "NOT_LEADER_OR_FOLLOWER", "x")))
+    return record
+
+
+@st.composite
+def mutated(draw: st.DrawFn) -> Any:
+    """A JSON value: a valid record, or one with one thing wrong."""
+    record = draw(valid_record())
+    kind = draw(st.sampled_from((
+        "valid", "valid", "valid", "missing", "wrong_type", "out_of_range", "huge",
+        "integral_float", "empty_string", "unknown_field", "deep", "null_optional",
+        "not_object",
+    )))  # fmt: skip
+    field = draw(st.sampled_from(sorted(record)))
+    if kind == "missing" and field in FIELDS:
+        del record[field]
+    elif kind == "wrong_type":
+        record[field] = draw(st.sampled_from(("5", None, True, 1.5, [], {}, "")))
+    elif kind == "out_of_range" and field in LIMITS:
+        low, high = LIMITS[field]
+        record[field] = draw(st.sampled_from((low - 1, high + 1)))
+    elif kind == "huge" and field in LIMITS:
+        record[field] = draw(st.sampled_from((10**30, -(10**30), 2**64, 1e300)))
+    elif kind == "integral_float" and field in LIMITS:
+        record[field] = float(LIMITS[field][0] + draw(st.integers(0, 1000)))
+    elif kind == "empty_string":
+        record[draw(st.sampled_from(("topic", "error")))] = ""
+    elif kind == "unknown_field":
+        record[draw(st.sampled_from(("x", "", "Ts", "ts ", "é", "topic\u0000")))] = draw(json_any)
+    elif kind == "deep":
+        return ("deep", record, draw(st.sampled_from((10, 900, 5000))))
+    elif kind == "null_optional":
+        record[draw(st.sampled_from(("log_start_offset", "bytes", "error")))] = None
+    elif kind == "not_object":
+        return draw(st.sampled_from(([record], 42, "text", None, [])))
+    return record
+
+
+@st.composite
+def record_values(draw: st.DrawFn) -> list[bytes | None]:
+    """The JSON text of a value, and that text broken in each way at the byte level."""
+    value = draw(mutated())
+    if isinstance(value, tuple):  # an unknown field nested ``depth`` arrays deep
+        _, record, depth = value
+        text = json.dumps(record)[:-1] + ', "nested": ' + "[" * depth + "]" * depth + "}"
+    else:
+        text = json.dumps(value, ensure_ascii=draw(st.booleans()))
+    data = text.encode("utf-8")
+    cut = draw(st.integers(0, len(data)))
+    body = data[1:] if data.startswith(b"{") and len(data) > 2 else b"}"
+    return [
+        data,
+        data[:cut] + draw(st.sampled_from((b"\xff", b"\xc3", b"\xed\xa0\x80"))) + data[cut:],
+        data[: min(cut, len(data) - 1)],  # truncated
+        draw(st.sampled_from((b"", b"{}", b"[", b"\x00", b"nul", b"1 2", b'"ts"'))),
+        None,
+        b'{"ts": -1, ' + body,  # a duplicate key: the last one wins, as in json.loads
+        b" \n\t" + data + b"\r\n ",
+        b"\xef\xbb\xbf" + data,  # a byte order mark
+        b'{"bytes": NaN, ' + body,
+        b'{"topic": "\\ud800", ' + body,  # a lone surrogate
+    ]
+
+
+def not_json(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON (RFC 8259 has no NaN or Infinity)")
+
+
+def schema_says_valid(value: bytes | None) -> bool | None:
+    """jsonschema's own verdict on a value that is JSON at all (None when it is not)."""
+    if value is None:
+        return None
+    try:
+        obj = json.loads(value.decode("utf-8"), parse_constant=not_json)
+    except (ValueError, RecursionError):
+        return None
+    return bool(schema_validator(Source.FETCH_RESPONSES).is_valid(obj))
+
+
+# No shrinking: a failure names the value in its message, and shrinking batches is slow.
+@settings(max_examples=BATCHES, deadline=None, suppress_health_check=list(HealthCheck),
+          phases=(Phase.explicit, Phase.generate))  # fmt: skip
+@given(forms=st.lists(record_values(), min_size=RECORDS, max_size=RECORDS))
+def test_bulk_decoder_and_explaining_validator_agree(forms: list[list[bytes | None]]) -> None:
+    values = [value for record in forms for value in record]
+    decoded = decode_fetches(values)
+    valid_at = {int(p): i for i, p in enumerate(decoded.position)}
+    dead_at = dict(decoded.dead)
+    assert sorted([*valid_at, *dead_at]) == list(range(len(values)))  # each once
+    for index, value in enumerate(values):
+        expected = parse_record(Source.FETCH_RESPONSES, value)
+        if isinstance(expected, DeadLetter):
+            assert dead_at.get(index) == expected, value
+            assert schema_says_valid(value) is not True, value
+            continue
+        assert isinstance(expected, FetchResponse)
+        assert index in valid_at, value
+        assert schema_says_valid(value) is True, value
+        row = valid_at[index]
+        got = {name: int(decoded.ints[name][row]) for name in INT_COLUMNS}
+        assert got == {name: getattr(expected, name) for name in INT_COLUMNS}, value
+        assert (decoded.topic[row], decoded.error[row]) == (expected.topic, expected.error)
+
+
+def test_a_clean_batch_takes_the_bulk_path_and_keeps_input_order() -> None:
+    values = [
+        json.dumps({"ts": 10 + i, "topic": "t", "partition": i, "leader": 1, "follower": 2,
+                    "leader_epoch": 0, "fetch_offset": i, "leader_leo": 9,
+                    "high_watermark": 0}).encode()
+        for i in range(3)
+    ]  # fmt: skip
+    decoded = decode_fetches([*values, b"{", values[0]])
+    assert decoded.position.tolist() == [0, 1, 2, 4]
+    assert decoded.ints["ts"].tolist() == [10, 11, 12, 10]
+    assert [(i, letter.reason.value) for i, letter in decoded.dead] == [(3, "invalid_json")]
