@@ -25,9 +25,8 @@ from streaming import shard_stats
 from streaming.attribution import CauseAnnotator
 from streaming.job import CheckpointMismatchError, checkpoint_layout, guard_checkpoint
 from streaming.replay import replay
-from streaming.routing import ROUTED_LAYOUT, route, stable_hash
+from streaming.routing import DEAD, ROUTED_LAYOUT, route, stable_hash
 from streaming.shard_state import (
-    DEAD,
     HEALTH,
     STATS,
     TOMBSTONE,

@@ -12,6 +12,7 @@ import pytest
 
 from state.events import Source
 from state.settings import RuleSettings
+from streaming import shard_stats
 from streaming.attribution import CauseAnnotator
 from streaming.replay import replay
 from streaming.routing import DEAD, route
@@ -97,7 +98,7 @@ def test_flushed_job_equals_replay(shards: int) -> None:
     second = job.batch(kafka_records(envelopes[70:]))
     flush = job.batch(None)  # the no-data batch: every shard evaluates at the stream clock
     # the driver attributes causes over every shard's report, as replay does over all
-    stats = [json.loads(v) for v in flush[flush["kind"] == STATS]["value"]]
+    stats = [shard_stats.decode(v) for v in flush[flush["kind"] == STATS]["value"]]
     annotated, _ = CauseAnnotator().annotate(flush[flush["kind"].isin([HEALTH, TOMBSTONE])], stats)
     assert health(annotated) == expected
     # The story's end: orders-1 (led by broker 2) is under-replicated; broker 2's replica

@@ -2,7 +2,8 @@
 
 Run from a checkout of that release (commit 544a4fd), with this file and a capture::
 
-    git worktree add /tmp/isrwatch-544a4fd 544a4fd && cd /tmp/isrwatch-544a4fd && make .venv/.installed
+    git worktree add /tmp/isrwatch-544a4fd 544a4fd && cd /tmp/isrwatch-544a4fd
+    make .venv/.installed
     .venv/bin/isrwatch simulate --scenario isr-churn-storm --seconds 20 --seed 1 \\
         --start-ms 1700000000000 --out /tmp/capture.jsonl
     .venv/bin/python <this repo>/tests/unit/data/checkpoints/write_routed_v1.py \\
@@ -27,14 +28,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path.cwd()))
 
-import pandas as pd  # noqa: E402
+import pandas as pd
 
-from state.events import Source  # noqa: E402
-from state.model import ReplicationModel  # noqa: E402
-from state.settings import RuleSettings  # noqa: E402
-from state.sharding import Shard  # noqa: E402
-from streaming.routing import route  # noqa: E402
-from streaming.shard_state import ShardJobSettings, ShardSnapshot, process  # noqa: E402
+from state.events import Source
+from state.model import ReplicationModel
+from state.settings import RuleSettings
+from state.sharding import Shard
+from streaming.routing import route
+from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
 
 SHARDS = 3
 WATERMARK_DELAY_MS = 60_000
