@@ -54,6 +54,8 @@ PLAIN_EVERY_S = 10
 
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_LEVELS = {"": logging.INFO, "kafka": logging.WARNING, "py4j": logging.WARNING}
+"""The demo's log: isrwatch's own INFO records; the clients' connection chatter left out."""
 
 
 @contextlib.contextmanager
@@ -72,19 +74,21 @@ def output_to_log(log_path: Path) -> Iterator[TextIO]:
     handler = logging.FileHandler(log_path, encoding="utf-8")
     handler.setFormatter(logging.Formatter(LOG_FORMAT))
     root = logging.getLogger()
-    level = root.level
+    levels = {name: logging.getLogger(name).level for name in LOG_LEVELS}
     with log_path.open("ab") as log_file:
         for fd in saved:
             os.dup2(log_file.fileno(), fd)
         root.addHandler(handler)
-        root.setLevel(logging.INFO)
+        for name, level in LOG_LEVELS.items():
+            logging.getLogger(name).setLevel(level)
         logging.captureWarnings(True)
         try:
             yield terminal
         finally:
             logging.captureWarnings(False)
             root.removeHandler(handler)
-            root.setLevel(level)
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
             handler.close()
             for stream in (sys.stdout, sys.stderr):
                 stream.flush()
@@ -275,9 +279,9 @@ def _wait_for(
 ) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not done():
-        failed = [w for w in workers if w.error is not None]
-        if failed:
-            raise DemoError(f"{failed[0].name} failed during start-up: {one_line(failed[0].error)}")
+        for worker in workers:
+            if worker.error is not None:
+                raise DemoError(f"{worker.name} failed during start-up: {one_line(worker.error)}")
         if time.monotonic() > deadline:
             raise DemoError(f"waited {STARTUP_TIMEOUT_S} s for {what}")
         stop.wait(0.25)

@@ -39,8 +39,10 @@ def screen_of(rows: int, columns: int, log: Path) -> list[str]:
     """Run the view in a pseudo-terminal of that size; the screen when it has ended."""
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env |= {"TERM": "xterm-256color", "ISRWATCH_VIEW_LOG": str(log)}
-    child = pexpect.spawn(sys.executable, ["-m", "tests.unit.live_view_screens"], cwd=str(ROOT),
-                          env=env, dimensions=(rows, columns), timeout=60)  # fmt: skip
+    child: pexpect.spawn[bytes] = pexpect.spawn(
+        sys.executable, ["-m", "tests.unit.live_view_screens"], cwd=str(ROOT), env=env,
+        dimensions=(rows, columns), timeout=60,
+    )  # fmt: skip
     output = child.read()
     child.close()
     assert child.exitstatus == 0, output.decode(errors="replace")
