@@ -303,11 +303,9 @@ def _watch(
     console.print(f"Prometheus metrics: {metrics}   (Ctrl-C stops the demo)")
 
     def header() -> str:
-        elapsed = time.monotonic() - started
-        simulated = f"{clock(sim.now)[:-4]} +{(sim.now - sim.start_ms) / 1000:.0f}s"
+        # the view adds the time its figures are as of: the monitor's event-time clock
         return (
-            f"isrwatch demo: {options.scenario.name} | simulated {simulated} "
-            f"x{options.speed:g} | wall {elapsed:.0f}s | Ctrl-C stops"
+            f"isrwatch: {options.scenario.name} x{options.speed:g} | cluster {clock(sim.now)[:8]}"
         )
 
     def finished() -> str | None:

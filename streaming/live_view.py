@@ -342,7 +342,10 @@ class HealthView:
         width = options.max_width
         # Live keeps its cursor on the line below the view: one line less than the height.
         budget = (options.height or console.height) - 1
-        top = Text(self.header, style="bold", no_wrap=True, overflow="ellipsis")
+        as_of = clock(self.snapshot.now_ms)[:8]
+        top = Text(
+            f"{self.header} | monitor {as_of}", style="bold", no_wrap=True, overflow="ellipsis"
+        )
         summary = render_summary(self.snapshot)
         summary.no_wrap, summary.overflow = True, "ellipsis"
         yield top

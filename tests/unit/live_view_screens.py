@@ -40,7 +40,7 @@ from streaming.shard_state import STATS
 B = 1_700_000_000_000
 NOW = B + 100_000
 T = 30_000
-HEADER = "isrwatch demo: screens | simulated 00:00:00 +100s x1 | wall 1s | Ctrl-C stops"
+HEADER = "isrwatch: screens x1 | cluster 22:13:30"
 NOISE = "NOISE-THAT-BELONGS-IN-THE-LOG"
 
 

@@ -63,7 +63,8 @@ def row_after(screen: list[str], heading: str, n: int = 1) -> list[str]:
 
 def assert_only_the_view(screen: list[str], log: Path) -> None:
     text = "\n".join(screen)
-    assert screen[0].startswith("isrwatch demo: screens | simulated")  # nothing scrolled
+    # nothing scrolled away; the figures are as of NOW (B + 100 s)
+    assert screen[0] == "isrwatch: screens x1 | cluster 22:13:30 | monitor 22:15:00"
     assert "None" not in text
     assert NOISE not in text
     logged = log.read_text()
