@@ -21,7 +21,6 @@ and 2, as pandas, PySpark and Spark's JVM do: none of it may reach the screen.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
@@ -36,6 +35,8 @@ from rich.console import Console
 from streaming.demo import output_to_log
 from streaming.live_view import ClusterHealth, render, show_live
 from streaming.shard_state import STATS
+from streaming.shard_stats import ShardStats, encode
+from tests.unit.test_metrics import shard_stats
 
 B = 1_700_000_000_000
 NOW = B + 100_000
@@ -100,7 +101,7 @@ def unhealthy() -> list[dict[str, Any]]:
     return records
 
 
-def stats() -> dict[str, Any]:
+def stats() -> ShardStats:
     records = unhealthy()
     topics: dict[str, dict[str, Any]] = {}
     for record in records:
@@ -113,8 +114,10 @@ def stats() -> dict[str, Any]:
             gauges[flag] = gauges.get(flag, 0) + int(record[flag])
         gauges["followers"].update(f["status"] for f in record["followers"])
         gauges["followers"]["IN_SYNC"] += 1
-    return {"shard": 0, "now_ms": NOW, "partitions": len(records), "topics": topics,
-            "unhealthy": records}  # fmt: skip
+    for gauges in topics.values():
+        gauges["followers"] = dict(gauges["followers"])
+    return shard_stats(0, now_ms=NOW, partitions=len(records), topics=topics, brokers={},
+                       unhealthy=records)  # fmt: skip
 
 
 def facts() -> list[dict[str, Any]]:
@@ -127,7 +130,7 @@ def facts() -> list[dict[str, Any]]:
 
 def cluster_health() -> ClusterHealth:
     health = ClusterHealth()
-    rows = pd.DataFrame([{"kind": STATS, "key": "0", "value": json.dumps(stats())}])
+    rows = pd.DataFrame([{"kind": STATS, "key": "0", "value": encode(stats())}])
     health.on_batch(0, rows)
     return health
 
