@@ -4,20 +4,32 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+# Two install stamps: what isrwatch needs to run (the demo), and that plus the
+# development tools (the tests and checks: pytest, ruff, mypy, the chart tests' Helm).
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 ARGS ?=
+# pip's warnings are about this machine's package indexes, not about isrwatch: -qq
+# leaves only errors on the terminal.
+PIP_QUIET := --quiet --quiet
 
 .PHONY: demo java test lint typecheck unit bench clean
 
-$(STAMP): pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet --constraint constraints.txt --editable '.[dev]'
-	touch $(STAMP)
+$(RUN_STAMP): pyproject.toml constraints.txt
+	@echo "Installing isrwatch and what it needs to run into $(VENV) (once)"
+	@$(PYTHON) -m venv $(VENV)
+	@$(BIN)/pip install $(PIP_QUIET) --upgrade pip
+	@$(BIN)/pip install $(PIP_QUIET) --constraint constraints.txt --editable .
+	@touch $(RUN_STAMP)
+
+$(STAMP): $(RUN_STAMP)
+	@echo "Installing the development tools into $(VENV) (once)"
+	@$(BIN)/pip install $(PIP_QUIET) --constraint constraints.txt --editable '.[dev]'
+	@touch $(STAMP)
 
 ## Set up and run on the embedded default: broker, simulated cluster, job, /metrics, live view.
-demo: $(STAMP) java
-	$(BIN)/isrwatch demo $(ARGS)
+demo: $(RUN_STAMP) java
+	@$(BIN)/isrwatch demo $(ARGS)
 
 # Spark runs on a JVM: install Java 17 from Debian's packages when it is missing.
 java:

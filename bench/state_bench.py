@@ -64,7 +64,7 @@ def fetch_frames(partitions: int, events: int, batch: int, seed: int = 1) -> lis
             offset = np.where(behind, previous - rng.integers(0, 500, partitions), previous)
             rows.append(pd.DataFrame({
                 "ts": 1_700_000_000_000 + r * 500 + k,
-                "topic": pd.array(topic_col, dtype="str"),
+                "topic": topic_col,  # pandas' default string column, as the job gets it
                 "partition": numbers,
                 "leader": leaders,
                 "follower": (leaders + k) % 6,
@@ -72,7 +72,7 @@ def fetch_frames(partitions: int, events: int, batch: int, seed: int = 1) -> lis
                 "fetch_offset": np.maximum(offset, 0),
                 "leader_leo": leo,
                 "high_watermark": previous,
-                "error": pd.array(["NONE"] * partitions, dtype="str"),
+                "error": ["NONE"] * partitions,
             }))  # fmt: skip
     frame = pd.concat(rows, ignore_index=True).iloc[:events]
     frame = frame.sample(frac=1.0, random_state=seed).sort_values("ts", kind="stable")

@@ -72,10 +72,9 @@ def follower_status_expr() -> str:
     """
     codes = []
     for status in STATUS_COLOURS:
-        lag = series(
-            "isrwatch_follower_lag_time_seconds", *FOLLOWER, label_eq("status", status.name)
-        )
-        codes.append(f"(0 * {lag} + {status.value})")
+        # isrwatch_follower_status: every follower not IN_SYNC has it, lag time or not
+        present = series("isrwatch_follower_status", *FOLLOWER, label_eq("status", status.name))
+        codes.append(f"(0 * {present} + {status.value})")
     return f"max by (broker) ({' or '.join(codes)})"
 
 
@@ -105,7 +104,7 @@ def build() -> model.Dashboard:
         .with_variable(
             multi_variable(
                 "broker",
-                'label_values(isrwatch_follower_lag_time_seconds{job="$job", topic="$topic", '
+                'label_values(isrwatch_follower_status{job="$job", topic="$topic", '
                 'partition="$partition"}, broker)',
                 "Follower",
             )
@@ -139,7 +138,8 @@ def _followers() -> list[Builder[model.Panel]]:
             "sync and Kafka removes it from the ISR at the next ISR expiration check, by "
             "1.5 x T. A line above 1.5 T while still in the ISR is an overdue shrink: the "
             "leader failed to act. A line approaching T is the time to fix the follower's "
-            "broker (fetchers, disk, network).",
+            "broker (fetchers, disk, network). A follower that has not caught up since its "
+            "leader's election has no lag time, so no line: its status is below.",
             targets(
                 (f"max by (broker, leader) ({lag})", "follower {{broker}} (leader {{leader}})"),
                 (f"max({LAG_TIME_MAX})", "T: out of sync past this"),

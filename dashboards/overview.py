@@ -55,7 +55,7 @@ PROPAGATION_BUCKETS = (
 BROKER_FOLLOWERS = series("isrwatch_broker_followers", BROKER, NOT_IN_SYNC)
 LED_UNHEALTHY = series("isrwatch_broker_led_partitions", BROKER, 'condition!="partitions"')
 LED = series("isrwatch_broker_led_partitions", BROKER, 'condition="partitions"')
-OVERDUE_BY_LEADER = series("isrwatch_follower_lag_time_seconds", LEADER, OVERDUE)
+OVERDUE_BY_LEADER = series("isrwatch_follower_status", LEADER, OVERDUE)
 BOUNCES = f"increase({series('isrwatch_broker_bounces_total', BROKER)}[$__rate_interval])"
 CONDITIONS = series("isrwatch_partition_condition", TOPIC)
 SHRINK_DEADLINES = series("isrwatch_follower_shrink_deadline_seconds", TOPIC, LEADER)

@@ -15,6 +15,13 @@ import numpy.typing as npt
 
 from state.cluster_state import ClusterState
 from state.events import NO_LEADER
+from state.lag_time import (
+    LagTimeUnknown,
+    caught_up_known,
+    lag_time_known,
+    shrink_deadline_known,
+    time_or_none,
+)
 from state.metadata_cache import (
     MetadataCaches,
     MetadataState,
@@ -67,7 +74,9 @@ class HealthFrame:
     follower_fetch_offset: I64
     follower_last_caught_up_ms: I64
     follower_lag_time_ms: I64
+    follower_lag_time_known: BOOL  # state.lag_time: False where the record says null
     follower_shrink_by_ms: I64
+    follower_shrink_by_known: BOOL
     metadata_state: npt.NDArray[np.int8]
     stale_brokers: list[list[int]]
     blackout_earliest_ms: list[int | None]
@@ -91,21 +100,28 @@ class HealthFrame:
 
     def record(self, i: int) -> HealthRecord:
         leader_leo = int(self.leader_leo[i])
+        caught_up = caught_up_known(self.follower_last_caught_up_ms[i])
         followers = []
         for k in np.flatnonzero(self.follower_status[i] >= 0).tolist():
             status = FollowerStatus(int(self.follower_status[i, k]))
             offset = int(self.follower_fetch_offset[i, k])
+            lag_known = bool(self.follower_lag_time_known[i, k])
             follower: HealthRecord = {
                 "broker": int(self.follower_broker[i, k]),
                 "in_isr": bool(self.follower_in_isr[i, k]),
                 "fetch_offset": None if offset == UNKNOWN_OFFSET else offset,
-                "last_caught_up_ms": int(self.follower_last_caught_up_ms[i, k]),
-                "lag_time_ms": int(self.follower_lag_time_ms[i, k]),
+                "last_caught_up_ms": time_or_none(
+                    self.follower_last_caught_up_ms[i, k], caught_up[k]
+                ),
+                "lag_time_ms": time_or_none(self.follower_lag_time_ms[i, k], lag_known),
+                "lag_time_unknown": None if lag_known else LagTimeUnknown.NEVER_CAUGHT_UP.value,
                 "lag_messages": None if offset == UNKNOWN_OFFSET else max(0, leader_leo - offset),
                 "status": status.name,
             }
             if status in (FollowerStatus.SHRINK_ELIGIBLE, FollowerStatus.SHRINK_OVERDUE):
-                follower["shrink_by_ms"] = int(self.follower_shrink_by_ms[i, k])
+                follower["shrink_by_ms"] = time_or_none(
+                    self.follower_shrink_by_ms[i, k], self.follower_shrink_by_known[i, k]
+                )
             followers.append(follower)
         return {
             "topic": self.topic[i],
@@ -211,9 +227,13 @@ def evaluate(
         follower_fetch_offset=facts.log_end_offset,
         follower_last_caught_up_ms=facts.last_caught_up_ms,
         follower_lag_time_ms=lag_time_ms(facts, now_ms),
+        follower_lag_time_known=lag_time_known(
+            facts.last_caught_up_ms, facts.log_end_offset, facts.leader_leo
+        ),
         follower_shrink_by_ms=shrink_deadline_ms(
             facts.last_caught_up_ms, facts.lag_time_max_ms, facts.isr_since_ms
         ),
+        follower_shrink_by_known=shrink_deadline_known(facts.last_caught_up_ms, facts.isr_since_ms),
         metadata_state=metadata,
         stale_brokers=stale_brokers,
         blackout_earliest_ms=earliest,

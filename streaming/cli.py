@@ -219,13 +219,13 @@ def demo_command(
     """
     from rich.console import Console
 
-    from streaming.demo import DemoError, DemoOptions, quiet_stderr, run_demo
+    from streaming.demo import DemoError, DemoOptions, output_to_log, run_demo
 
     config = load_or_exit(config_file, {**overrides, "metrics.port": metrics_port})
     options = DemoOptions(load_scenario_or_exit(scenario, params), seconds, speed, seed)
     log_path = Path(tempfile.gettempdir()) / f"isrwatch-demo-{os.getpid()}.log"
     signal.signal(signal.SIGTERM, _interrupt)  # stop as cleanly as on Ctrl-C
-    with quiet_stderr(log_path) as terminal:
+    with output_to_log(log_path) as terminal:
         console = Console(file=terminal)
         options.live = console.is_terminal if live is None else live
         try:
@@ -237,9 +237,10 @@ def demo_command(
     console = Console(stderr=True)
     for line in result.summary:
         console.print(line, highlight=False)
-    console.print(f"Spark's and the job's logs: {log_path}", highlight=False)
-    if result.error is not None:
+    if result.error is not None:  # one line, the details are in the log
+        console.print(f"error: {result.error} (see {log_path})", style="bold red", highlight=False)
         raise SystemExit(1)
+    console.print(f"Spark's and the job's logs: {log_path}", highlight=False)
 
 
 def _interrupt(_signal: int, _frame: object) -> None:

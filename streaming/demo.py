@@ -26,11 +26,12 @@ from typing import Any, TextIO
 from rich.console import Console
 from rich.live import Live
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.spinner import Spinner
 
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.input_records import KafkaPublisher
-from streaming.live_view import COUNTED, ClusterHealth, clock, plain_line, render
+from streaming.live_view import COUNTED, ClusterHealth, clock, plain_line, render, show_live
 from streaming.metrics import HealthExporter
 from streaming.simulator.cluster import ClusterSimulator
 from streaming.simulator.publish import paced, publish_all
@@ -52,22 +53,62 @@ STARTUP_TIMEOUT_S = 300
 PLAIN_EVERY_S = 10
 
 
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+LOG_LEVELS = {"": logging.INFO, "kafka": logging.WARNING, "py4j": logging.WARNING}
+"""The demo's log: isrwatch's own INFO records; the clients' connection chatter left out."""
+
+
 @contextlib.contextmanager
-def quiet_stderr(log_path: Path) -> Iterator[TextIO]:
-    """Send this process's stderr (and so Spark's JVM and Python workers', started
-    within) to ``log_path``; yield a stream to the real terminal for the view."""
-    sys.stderr.flush()
-    terminal_fd = os.dup(2)
-    terminal = os.fdopen(terminal_fd, "w", buffering=1, encoding="utf-8", closefd=False)
+def output_to_log(log_path: Path) -> Iterator[TextIO]:
+    """Send everything but the view to ``log_path``; yield a stream to the real terminal
+    (this process's stderr as it was) for the view.
+
+    Goes there: this process's stdout and stderr, as file descriptors, so Spark's JVM and
+    its Python workers, started within, write there too; Python's warnings (pandas',
+    pyarrow's, PySpark's) and every log record, through a handler of the root logger.
+    """
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    saved = {fd: os.dup(fd) for fd in (1, 2)}
+    terminal = os.fdopen(saved[2], "w", buffering=1, encoding="utf-8", closefd=False)
+    handler = logging.FileHandler(log_path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter(LOG_FORMAT))
+    root = logging.getLogger()
+    levels = {name: logging.getLogger(name).level for name in LOG_LEVELS}
     with log_path.open("ab") as log_file:
-        os.dup2(log_file.fileno(), 2)
+        for fd in saved:
+            os.dup2(log_file.fileno(), fd)
+        root.addHandler(handler)
+        for name, level in LOG_LEVELS.items():
+            logging.getLogger(name).setLevel(level)
+        logging.captureWarnings(True)
         try:
             yield terminal
         finally:
-            sys.stderr.flush()
-            os.dup2(terminal_fd, 2)
+            logging.captureWarnings(False)
+            root.removeHandler(handler)
+            for name, level in levels.items():
+                logging.getLogger(name).setLevel(level)
+            handler.close()
+            for stream in (sys.stdout, sys.stderr):
+                stream.flush()
+            for fd, original in saved.items():
+                os.dup2(original, fd)
             terminal.close()
-            os.close(terminal_fd)
+            for original in saved.values():
+                os.close(original)
+
+
+def one_line(error: BaseException) -> str:
+    """An exception as one short line: its message's first line that says something.
+
+    Py4J's errors start with "An error occurred while calling o123.method." and put the
+    Java exception on the next line, followed by its stack trace.
+    """
+    lines = [line.strip(" :") for line in str(error).splitlines() if line.strip(" :")]
+    lines = [line for line in lines if not line.startswith("An error occurred while calling")]
+    text = lines[0] if lines else type(error).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 class DemoError(Exception):
@@ -107,19 +148,24 @@ def demo_config(base: IsrwatchConfig, bootstrap: str, checkpoint: Path) -> Isrwa
 
 
 class _Worker(threading.Thread):
-    """A thread that keeps the exception that ended it."""
+    """A thread that keeps the exception that ended it, unless the demo was stopping:
+    a stop cancels Spark's jobs and ends its workers, which then fail as they should."""
 
-    def __init__(self, name: str, target: Callable[[], None]) -> None:
+    def __init__(self, name: str, target: Callable[[], None], stop: threading.Event) -> None:
         super().__init__(name=name, daemon=True)
         self._target_function = target
+        self._stop_requested = stop
         self.error: BaseException | None = None
 
     def run(self) -> None:
         try:
             self._target_function()
-        except BaseException as error:  # reported by the demo, which then stops
-            self.error = error
-            log.exception("%s failed", self.name)
+        except BaseException as error:
+            if self._stop_requested.is_set():
+                log.info("%s ended with an error while stopping", self.name, exc_info=True)
+            else:  # reported by the demo, which then stops
+                self.error = error
+                log.exception("%s failed", self.name)
 
 
 def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> DemoResult:
@@ -144,7 +190,7 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 exporter = HealthExporter()
                 job = _Worker("streaming job", lambda: _run_job(
                     job_config, exporter, stop, health, query_started.set
-                ))  # fmt: skip
+                ), stop)  # fmt: skip
                 workers.append(job)
                 step("Starting Spark and the streaming query")
                 job.start()
@@ -160,7 +206,7 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                     finally:
                         publisher.close()
 
-                workers.insert(0, _Worker("simulator", publish))
+                workers.insert(0, _Worker("simulator", publish, stop))
                 step(f"Starting the simulator ({options.scenario.name})")
                 workers[0].start()
                 step("Waiting for the streaming query's first micro-batch")
@@ -171,10 +217,11 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
             console.print("[bold]Stopping (interrupted)[/bold]")
         finally:
             stop.set()
-            with console.status("Stopping the query, Spark, the simulator and the broker"):
+            with _spinner(console, "Stopping the query, Spark, the simulator and the broker"):
                 _join(workers)
                 broker.stop()
-    error = next((f"{w.name}: {w.error}" for w in workers if w.error is not None), None)
+    failed = [(w.name, w.error) for w in workers if w.error is not None]
+    error = f"{failed[0][0]}: {one_line(failed[0][1])}" if failed else None
     truth = {label: sim.truth.count(kind) if sim else 0 for kind, label in TRUTH_LABELS.items()}
     result = DemoResult(time.monotonic() - started, dict(published), health, truth, error)
     result.summary = summarize(result, options.scenario)
@@ -200,10 +247,21 @@ def _run_job(
             session.stop()
 
 
+# rich's Live, Progress and Status send what is written to sys.stdout and sys.stderr
+# meanwhile to the terminal, above the view: here everything but the view goes to the log.
+QUIET_LIVE: dict[str, Any] = {"redirect_stdout": False, "redirect_stderr": False}
+
+
+@contextlib.contextmanager
+def _spinner(console: Console, text: str) -> Iterator[None]:
+    with Live(Spinner("dots", text), console=console, transient=True, **QUIET_LIVE):
+        yield
+
+
 @contextlib.contextmanager
 def _startup_progress(console: Console) -> Iterator[Callable[[str], None]]:
     columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False) as progress:
+    with Progress(*columns, console=console, transient=False, **QUIET_LIVE) as progress:
         current: list[Any] = []
 
         def step(description: str) -> None:
@@ -221,9 +279,9 @@ def _wait_for(
 ) -> None:
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not done():
-        failed = [w for w in workers if w.error is not None]
-        if failed:
-            raise DemoError(f"{failed[0].name} failed during start-up: {failed[0].error}")
+        for worker in workers:
+            if worker.error is not None:
+                raise DemoError(f"{worker.name} failed during start-up: {one_line(worker.error)}")
         if time.monotonic() > deadline:
             raise DemoError(f"waited {STARTUP_TIMEOUT_S} s for {what}")
         stop.wait(0.25)
@@ -245,16 +303,15 @@ def _watch(
     console.print(f"Prometheus metrics: {metrics}   (Ctrl-C stops the demo)")
 
     def header() -> str:
-        elapsed = time.monotonic() - started
+        # the view adds the time its figures are as of: the monitor's event-time clock
         return (
-            f"isrwatch demo: {options.scenario.name}, simulated {clock(sim.now)} "
-            f"(+{(sim.now - sim.start_ms) / 1000:.0f}s, x{options.speed:g}), wall {elapsed:.0f}s"
+            f"isrwatch: {options.scenario.name} x{options.speed:g} | cluster {clock(sim.now)[:8]}"
         )
 
     def finished() -> str | None:
         for worker in workers:
             if worker.error is not None:
-                return f"{worker.name} failed: {worker.error}"
+                return f"{worker.name} failed: {one_line(worker.error)}"
         if deadline is not None and time.monotonic() >= deadline:
             return "time is up"
         if not workers[0].is_alive():
@@ -265,10 +322,9 @@ def _watch(
 
     reason: str | None = None
     if options.live:
-        with Live(console=console, refresh_per_second=2) as live:
-            while (reason := finished()) is None:
-                live.update(render(health.snapshot(), header(), sim.truth.records[-200:]))
-                time.sleep(0.5)
+        reason = show_live(
+            console, lambda: render(health.snapshot(), header(), sim.truth.records[-200:]), finished
+        )
     else:
         last = 0.0
         while (reason := finished()) is None:
@@ -305,6 +361,4 @@ def summarize(result: DemoResult, scenario: Scenario) -> list[str]:
         lines.append("dead letters: " + ", ".join(
             f"{reason} {n}" for reason, n in sorted(snapshot.dead_letters.items())
         ))  # fmt: skip
-    if result.error:
-        lines.append(f"error: {result.error}")
     return lines

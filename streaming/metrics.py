@@ -440,9 +440,16 @@ class HealthExporter(Collector):
             "time its ISR change should reach the brokers (epoch seconds)",
             labels=partition_labels,
         )
+        follower_status = GaugeMetricFamily(
+            "isrwatch_follower_status",
+            "1 for each follower that is not IN_SYNC, with its status (series exist only "
+            "while it is not IN_SYNC)",
+            labels=["topic", "partition", "broker", "status", "leader"],
+        )
         follower_lag = GaugeMetricFamily(
             "isrwatch_follower_lag_time_seconds",
-            "Lag time of a follower that is not IN_SYNC (now - last caught up)",
+            "Lag time of a follower that is not IN_SYNC (now - last caught up); no series "
+            "while it has not caught up since its leader's election (docs/health-record.md)",
             labels=["topic", "partition", "broker", "status", "leader"],
         )
         follower_messages = GaugeMetricFamily(
@@ -481,10 +488,13 @@ class HealthExporter(Collector):
                         continue
                     labels = [topic, partition, str(f["broker"]), f["status"],
                               str(record["leader"])]  # fmt: skip
-                    follower_lag.add_metric(labels, f["lag_time_ms"] / 1000)
+                    follower_status.add_metric(labels, 1)
+                    # null: no time to count from (state.lag_time), so no series at all
+                    if f["lag_time_ms"] is not None:
+                        follower_lag.add_metric(labels, f["lag_time_ms"] / 1000)
                     if f["lag_messages"] is not None:
                         follower_messages.add_metric(labels, f["lag_messages"])
-                    if "shrink_by_ms" in f:
+                    if f.get("shrink_by_ms") is not None:
                         shrink_by.add_metric(labels, f["shrink_by_ms"] / 1000)
         yield condition
         yield high_watermark
@@ -492,6 +502,7 @@ class HealthExporter(Collector):
         yield lag_time_max
         yield blackout_earliest
         yield blackout_latest
+        yield follower_status
         yield follower_lag
         yield follower_messages
         yield shrink_by

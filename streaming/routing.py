@@ -198,7 +198,8 @@ def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:
         name, kind = part.split()
         if kind == "string":
             column = frame[name].astype("object")
-            frame[name] = column.where(column.notna(), None)
+            # pandas-stubs 2.3 does not type None as ``other``; pandas takes it
+            frame[name] = column.where(column.notna(), None)  # type: ignore[call-overload]
         elif kind == "int":
             frame[name] = frame[name].astype("Int32")
         elif kind == "long":

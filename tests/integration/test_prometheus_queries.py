@@ -338,7 +338,10 @@ EXPECTED: dict[str, set[str]] = {
     f"{OVERVIEW} / Flapping followers / A": FLAPPING,
     f"{OVERVIEW} / Flapping followers / B": FLAPPING,
     f"{OVERVIEW} / Followers Kafka is about to remove, or should have / A": SHRINKS,
-    f"{DRILLDOWN} / Follower lag time against the shrink thresholds / A": UNHEALTHY,
+    # controller-failover's only followers not in sync are broker 2's, OFFLINE and not
+    # caught up since the elections that reset them: no lag time (docs/health-record.md).
+    f"{DRILLDOWN} / Follower lag time against the shrink thresholds / A": UNHEALTHY
+    - {"controller-failover"},
     f"{DRILLDOWN} / Follower lag time against the shrink thresholds / B": UNHEALTHY,
     f"{DRILLDOWN} / Follower lag time against the shrink thresholds / C": UNHEALTHY,
     f"{DRILLDOWN} / Kafka removes the follower / A": SHRINKS,

@@ -135,7 +135,9 @@ def test_reset_on_become_leader() -> None:
     assert [f["broker"] for f in record["followers"]] == [1, 3]
     old_leader, out_of_isr = follower(record, 1), follower(record, 3)
     assert old_leader["last_caught_up_ms"] == 9_000  # in the new ISR: caught up at election
-    assert out_of_isr["last_caught_up_ms"] == 0  # not in the ISR: never
+    # Not in the ISR: Kafka's resetReplicaState stores 0, "not since": no time, no lag time.
+    assert (out_of_isr["last_caught_up_ms"], out_of_isr["lag_time_ms"]) == (None, None)
+    assert out_of_isr["lag_time_unknown"] == "NEVER_CAUGHT_UP"
     assert old_leader["fetch_offset"] is None
     assert out_of_isr["fetch_offset"] is None
 
@@ -212,4 +214,8 @@ def test_new_epoch_with_the_same_leader_keeps_fetch_offsets() -> None:
     record = health(m, 2_000)
     f2, f3 = follower(record, 2), follower(record, 3)
     assert (f2["fetch_offset"], f2["last_caught_up_ms"]) == (800, 2_000)  # times reset
-    assert (f3["fetch_offset"], f3["last_caught_up_ms"], f3["status"]) == (800, 0, "CATCHING_UP")
+    assert (f3["fetch_offset"], f3["last_caught_up_ms"], f3["status"]) == (
+        800, None, "CATCHING_UP",
+    )  # fmt: skip
+    # At the leader's LEO (800): a lag time of 0 although not caught up since the reset.
+    assert (f3["lag_time_ms"], f3["lag_time_unknown"]) == (0, None)

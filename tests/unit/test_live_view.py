@@ -35,11 +35,13 @@ def test_the_snapshot_merges_every_shard() -> None:
 def test_the_view_shows_the_follower_against_its_deadline() -> None:
     health = one_eligible_follower()
     text = text_of(render(health.snapshot(), "header", []))
-    (row,) = [line for line in text.splitlines() if "SHRINK_ELIGIBLE" in line and "t-0" in line]
-    # lag 12 s; shrink by last caught up (B, the election) + 1.5 x 10 s: 3 s from now
-    assert "12.0s" in row
-    assert "in 3.0s" in row
-    assert "predicted-under-replicated 1" in text
+    lines = text.splitlines()
+    heading = lines.index("Predicted shrinks: Kafka removes these followers from the ISR (1)")
+    assert lines[heading + 1].split() == ["partition", "follower", "leader", "removed", "in",
+                                          "lag", "time", "lag", "msgs"]  # fmt: skip
+    # shrink by last caught up (B, the election) + 1.5 x 10 s: 3 s from now; lag 12 s
+    assert lines[heading + 2].split()[:5] == ["t-0", "2", "1", "3.0s", "12.0s"]
+    assert "predicted 1" in text
     assert health.peaks["predicted_under_replicated"] == 1
     assert health.first_seen_ms["predicted_under_replicated"] == B + 12_000
     assert "predicted=1" in plain_line(health.snapshot())

@@ -106,6 +106,7 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     got = samples(exporter)
     follower = (("broker", "3"), ("leader", "1"), ("partition", "7"),
                 ("status", "SHRINK_ELIGIBLE"), ("topic", "orders"))  # fmt: skip
+    assert got[("isrwatch_follower_status", follower)] == 1
     assert got[("isrwatch_follower_lag_time_seconds", follower)] == 32
     assert got[("isrwatch_follower_lag_messages", follower)] == 1_100
     assert got[("isrwatch_follower_shrink_deadline_seconds", follower)] == 1_700_000_025
@@ -121,6 +122,39 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     exporter.record_batch([shard_stats(0)], {}, 0.1)  # partition 7 is healthy again
     assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_follower_")]
     assert not [key for key in samples(exporter) if key[0].startswith("isrwatch_partition_")]
+
+
+def test_a_follower_without_lag_time_has_a_status_and_no_time_series() -> None:
+    """Never caught up since its leader's election (docs/health-record.md): no lag time and
+    no deadline from epoch 0, the status series alone (alerts count it)."""
+    record = unhealthy_record(7)
+    record["followers"] = [
+        {"broker": 3, "status": "OUT_OF_SYNC", "lag_time_ms": None, "lag_messages": None},
+        {"broker": 2, "status": "SHRINK_OVERDUE", "lag_time_ms": None, "lag_messages": 40,
+         "shrink_by_ms": 1_700_000_025_000},
+        {"broker": 4, "status": "SHRINK_OVERDUE", "lag_time_ms": None, "lag_messages": 40,
+         "shrink_by_ms": None},
+    ]  # fmt: skip
+    exporter = HealthExporter()
+    exporter.record_batch([shard_stats(0, unhealthy=[record])], {}, 0.1)
+    got = samples(exporter)
+    status = {
+        (dict(labels)["broker"], dict(labels)["status"]): value
+        for (name, labels), value in got.items()
+        if name == "isrwatch_follower_status"
+    }
+    assert status == {
+        ("3", "OUT_OF_SYNC"): 1,
+        ("2", "SHRINK_OVERDUE"): 1,
+        ("4", "SHRINK_OVERDUE"): 1,
+    }
+    assert not [key for key in got if key[0] == "isrwatch_follower_lag_time_seconds"]
+    deadlines = [dict(labels)["broker"] for name, labels in got
+                 if name == "isrwatch_follower_shrink_deadline_seconds"]  # fmt: skip
+    assert deadlines == ["2"]
+    messages = [dict(labels)["broker"] for name, labels in got
+                if name == "isrwatch_follower_lag_messages"]  # fmt: skip
+    assert sorted(messages) == ["2", "4"]
 
 
 def test_no_blackout_series_without_a_predicted_window() -> None:

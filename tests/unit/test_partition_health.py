@@ -78,7 +78,7 @@ def test_record_has_every_field_of_the_contract() -> None:
     assert record["min_insync_replicas"] == 1  # no TopicConfig: the configured default
     assert list(record["followers"][0]) == [
         "broker", "in_isr", "fetch_offset", "last_caught_up_ms", "lag_time_ms",
-        "lag_messages", "status",
+        "lag_time_unknown", "lag_messages", "status",
     ]  # fmt: skip
     assert list(record["metadata"]) == [
         "stale_brokers", "state", "blackout_earliest_ms", "blackout_latest_ms",

@@ -12,7 +12,6 @@ import pytest
 
 from state.events import Source
 from state.settings import RuleSettings
-from streaming import shard_stats
 from streaming.attribution import CauseAnnotator
 from streaming.replay import replay
 from streaming.routing import DEAD, route
@@ -24,6 +23,7 @@ from streaming.shard_state import (
     ShardSnapshot,
     process,
 )
+from streaming.sinks import shard_stats_of
 
 SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
 SOURCES = {s.value: s for s in Source}
@@ -98,8 +98,9 @@ def test_flushed_job_equals_replay(shards: int) -> None:
     second = job.batch(kafka_records(envelopes[70:]))
     flush = job.batch(None)  # the no-data batch: every shard evaluates at the stream clock
     # the driver attributes causes over every shard's report, as replay does over all
-    stats = [shard_stats.decode(v) for v in flush[flush["kind"] == STATS]["value"]]
-    annotated, _ = CauseAnnotator().annotate(flush[flush["kind"].isin([HEALTH, TOMBSTONE])], stats)
+    annotated, _ = CauseAnnotator().annotate(
+        flush[flush["kind"].isin([HEALTH, TOMBSTONE])], shard_stats_of(flush)
+    )
     assert health(annotated) == expected
     # The story's end: orders-1 (led by broker 2) is under-replicated; broker 2's replica
     # of orders-0 is LAGGING; brokers 1-3 lead 2, 1 and 0 of the 3 partitions.
