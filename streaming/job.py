@@ -109,8 +109,7 @@ class CheckpointMismatchError(Exception):
 def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
     """What a checkpoint's offsets and state depend on: partitions are hashed into
     ``state_shards`` groups, and the offsets are those of these topics and source.
-    ``routed_layout`` names the rows routing hands the shards and the state they keep:
-    a checkpoint of a release without it cannot be restored by this one."""
+    ``routed_layout`` names the rows routing hands the shards and the state they keep."""
     return {
         "state_shards": config.streaming.state_shards,
         "routed_layout": ROUTED_LAYOUT,
@@ -120,9 +119,15 @@ def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
     }
 
 
+RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", ROUTED_LAYOUT)
+"""State layouts this release restores: routed-v1 (the release before, whose layout file
+has no ``routed_layout``) is migrated as it is unpickled (``shard_state.migrate_routed_v1``)."""
+
+
 def guard_checkpoint(config: IsrwatchConfig) -> None:
     """Refuse to reuse a local checkpoint written with another layout (the state would be
-    misrouted, or the offsets would belong to other topics); record it on first use.
+    misrouted, or the offsets would belong to other topics); record it on first use, and
+    record this release's ``routed_layout`` once it restores an older one.
     Rules may change between runs: restored state is judged by the current ones."""
     location = checkpoint_location(config)
     if is_uri(location):
@@ -131,14 +136,16 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
     layout = checkpoint_layout(config)
     if path.exists():
         kept = json.loads(path.read_text(encoding="utf-8"))
-        changed = {k: (kept.get(k), v) for k, v in layout.items() if kept.get(k) != v}
-        if "routed_layout" in changed:
+        routed = kept.get("routed_layout", "routed-v1")
+        if routed not in RESTORABLE_ROUTED_LAYOUTS:
             raise CheckpointMismatchError(
                 f"{location} was written by another release of isrwatch, whose state layout "
-                f"({changed['routed_layout'][0] or 'routed-v1'}) this one ({ROUTED_LAYOUT}) "
-                "cannot restore: start from a new streaming.checkpoint_location (the job "
-                "rebuilds its state from the controller events it reads)"
+                f"({routed}) this one ({ROUTED_LAYOUT}) cannot restore: start from a new "
+                "streaming.checkpoint_location (the job rebuilds its state from the "
+                "controller events it reads)"
             )
+        changed = {k: (kept.get(k), v) for k, v in layout.items()
+                   if k != "routed_layout" and kept.get(k) != v}  # fmt: skip
         if changed:
             details = ", ".join(f"{k}: {old!r} in the checkpoint, {new!r} now"
                                 for k, (old, new) in changed.items())  # fmt: skip
@@ -146,7 +153,8 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
                 f"{location} was written by a job with another layout ({details}); "
                 "keep the old settings or use a new streaming.checkpoint_location"
             )
-        return
+        if kept == layout:
+            return
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(layout, sort_keys=True), encoding="utf-8")
 

@@ -64,7 +64,8 @@ def stable_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
 
 
-def _signed(digest: int) -> int:
+def signed_digest(digest: int) -> int:
+    """A :func:`stable_hash` as the signed 64-bit integer a ``long`` column holds."""
     return digest - (1 << 64) if digest >= 1 << 63 else digest
 
 
@@ -144,7 +145,7 @@ def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.Re
     routed = route_controller_events([event for _, event in events], shards)
     for (i, _event), parts in zip(events, routed, strict=True):
         text = bytes(values[i]).decode("utf-8")
-        digest = _signed(stable_hash(text))
+        digest = signed_digest(stable_hash(text))
         for part in parts:
             topic, kafka_partition, offset = where[i]
             marker = isinstance(part.event, ControllerEpochSeen)

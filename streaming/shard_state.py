@@ -41,7 +41,7 @@ from state.settings import RuleSettings
 from state.sharding import Shard
 from state.shrink_rule import FollowerStatus
 from streaming import shard_stats
-from streaming.routing import DEAD, FETCH, conform, stable_hash
+from streaming.routing import DEAD, FETCH, conform, signed_digest, stable_hash
 from streaming.shard_stats import (
     BrokerGauges,
     FlapCount,
@@ -82,11 +82,52 @@ class ShardSnapshot:
     model: ReplicationModel
     clock_ms: int = -1  # the largest event time this shard has applied
     signatures: dict[str, int] = field(default_factory=dict)  # key -> health last emitted
-    seen_controller_events: dict[int, int] = field(default_factory=dict)  # hash -> ts
+    # signed_digest(stable_hash(record text)) -> ts: as routing's ``digest`` column
+    seen_controller_events: dict[int, int] = field(default_factory=dict)
     # Events applied since the job first started, checkpointed with the state: after a
     # restart they count each event once, however often a batch was re-run.
+    # applied_total["FetchResponse"] + fetch_error_responses_total is every valid fetch
+    # response. A snapshot of routed-v1 counted error responses inside "FetchResponse";
+    # restored, they stay there and fetch_error_responses_total counts from the upgrade.
     applied_total: Counter[str] = field(default_factory=Counter)
     fetch_error_responses_total: int = 0
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle; a snapshot of the release before ``routed-v2`` is migrated first."""
+        if "fetch_error_responses_total" not in state:
+            state = migrate_routed_v1(state)
+        self.__dict__.update(state)
+
+
+def migrate_routed_v1(state: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot pickled by the release before ``routed-v2`` (it had no
+    ``fetch_error_responses_total``), as this release keeps it.
+
+    * ``seen_controller_events`` was keyed by the unsigned ``stable_hash`` of the record
+      text; routing now hands the shards the same hash as a signed 64-bit ``long``. A key
+      at or above 2**63 is converted, or a producer's retry of an event applied before the
+      upgrade would be applied again after it.
+    * ``applied_total["FetchResponse"]`` counted fetch responses answered with an error;
+      how many is not known, so they stay counted there (once) and the separate total of
+      error responses starts at 0: the sum of both is exact across the upgrade.
+    The model's own classes (``state/``) read their older pickles themselves.
+    """
+    seen: dict[int, int] = state.get("seen_controller_events", {})
+    return {
+        **state,
+        "seen_controller_events": {signed_digest(key): ts for key, ts in seen.items()},
+        "fetch_error_responses_total": 0,
+    }
+
+
+def restore_snapshot(pickled: bytes, rules: RuleSettings) -> ShardSnapshot:
+    """A shard's snapshot from Spark's group state, judged by this run's rules (a restart
+    may change them; a snapshot of an older release kept the settings it was made with)."""
+    snapshot = pickle.loads(pickled)
+    if not isinstance(snapshot, ShardSnapshot):
+        raise TypeError(f"the group state holds a {type(snapshot).__name__}, not a ShardSnapshot")
+    snapshot.model.reconfigure(rules)
+    return snapshot
 
 
 def health_signature(frame: HealthFrame, i: int) -> int:
@@ -127,11 +168,10 @@ def make_shard_function(
         key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: Any
     ) -> Iterator[pd.DataFrame]:
         shard = int(key[0])
-        snapshot: ShardSnapshot = (
-            pickle.loads(state.get[0]) if state.exists
+        snapshot = (
+            restore_snapshot(state.get[0], settings.rules) if state.exists
             else ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, settings.shards)))
         )  # fmt: skip
-        snapshot.model.reconfigure(settings.rules)  # the rules of this run, not the first's
         watermark = state.getCurrentWatermarkMs()
         stream_clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
         frames = [frame for frame in batches if len(frame)]

@@ -1,0 +1,97 @@
+"""Write the routed-v1 checkpoint fixture with the code of the release that wrote it.
+
+Run from a checkout of that release (commit 544a4fd), with this file and a capture::
+
+    git worktree add /tmp/isrwatch-544a4fd 544a4fd && cd /tmp/isrwatch-544a4fd
+    make .venv/.installed
+    .venv/bin/isrwatch simulate --scenario isr-churn-storm --seconds 20 --seed 1 \\
+        --start-ms 1700000000000 --out /tmp/capture.jsonl
+    .venv/bin/python <this repo>/tests/unit/data/checkpoints/write_routed_v1.py \\
+        /tmp/capture.jsonl <this repo>/tests/unit/data/checkpoints/routed-v1
+
+It imports ``streaming`` and ``state`` from the working directory (the old release):
+the first FIRST_PART records of the capture go through that release's routing and stateful step,
+shard by shard, and each ``ShardSnapshot`` is pickled as its job stored it in Spark's
+group state. Every ERROR_EVERY-th fetch response is given an error code, so that the
+fixture holds error responses (the old release counted them in ``applied_total``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path.cwd()))
+
+import pandas as pd
+
+from state.events import Source
+from state.model import ReplicationModel
+from state.settings import RuleSettings
+from state.sharding import Shard
+from streaming.routing import route
+from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
+
+SHARDS = 3
+WATERMARK_DELAY_MS = 60_000
+ERROR_EVERY = 400
+ERROR = "NOT_LEADER_OR_FOLLOWER"
+FIRST_PART = 3000  # records: the storm's first ISR changes are before, the rest after
+
+
+def envelopes(capture: Path) -> list[dict[str, Any]]:
+    """The capture, with an error code on every ERROR_EVERY-th fetch response."""
+    out: list[dict[str, Any]] = []
+    fetches = 0
+    for line in capture.read_text(encoding="utf-8").splitlines():
+        envelope = json.loads(line)
+        if envelope["source"] == Source.FETCH_RESPONSES.value:
+            fetches += 1
+            if fetches % ERROR_EVERY == 0:
+                envelope["value"]["error"] = ERROR
+        out.append(envelope)
+    return out
+
+
+def kafka_records(batch: list[dict[str, Any]], offsets: dict[str, int]) -> pd.DataFrame:
+    """The records as Spark's Kafka source hands them (one Kafka partition per topic)."""
+    rows = []
+    for envelope in batch:
+        topic = envelope["source"]
+        rows.append({"key": None, "value": json.dumps(envelope["value"]).encode(),
+                     "topic": topic, "partition": 0, "offset": offsets[topic],
+                     "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
+                     "timestampType": 0})  # fmt: skip
+        offsets[topic] += 1
+    return pd.DataFrame(rows)
+
+
+def main(capture: Path, out: Path) -> None:
+    records = envelopes(capture)
+    half = FIRST_PART
+    settings = ShardJobSettings(RuleSettings(), SHARDS, WATERMARK_DELAY_MS)
+    routed = route(kafka_records(records[:half], {s.value: 0 for s in Source}),
+                   {s.value: s for s in Source}, SHARDS)  # fmt: skip
+    out.mkdir(parents=True, exist_ok=True)
+    for shard in range(SHARDS):
+        snapshot = ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, SHARDS)))
+        process(snapshot, routed[routed["shard"] == shard], -1, settings)
+        pickled = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)  # as its job did
+        (out / f"shard-{shard}.pickle").write_bytes(pickled)
+    with gzip.open(out / "capture.jsonl.gz", "wt", encoding="utf-8") as written:
+        written.writelines(json.dumps(envelope) + "\n" for envelope in records)
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True, check=True).stdout.strip()  # fmt: skip
+    manifest = {"commit": commit, "shards": SHARDS, "first_part": half,
+                "watermark_delay_ms": WATERMARK_DELAY_MS,
+                "stream_clock_ms": int(routed["ts"].max())}  # fmt: skip
+    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]), Path(sys.argv[2]))
