@@ -22,7 +22,7 @@ import json
 import pickle
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
@@ -44,7 +44,6 @@ from streaming import shard_stats
 from streaming.routing import DEAD, FETCH, conform, signed_digest, stable_hash
 from streaming.shard_stats import (
     BrokerGauges,
-    FlapCount,
     IsrTransitionCount,
     ShardStats,
     TopicGauges,
@@ -368,10 +367,7 @@ def _stats_row(
         if frame is not None and whole
         else None,
         fragile=fragile_entries(frame) if frame is not None and whole else [],
-        flapping=[
-            FlapCount(**asdict(flap), flapping=flap.flapping(rules.flapping_min_shrinks))
-            for flap in snapshot.model.flaps.recent(now, rules.flapping_window_ms)
-        ],
+        flapping=snapshot.model.flaps.recent(now, rules.flapping_window_ms),
     )
     return {"kind": STATS, "key": str(shard), "value": shard_stats.encode(stats)}
 

@@ -19,6 +19,8 @@ from typing import Any
 
 import msgspec
 
+from state.flapping import Flap
+
 
 class TopicGauges(msgspec.Struct, frozen=True, kw_only=True):
     """Partitions of one topic in this shard, by condition, now."""
@@ -51,21 +53,6 @@ class IsrTransitionCount(msgspec.Struct, frozen=True, array_like=True):
     by_controller: bool
 
 
-class FlapCount(msgspec.Struct, frozen=True, kw_only=True):
-    """A follower removed from and re-added to the ISR within the flapping window
-    (``state.flapping.Flap``), and whether that makes it flapping."""
-
-    topic: str
-    partition: int
-    broker: int
-    leader: int  # the leader at its last removal
-    shrinks: int
-    expands: int
-    period_ms: int  # mean time between consecutive removals
-    last_shrink_ms: int
-    flapping: bool
-
-
 class ShardStats(msgspec.Struct, frozen=True, kw_only=True):
     """Counters of one micro-batch and gauges of one shard after it."""
 
@@ -91,7 +78,8 @@ class ShardStats(msgspec.Struct, frozen=True, kw_only=True):
     cause_shape: dict[str, Any] | None = None
     # What one broker's stop could break (``state.restart_check.fragile_entries``).
     fragile: list[dict[str, Any]] = msgspec.field(default_factory=list)
-    flapping: list[FlapCount] = msgspec.field(default_factory=list)
+    # Followers removed from the ISR within the flapping window (``state.flapping``).
+    flapping: list[Flap] = msgspec.field(default_factory=list)
 
 
 _ENCODER = msgspec.json.Encoder()

@@ -67,8 +67,7 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
                      "blackout_latest_ms": 1_700_000_002_500},
     }  # fmt: skip
     flap = {"topic": "orders", "partition": 0, "broker": 3, "leader": 1, "shrinks": 3,
-            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000,
-            "flapping": True}  # fmt: skip
+            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000}  # fmt: skip
     exporter = HealthExporter(source_status=status)
     exporter.record_batch(
         [shard_stats(0, unhealthy=[record], bounced_brokers=[2], flapping=[flap])],

@@ -34,8 +34,7 @@ def test_cause_planned_maintenance_and_flapping_series() -> None:
     })  # fmt: skip
     records = [lagging(0, 3), lagging(1, 3), lagging(5, 2, "OUT_OF_SYNC")]
     flap = {"topic": "orders", "partition": 4, "broker": 3, "leader": 1, "shrinks": 3,
-            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000,
-            "flapping": True}  # fmt: skip
+            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000}  # fmt: skip
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, flapping=[flap])], {}, 0.1)
     exporter.record_causes(attribute(UnhealthyPartitions.of(records), shape))
