@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from kafka import KafkaConsumer, TopicPartition
 
 from streaming.config import IsrwatchConfig, load_config
 from streaming.embedded_broker import EmbeddedBroker
+from streaming.input_records import InputRecord, KafkaPublisher
 
 
 def isolated_job_config(
@@ -68,3 +70,18 @@ def last_per_key(lines: list[tuple[str, str | None]]) -> dict[str, Any]:
     for key, value in lines:
         latest[key] = json.loads(value) if value is not None else None
     return latest
+
+
+class PublishedSpy:
+    """A collector's publisher that also keeps what it published (the test replays it)."""
+
+    def __init__(self, publisher: KafkaPublisher) -> None:
+        self.publisher = publisher
+        self.events: list[InputRecord] = []
+
+    def publish(self, events: Sequence[InputRecord]) -> None:
+        self.publisher.publish(events)
+        self.events += events
+
+    def close(self) -> None:
+        self.publisher.close()

@@ -6,7 +6,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -17,28 +16,15 @@ from streaming.collectors.log_collector import LogCollector
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
-from streaming.input_records import InputRecord, KafkaPublisher
+from streaming.input_records import KafkaPublisher
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
-from tests.integration.kafka_topics import isolated_job_config
+from tests.integration.kafka_topics import PublishedSpy, isolated_job_config
 
 pytestmark = pytest.mark.integration
 
 DATA = Path(__file__).resolve().parents[1] / "unit" / "data" / "kafka_logs" / "zk"
-
-
-class Spy:
-    def __init__(self, publisher: KafkaPublisher) -> None:
-        self.publisher = publisher
-        self.events: list[InputRecord] = []
-
-    def publish(self, events: Sequence[InputRecord]) -> None:
-        self.publisher.publish(events)
-        self.events += events
-
-    def close(self) -> None:
-        self.publisher.close()
 
 
 @pytest.fixture
@@ -56,7 +42,7 @@ def test_collected_logs_drive_the_job_like_replay(
                 if "Deletion of topic" not in line and "Deleted partition" not in line]  # fmt: skip
         paths.append(tmp_path / name)
         paths[-1].write_text("".join(kept))
-    spy = Spy(KafkaPublisher(job_config))
+    spy = PublishedSpy(KafkaPublisher(job_config))
     collector = LogCollector(
         [str(p) for p in paths], job_config.collect.logs, spy,
         CollectorMetrics("logs", CollectorRegistry()),

@@ -11,7 +11,6 @@ collectors, the publisher, the broker, the job and its sinks are the real ones.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import ClassVar
 
@@ -25,12 +24,12 @@ from streaming.collectors.metadata_log.collector import MetadataLogCollector
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
-from streaming.input_records import InputRecord, KafkaPublisher
+from streaming.input_records import KafkaPublisher
 from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.replay import replay
 from streaming.simulator.publish import envelope_line
-from tests.integration.kafka_topics import isolated_job_config
+from tests.integration.kafka_topics import PublishedSpy, isolated_job_config
 from tests.unit import metadata_log_synthetic as syn
 
 pytestmark = pytest.mark.integration
@@ -39,19 +38,6 @@ T0 = 1_700_000_000_000
 TOPIC_ID = "v9meXjI1RVKB-NSvF0GXDA"
 CONTROLLER = 3000
 KRAFT = RuleSettings(propagation=PropagationSettings(mode=PropagationMode.KRAFT))
-
-
-class Spy:
-    def __init__(self, publisher: KafkaPublisher) -> None:
-        self.publisher = publisher
-        self.events: list[InputRecord] = []
-
-    def publish(self, events: Sequence[InputRecord]) -> None:
-        self.publisher.publish(events)
-        self.events += events
-
-    def close(self) -> None:
-        self.publisher.close()
 
 
 def metadata_log(directory: Path, topic: str) -> None:
@@ -113,7 +99,7 @@ def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
 ) -> None:
     topic = job_config.topics.controller_events.replace("controller-events", "orders")
     metadata_log(tmp_path / "broker-1" / "__cluster_metadata-0", topic)
-    log_spy = Spy(KafkaPublisher(job_config))
+    log_spy = PublishedSpy(KafkaPublisher(job_config))
     log_collector = MetadataLogCollector(
         [tmp_path / "broker-1"], log_spy, CollectorMetrics("metadata-log", CollectorRegistry()),
         tmp_path / "metadata-log.json",
@@ -121,7 +107,7 @@ def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
     while log_collector.read_once()[0]:
         pass
     log_collector.close()
-    admin_spy = Spy(KafkaPublisher(job_config))
+    admin_spy = PublishedSpy(KafkaPublisher(job_config))
     admin = AdminCollector(QuorumReports(), admin_spy,
                            CollectorMetrics("admin", CollectorRegistry()),
                            tmp_path / "admin.json", fetch_responses=False, broker_changes=False,
