@@ -203,8 +203,10 @@ def process(
         watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
         is_late = events["ts"].to_numpy(dtype=np.int64) < watermark
         # Every fetch counts here; of a controller event, the one part routing marked.
+        # (``counted`` is null on fetch rows, read as False; no fillna, which makes pandas
+        # 2 warn about downcasting an object column.)
         counts = (events["kind"] == FETCH).to_numpy(dtype=np.bool_) | (
-            events["counted"].fillna(False).to_numpy(dtype=np.bool_)
+            events["counted"].eq(True).to_numpy(dtype=np.bool_, na_value=False)
         )
         for i in np.flatnonzero(is_late & counts).tolist():
             late += 1
