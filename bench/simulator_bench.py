@@ -101,6 +101,8 @@ def run_baseline(parts: list[tuple[list[Event], pd.DataFrame]]) -> float:
         started = time.perf_counter()
         for event in controller:
             if isinstance(event, LeaderAndIsr) and event.leader >= 0:
+                assert event.replicas is not None
+                assert event.leader_epoch is not None
                 followers = {b: Follower(last_fetch_time_ms=event.ts, last_caught_up_ms=event.ts)
                              for b in event.replicas if b != event.leader}  # fmt: skip
                 state[(event.topic, event.partition)] = Partition(

@@ -114,6 +114,8 @@ class Partition:
 def baseline_state(partitions: int) -> dict[tuple[str, int], Partition]:
     state = {}
     for _, e in elections(partitions):
+        assert e.replicas is not None
+        assert e.leader_epoch is not None
         followers = {b: Follower(last_fetch_time_ms=e.ts, last_caught_up_ms=e.ts)
                      for b in e.replicas if b != e.leader}  # fmt: skip
         state[(e.topic, e.partition)] = Partition(e.leader, e.leader_epoch, followers)

@@ -48,14 +48,24 @@ class ControllerEvent:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaderAndIsr(ControllerEvent):
+    """The controller's decision for a partition. The *partial* form (docs/event-contract.md)
+    states only the new leader: a log line such as ``completed preferred replica leader
+    election. New leader is 3`` names no epoch, ISR or replicas. Its four state fields are
+    then all None (the schema allows all of them or none): test ``is_partial``."""
+
     topic: str
     partition: int
     leader: int
-    leader_epoch: int
-    isr: tuple[int, ...]
-    replicas: tuple[int, ...]
-    partition_epoch: int
+    leader_epoch: int | None = None
+    isr: tuple[int, ...] | None = None
+    replicas: tuple[int, ...] | None = None
+    partition_epoch: int | None = None
     metadata_offset: int | None = None  # KRaft: offset of the record in __cluster_metadata
+
+    @property
+    def is_partial(self) -> bool:
+        """Only the leader is stated (no epochs, ISR or replicas)."""
+        return self.leader_epoch is None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,8 +73,10 @@ class IsrChange(ControllerEvent):
     topic: str
     partition: int
     leader: int
-    old_isr: tuple[int, ...]
     new_isr: tuple[int, ...]
+    # None in the partial form: the line states no ISR before the change (a Kafka 2.8+
+    # commit line); the model's own ISR is then the old one.
+    old_isr: tuple[int, ...] | None = None
     leader_epoch: int | None = None
     partition_epoch: int | None = None
     metadata_offset: int | None = None  # KRaft: offset of the record in __cluster_metadata
@@ -109,7 +121,9 @@ class BrokerChange(ControllerEvent):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerChange(ControllerEvent):
-    """A controller failover; here ``controller_id`` and ``controller_epoch`` are required."""
+    """A controller failover; ``controller_id`` is required. ``controller_epoch`` is None
+    in the partial form (a losing broker's ``Broker N has been elected as the controller``
+    names none): such an event fences nothing (docs/event-contract.md)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

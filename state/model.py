@@ -125,6 +125,7 @@ class ReplicationModel:
     # existed (a checkpoint of an older version) starts them empty.
     _flaps: FlapHistory | None = None
     _maintenance: MaintenanceLog | None = None
+    _epoch_floors: dict[tuple[str, int], int] | None = None
 
     def __init__(self, settings: RuleSettings, shard: Shard | None = None) -> None:
         self.settings = settings
@@ -153,6 +154,14 @@ class ReplicationModel:
         if self._maintenance is None:
             self._maintenance = MaintenanceLog()
         return self._maintenance
+
+    @property
+    def epoch_floors(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the least leader epoch an epoch-bearing event about it may
+        still have: set by a partial leader change (see ``_leader_elected``)."""
+        if self._epoch_floors is None:
+            self._epoch_floors = {}
+        return self._epoch_floors
 
     @property
     def _zk(self) -> bool:
@@ -243,7 +252,11 @@ class ReplicationModel:
                 self.caches.drop_brokers(change.restarted_caches)
                 report.bounced_brokers.extend(sorted(change.bounced))
             case ControllerChange():
-                pass  # its epoch was observed above, as every controller event's
+                # Its epoch was observed above, as every controller event's. The partial
+                # form (no epoch) cannot be ordered against a known epoch: it names the
+                # controller only while no epoch is known (docs/event-contract.md).
+                if event.controller_epoch is None and self.cluster.controller_epoch is None:
+                    self.cluster.controller_id = event.controller_id
             case TopicChange():
                 self._topic_change(event)
             case TopicConfig():
@@ -260,14 +273,18 @@ class ReplicationModel:
     def _leader_and_isr(self, event: LeaderAndIsr, report: ApplyReport) -> DeadLetterReason | None:
         if not self.owns(event.topic, event.partition):
             return None
+        leader_epoch, partition_epoch = event.leader_epoch, event.partition_epoch
+        isr, replicas = event.isr, event.replicas
+        if leader_epoch is None or partition_epoch is None or isr is None or replicas is None:
+            return self._leader_elected(event)  # the partial form: the schema allows no mix
         table = self.table
         row = table.live_row_of(event.topic, event.partition)
         if row >= 0:
-            if event.leader_epoch < table.leader_epoch[row]:
+            if leader_epoch < self._epoch_floor(event.topic, event.partition, row):
                 return DeadLetterReason.STALE_LEADER_EPOCH
             if (
-                event.leader_epoch == table.leader_epoch[row]
-                and event.partition_epoch < table.partition_epoch[row]
+                leader_epoch == table.leader_epoch[row]
+                and partition_epoch < table.partition_epoch[row]
             ):
                 return DeadLetterReason.STALE_PARTITION_EPOCH
         if event.leader == LEADER_DURING_DELETE:
@@ -275,26 +292,63 @@ class ReplicationModel:
                 self._delete(row)
             return None
         if row < 0:
-            row = table.create(event.topic, event.partition, event.replicas)
+            row = table.create(event.topic, event.partition, replicas)
+        self.epoch_floors.pop((event.topic, event.partition), None)  # an epoch is known again
         old_isr = table.isr[row]
-        new_epoch = event.leader_epoch > table.leader_epoch[row]
+        new_epoch = leader_epoch > table.leader_epoch[row]
         new_leader = event.leader != table.leader[row]
-        table.set_replicas(row, event.replicas)
-        table.set_isr(row, event.isr)
+        table.set_replicas(row, replicas)
+        table.set_isr(row, isr)
         # A follower that stays in the ISR keeps its entry time (README, re-entry).
-        table.mark_isr_entries(row, set(event.isr) - set(old_isr), event.ts)
+        table.mark_isr_entries(row, set(isr) - set(old_isr), event.ts)
         table.leader[row] = event.leader
-        table.leader_epoch[row] = event.leader_epoch
-        table.partition_epoch[row] = event.partition_epoch
-        if set(old_isr) != set(event.isr):
+        table.leader_epoch[row] = leader_epoch
+        table.partition_epoch[row] = partition_epoch
+        if set(old_isr) != set(isr):
             self._record_isr_change(row, event.ts, ChangeOrigin.CONTROLLER, event.leader)
             self._track_metadata_offset(row, event.metadata_offset, old_isr)
             if old_isr:
                 report.isr_transitions.append(
-                    self._transition(row, old_isr, event.isr, event.ts, by_controller=True)
+                    self._transition(row, old_isr, isr, event.ts, by_controller=True)
                 )
         if new_epoch and event.leader != NO_LEADER:
             reset_on_become_leader(table, row, event.ts, new_leader=new_leader)
+        self.caches.refresh(row)
+        return None
+
+    def _epoch_floor(self, topic: str, partition: int, row: int) -> int:
+        """The least leader epoch an epoch-bearing event about the row may have: the one
+        held, or above it after a partial leader change."""
+        held = int(self.table.leader_epoch[row])
+        return max(held, self.epoch_floors.get((topic, partition), held))
+
+    def _leader_elected(self, event: LeaderAndIsr) -> DeadLetterReason | None:
+        """The partial LeaderAndIsr: a new leader, with no epoch, ISR or replicas stated.
+
+        Kafka's controller elects a leader from the assigned replicas and keeps the ISR
+        (PartitionLeaderElectionAlgorithms.preferredReplicaPartitionLeaderElection,
+        ``LeaderAndIsr.newLeader``), bumping the leader and partition epochs; the new
+        leader then resets its followers' state (Partition.makeLeader). So: the leader
+        changes, the ISR and replicas stay, the followers are reset as on any election,
+        and the held epochs stay (the new ones are not known). Fencing: the election
+        raised the leader epoch above the one held, so from now on an epoch-bearing
+        event with an epoch not above it is stale (``epoch_floors``). An event with no
+        epoch is applied in event-time order like any other; it never lowers an epoch.
+        """
+        table = self.table
+        row = table.live_row_of(event.topic, event.partition)
+        if row < 0:
+            return DeadLetterReason.UNKNOWN_PARTITION  # no replicas to lead: nothing to set
+        replicas = table.replicas[row]
+        if event.leader != NO_LEADER and replicas and event.leader not in replicas:
+            return DeadLetterReason.NOT_ASSIGNED_REPLICA
+        if event.leader == table.leader[row]:
+            return None  # nothing new: the leader held (or this line read twice)
+        key = (event.topic, event.partition)
+        self.epoch_floors[key] = self._epoch_floor(event.topic, event.partition, row) + 1
+        table.leader[row] = event.leader
+        if event.leader != NO_LEADER:
+            reset_on_become_leader(table, row, event.ts, new_leader=True)
         self.caches.refresh(row)
         return None
 
@@ -312,7 +366,7 @@ class ReplicationModel:
         if row < 0:
             return DeadLetterReason.UNKNOWN_PARTITION
         if event.leader_epoch is not None:
-            if event.leader_epoch < table.leader_epoch[row]:
+            if event.leader_epoch < self._epoch_floor(event.topic, event.partition, row):
                 return DeadLetterReason.STALE_LEADER_EPOCH
             if event.leader_epoch > table.leader_epoch[row]:
                 return DeadLetterReason.UNKNOWN_LEADER_EPOCH
@@ -320,8 +374,11 @@ class ReplicationModel:
             return DeadLetterReason.STALE_PARTITION_EPOCH
         if event.leader != table.leader[row] or event.leader == NO_LEADER:
             return DeadLetterReason.NOT_LEADER
-        # Entered at ts: added by the change, or new to the ISR the monitor held.
         old_isr = table.isr[row]
+        if event.old_isr is None:
+            self._isr_committed(row, event, report)
+            return None
+        # Entered at ts: added by the change, or new to the ISR the monitor held.
         stayed = set(old_isr) & set(event.old_isr)
         table.set_isr(row, event.new_isr)
         table.mark_isr_entries(row, set(event.new_isr) - stayed, event.ts)
@@ -334,6 +391,41 @@ class ReplicationModel:
         )
         self.caches.refresh(row)
         return None
+
+    def _isr_committed(self, row: int, event: IsrChange, report: ApplyReport) -> None:
+        """The partial IsrChange: the new ISR, the one before it not stated.
+
+        Kafka's leader changes the ISR it holds (Partition.maybeShrinkIsr /
+        maybeExpandIsr, then handleAlterPartitionUpdate on commit), so the ISR before is
+        the one the model holds for the partition. When the model holds none (a
+        partition known only from its assignment) the change cannot be classified: the
+        ISR is set with no shrink/expand and no entry times for its members (when they
+        entered is not known). The commit time itself is stated: it is when Kafka queued
+        the change for propagation (ZooKeeper: ReplicaManager.recordIsrChange after the
+        write; KRaft: the AlterPartition commit), so the propagation window starts then.
+        An ISR equal to the one held changes nothing but the partition epoch; its
+        leader's pending propagation is still recorded, as the shards that do not own
+        the partition record it (the leader's window must not depend on the sharding).
+        """
+        table = self.table
+        old_isr = table.isr[row]
+        if event.partition_epoch is not None:
+            table.partition_epoch[row] = event.partition_epoch
+        if set(old_isr) == set(event.new_isr):
+            if self._zk:
+                tp = TopicPartition(event.topic, event.partition)
+                self._freeze_windows(self.windows.record_isr_change(event.leader, tp, event.ts))
+            return
+        table.set_isr(row, event.new_isr)
+        if old_isr:
+            table.mark_isr_entries(row, set(event.new_isr) - set(old_isr), event.ts)
+        self._record_isr_change(row, event.ts, ChangeOrigin.LEADER, event.leader)
+        self._track_metadata_offset(row, event.metadata_offset, old_isr)
+        if old_isr:
+            report.isr_transitions.append(
+                self._transition(row, old_isr, event.new_isr, event.ts, by_controller=False)
+            )
+        self.caches.refresh(row)
 
     def _transition(
         self, row: int, old: Sequence[int], new: Sequence[int], ts: int, *, by_controller: bool
@@ -488,6 +580,7 @@ class ReplicationModel:
 
     def _delete(self, row: int) -> None:
         tp = self.table.topic_partition(row)
+        self.epoch_floors.pop((tp.topic, tp.partition), None)
         self.flaps.forget_partition(tp.topic, tp.partition)
         self.windows.forget(self.table.topic_partition(row))
         self.caches.forget_row(row)

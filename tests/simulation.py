@@ -119,7 +119,11 @@ def run_monitor(
             flush()
             observe(next_check)
             next_check += every_ms
-        if isinstance(event, IsrChange) and set(event.new_isr) < set(event.old_isr):
+        if (
+            isinstance(event, IsrChange)
+            and event.old_isr is not None  # the simulator sends the full form
+            and set(event.new_isr) < set(event.old_isr)
+        ):
             flush()
             record = by_partition(model.evaluate(event.ts))[(event.topic, event.partition)]
             for follower in record["followers"]:

@@ -109,6 +109,7 @@ def events(draw: st.DrawFn) -> list[Event]:
         event: Event
         if kind == "elect":
             election = draw(leader_and_isr())
+            assert election.isr is not None  # the strategy draws the full form
             current[(election.topic, election.partition)] = election
             isr[(election.topic, election.partition)] = election.isr
             event = election
@@ -129,6 +130,8 @@ def events(draw: st.DrawFn) -> list[Event]:
         else:
             key = draw(st.sampled_from(sorted(current)))
             decision = current[key]
+            assert decision.replicas is not None
+            assert decision.leader_epoch is not None
             leo[key] += draw(st.integers(0, 30))
             followers = [b for b in decision.replicas if b != decision.leader] or [1]
             event = FetchResponse(

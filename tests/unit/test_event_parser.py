@@ -362,6 +362,7 @@ def test_integral_floats_become_ints() -> None:
     event = parse_json_line(C, record)
     assert event == VALID[0][2]
     assert isinstance(event, LeaderAndIsr)
+    assert event.isr is not None
     assert all(type(value) is int for value in (event.ts, event.partition, *event.isr))
     created = {"type": "TopicChange", "ts": 1, "created": {"t": {"0": [1.0]}}, "deleted": []}
     topic_change = parse_json_line(C, created)
@@ -457,7 +458,7 @@ BAD_RECORDS: list[tuple[Source, object, DeadLetterReason, str]] = [
     (C, _without("BrokerConfig", "type"), R.MISSING_FIELD, "type"),
     (C, _without("BrokerConfig", "ts"), R.MISSING_FIELD, "ts"),
     (C, _metadata_missing(1, "isr"), R.MISSING_FIELD, "partitions[1].isr"),
-    (C, _without("ControllerChange", "controller_epoch"), R.MISSING_FIELD, "controller_epoch"),
+    (C, _without("ControllerChange", "controller_id"), R.MISSING_FIELD, "controller_id"),
     (C, _without("TopicChange", "deleted"), R.MISSING_FIELD, "deleted"),
     (C, _without("LeaderAndIsr", "partition_epoch"), R.MISSING_FIELD, "partition_epoch"),
     (C, _with("BrokerChange", live=[{"id": 1}]), R.MISSING_FIELD, "live[0].epoch"),
