@@ -16,7 +16,12 @@ layout in turn:
     thread after the logger;
   - ``spring``: Spring Boot's console layout of an embedded broker,
     ``2024-01-02T10:11:12.345Z  INFO 1 --- [thread] k.cluster.Partition : message``;
-  - ``custom``: a regex with named groups from the configuration (``collect.logs.layout``).
+  - ``custom``: a regex with named groups from the configuration (``collect.logs.layout``);
+  - ``timeless``: ``%p %m (%c)%n``, a level first and the logger last but no time (a
+    pattern without ``%d``, or a time lost when the line was copied). Log4j appends
+    entries in order, so such an entry is placed at the time of the entry above it in
+    the same file, the earliest it can have been written; with no timed entry above it,
+    it is unrecognised (``no_timestamp``), never given a time out of nothing.
 
 A line that is none of these is a *continuation* of the entry above (a stack trace, a
 wrapped message) when it does not itself look like the start of an entry; a line that
@@ -115,6 +120,15 @@ _LAYOUTS: Final = (
     ),
 )
 
+# ``%p %m (%c)%n``: tried last, and only a line that starts with a level and ends with a
+# logger; it has no time of its own (LineReader gives it the time of the entry above).
+_TIMELESS = _Layout(
+    "timeless",
+    re.compile(rf"{_LEVEL}\s+(?=\S)"),
+    re.compile(rf"\s+\({_LOGGER}\)\s*$"),
+    tail_required=True,
+)
+
 _LOOKS_LIKE_ENTRY = re.compile(
     r"^.{0,64}?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\b(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\b)"
 )
@@ -153,6 +167,7 @@ class Unrecognised:
 CONTINUATION: Final = Continuation()
 UNKNOWN_LAYOUT: Final = Unrecognised("unknown_layout")
 BAD_TIMESTAMP: Final = Unrecognised("bad_timestamp")
+NO_TIMESTAMP: Final = Unrecognised("no_timestamp")
 
 ReadLine = Entry | Continuation | Unrecognised
 
@@ -188,7 +203,9 @@ class LineReader:
         layouts: list[_Layout | _CustomLayout] = list(_LAYOUTS)
         if custom is not None:
             layouts.insert(0, _CustomLayout(custom))
+        layouts.append(_TIMELESS)
         self._layouts = tuple(layouts)
+        self._last_ts: int | None = None  # the time of the latest timed entry read
 
     def read(self, line: str) -> ReadLine:
         # The layouts are tried before each prefix is removed: a layout's own time can
@@ -214,9 +231,15 @@ class LineReader:
             level = (groups.get("level") or "INFO").upper()
             if level not in LEVELS:
                 continue
-            ts = parse_time(groups["time"] or "", self._zone)
-            if ts is None:
-                return BAD_TIMESTAMP
+            if layout is _TIMELESS:
+                ts = self._last_ts
+                if ts is None:
+                    return NO_TIMESTAMP
+            else:
+                ts = parse_time(groups["time"] or "", self._zone)
+                if ts is None:
+                    return BAD_TIMESTAMP
+                self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
             message = (groups["message"] or "").strip()
             return Entry(ts, level, groups.get("logger"), message, layout.name)
         return None

@@ -159,6 +159,29 @@ class ControllerElected:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerSeen:
+    """KafkaController.elect (0.11 to 3.x, ZooKeeper mode; ZookeeperLeaderElector.elect in
+    0.10), DEBUG, on a broker that lost the election: which broker is the controller. The
+    line names no controller epoch."""
+
+    ts: int
+    controller_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class PreferredLeaderElected:
+    """KafkaController.removePartitionsFromPreferredReplicaElection (0.10 to 3.x, ZooKeeper
+    mode), INFO: after a preferred replica election the partition's leader is its
+    preferred replica. The line names no epoch, ISR or replicas."""
+
+    ts: int
+    controller_id: int
+    topic: str
+    partition: int
+    leader: int
+
+
+@dataclass(frozen=True, slots=True)
 class BrokerEpochsInitialized:
     """KafkaController.initializeControllerContext, INFO: the live brokers and their epochs
     (the czxid of their registration) when this controller took over."""
@@ -216,6 +239,8 @@ Record = (
     | IsrCommitted
     | IsrUpdateFailed
     | ControllerElected
+    | ControllerSeen
+    | PreferredLeaderElected
     | BrokerEpochsInitialized
     | BrokerSetChanged
     | BrokerRegistered
@@ -231,6 +256,8 @@ RECORD_KINDS: Final = {
     IsrCommitted: "isr_committed",
     IsrUpdateFailed: "isr_update_failed",
     ControllerElected: "controller_elected",
+    ControllerSeen: "controller_seen",
+    PreferredLeaderElected: "preferred_leader_elected",
     BrokerEpochsInitialized: "broker_epochs",
     BrokerSetChanged: "broker_change",
     BrokerRegistered: "broker_registered",
@@ -372,6 +399,22 @@ _ACTIVE = re.compile(
     r"\[(?:Quorum)?Controller (?:id=)?(?P<controller>\d+)\] Becoming the active controller at"
     r" epoch (?P<epoch>\d+)\b.*"
 )
+# KafkaController.elect, when another broker already is the controller (0.11 to 3.x):
+# "Broker N has been elected as the controller, so stopping the election process." In 0.10
+# ZookeeperLeaderElector (whose only user is KafkaController's controllerElector) logs "Broker
+# N has been elected as leader, so stopping ..." and "Broker N was elected as leader instead
+# of broker M". All DEBUG.
+_CONTROLLER_SEEN = re.compile(
+    r"(?:\[(?:\w+ on )?Controller(?: id=)? ?\d+\]:? )?Broker (?P<controller>\d+)"
+    r" (?:has been elected as (?:the controller|leader), so stopping the election process\."
+    r"|was elected as leader instead of broker \d+)"
+)
+# KafkaController.removePartitionsFromPreferredReplicaElection (0.10 to 3.x): "Partition T-P
+# completed preferred replica leader election. New leader is N" ("[T,P]" in 0.10 to 0.11).
+_PREFERRED_ELECTED = re.compile(
+    _CONTROLLER + r"Partition (?P<tp>\S+) completed preferred replica leader election\."
+    r" New leader is (?P<leader>\d+)"
+)
 _EPOCHS = re.compile(_CONTROLLER + r"Initialized broker epochs cache: \w*\((?P<pairs>.*)\)")
 _EPOCH_PAIR = re.compile(r"(\d+) -> (\d+)")
 # KafkaController.processBrokerChange; "bounced brokers" since 2.2.
@@ -416,6 +459,9 @@ _MARKERS: Final = (
     ("ncremented epoch to ", "controller_elected"),
     ("Epoch incremented to ", "controller_elected"),
     ("Becoming the active controller at epoch", "controller_elected"),
+    (" so stopping the election process", "controller_seen"),
+    ("was elected as leader instead of broker", "controller_seen"),
+    ("completed preferred replica leader election", "preferred_leader_elected"),
     ("Initialized broker epochs cache", "broker_epochs"),
     ("Newly added brokers: ", "broker_change"),
     ("czxid (broker epoch)", "broker_registered"),
@@ -531,6 +577,21 @@ def _controller_elected(ts: int, message: str) -> Record | Ignored | None:
     return None
 
 
+def _controller_seen(ts: int, message: str) -> Record | Ignored | None:
+    if match := _CONTROLLER_SEEN.fullmatch(message):
+        return ControllerSeen(ts, int(match["controller"]))
+    return None
+
+
+def _preferred_leader_elected(ts: int, message: str) -> Record | Ignored | None:
+    if match := _PREFERRED_ELECTED.fullmatch(message):
+        topic, partition = split_topic_partition(match["tp"])
+        return PreferredLeaderElected(
+            ts, int(match["controller"]), topic, partition, int(match["leader"])
+        )
+    return None
+
+
 def _broker_epochs(ts: int, message: str) -> Record | Ignored | None:
     if match := _EPOCHS.fullmatch(message):
         pairs = match["pairs"].strip()
@@ -594,6 +655,8 @@ _PARSERS: Final = {
     "isr_committed": _isr_committed,
     "isr_update_failed": _isr_update_failed,
     "controller_elected": _controller_elected,
+    "controller_seen": _controller_seen,
+    "preferred_leader_elected": _preferred_leader_elected,
     "broker_epochs": _broker_epochs,
     "broker_change": _broker_change,
     "broker_registered": _broker_registered,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from streaming.collectors.log_lines import Continuation, LineResult, Unparseable
 
-UNRECOGNISED_REASONS = frozenset({"unknown_layout", "bad_timestamp"})
+UNRECOGNISED_REASONS = frozenset({"unknown_layout", "bad_timestamp", "no_timestamp"})
 
 
 @dataclass(slots=True)

@@ -73,12 +73,14 @@ from streaming.collectors.log_lines import (
     CachedLeaderInfo,
     CommitLogging,
     ControllerElected,
+    ControllerSeen,
     DeletedFromCache,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
     LeaderAndIsrReceived,
     PartitionState,
+    PreferredLeaderElected,
     Record,
     TopicDeleted,
     TopicsCreated,
@@ -276,6 +278,19 @@ class LogTranslator:
                          "controller_id": item.controller_id,
                          "controller_epoch": item.controller_epoch}  # fmt: skip
                 return InputRecord(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
+            case ControllerSeen():
+                # The partial form: the line names no epoch, and the epoch of an election
+                # this translator saw may be another one's (docs/event-contract.md).
+                value = {"type": "ControllerChange", "ts": item.ts,
+                         "controller_id": item.controller_id}  # fmt: skip
+                return InputRecord(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
+            case PreferredLeaderElected():
+                # The partial form: the new leader only (no epochs, ISR or replicas).
+                body = {"type": "LeaderAndIsr", "topic": item.topic,
+                        "partition": item.partition, "leader": item.leader}  # fmt: skip
+                event = self._controller_event(item.ts, item.controller_id, body)
+                return InputRecord(Source.CONTROLLER_EVENTS,
+                                   partition_key(item.topic, item.partition), event.value)  # fmt: skip
             case BrokerEpochsInitialized():
                 self._live = dict(item.epochs)
                 for broker, epoch in item.epochs.items():
@@ -354,15 +369,14 @@ class LogTranslator:
         if old is None and known is not None:
             old = list(known[1])
         self._learn_isr(key, item.partition_epoch, item.isr)
-        if old is None:
-            self.dropped["isr_update_without_previous_isr"] += 1
-            return None
-        if set(old) == set(item.isr):
+        if old is not None and set(old) == set(item.isr):
             self.dropped["isr_update_unchanged"] += 1
             return None
         value = {"type": "IsrChange", "ts": item.ts, "topic": item.topic,
-                 "partition": item.partition, "leader": item.broker, "old_isr": old,
+                 "partition": item.partition, "leader": item.broker,
                  "new_isr": list(item.isr), "partition_epoch": item.partition_epoch}  # fmt: skip
+        if old is not None:  # else the partial form: the model's ISR is the old one
+            value["old_isr"] = old
         return InputRecord(Source.CONTROLLER_EVENTS, key, value)
 
     def _broker_set_changed(self, item: BrokerSetChanged) -> InputRecord:

@@ -48,10 +48,10 @@ def test_project_corpus_score() -> None:
     result = score(CORPUS)
     assert result.total("wrong") == 0
     assert result.total("phantom") == 0
-    assert result.total("right") >= 0.95 * result.expressible
-    # what the lines state and the contract cannot carry: a controller change without
-    # its epoch (bitnami/charts#12830)
-    assert result.total("inexpressible") == 1
+    # 11 events stated (counted by hand in the corpus files), all expressible since the
+    # partial forms (a controller change without its epoch: bitnami/charts#12830)
+    assert (result.total("stated"), result.total("inexpressible")) == (11, 0)
+    assert result.total("right") >= 0.95 * result.total("stated")
 
 
 @pytest.mark.skipif(
@@ -62,7 +62,7 @@ def test_external_corpus_score() -> None:
     result = score(load_external(EXTERNAL))
     assert result.total("wrong") == 0
     assert result.total("phantom") == 0
-    assert result.total("right") >= 0.95 * result.expressible
+    assert result.total("right") >= 0.95 * result.total("stated")
 
 
 # --------------------------------------------------------------------------- the scoring
@@ -90,7 +90,7 @@ def test_scoring_counts_right_missed_wrong_and_inexpressible() -> None:
     result = score([one_file([SHRINK, EXPAND], [
         Statement(1, {**CHANGE, "old_isr": [3, 1], "new_isr": [3]}),
         Statement(2, {**CHANGE, "old_isr": [3], "new_isr": [3, 4]}),  # wrong: 1 rejoined
-        Statement(2, {"type": "ControllerChange", "controller_id": 3}),  # no epoch
+        Statement(2, {"type": "LeaderAndIsr", "topic": "orders", "partition": 7}),  # no leader
     ])])  # fmt: skip
     f = result.files[0]
     assert (f.stated, f.inexpressible, f.right, len(f.missed), len(f.wrong)) == (3, 1, 1, 1, 1)

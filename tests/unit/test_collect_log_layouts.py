@@ -20,6 +20,7 @@ import pytest
 from streaming.collectors.log_layouts import (
     BAD_TIMESTAMP,
     CONTINUATION,
+    NO_TIMESTAMP,
     UNKNOWN_LAYOUT,
     Entry,
     LayoutError,
@@ -146,11 +147,35 @@ def test_stack_traces_and_wrapped_lines_continue_the_entry(line: str) -> None:
         f"INFO 2024-05-02 08:16:40,123 {MESSAGE}",
         "2025-07-03 10:52:41 INFO  [main] NetworkClient:1072 - Node 4 disconnected.",
         "kafka 15:53:51.46 INFO  ==> ** Starting Kafka setup **",  # Bitnami's script
-        f"INFO {MESSAGE} ({LOGGER})",  # a paste that lost the time
+        f"INFO {MESSAGE}",  # no time and no logger: nothing says it is %p %m (%c)
     ],
 )
 def test_lines_that_start_an_entry_in_another_layout_are_unknown(line: str) -> None:
     assert read(line) is UNKNOWN_LAYOUT
+
+
+# --------------------------------------------------------------------------- no time
+
+
+TIMELESS = f"INFO {MESSAGE} ({LOGGER})"  # %p %m (%c)%n, or a paste that lost the time
+
+
+def test_an_entry_without_a_time_takes_the_time_of_the_entry_above() -> None:
+    reader = LineReader(UTC_ZONE)
+    assert reader.read(TIMELESS) is NO_TIMESTAMP  # nothing above it: no time, no entry
+    assert reader.read(f"[2024-05-02 08:16:40,123] INFO {MESSAGE} ({LOGGER})") == Entry(
+        TS, "INFO", LOGGER, MESSAGE, "apache"
+    )
+    assert reader.read(f"  {TIMELESS}") == Entry(TS, "INFO", LOGGER, MESSAGE, "timeless")
+    # A line of an earlier time (entries out of order) does not move it back.
+    reader.read(f"[2024-05-02 08:16:39,999] INFO {MESSAGE} ({LOGGER})")
+    assert reader.read(f"DEBUG {MESSAGE} ({LOGGER})") == Entry(
+        TS, "DEBUG", LOGGER, MESSAGE, "timeless"
+    )
+    # a stack trace line is still a continuation
+    assert reader.read("\tat kafka.cluster.Partition.maybeShrinkIsr(Partition.scala:503)") is (
+        CONTINUATION
+    )
 
 
 # --------------------------------------------------------------------------- custom
