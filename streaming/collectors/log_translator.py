@@ -288,9 +288,9 @@ class LogTranslator:
                 # The partial form: the new leader only (no epochs, ISR or replicas).
                 body = {"type": "LeaderAndIsr", "topic": item.topic,
                         "partition": item.partition, "leader": item.leader}  # fmt: skip
-                value = self._controller_event(item.ts, item.controller_id, body).value
+                partial = self._controller_event(item.ts, item.controller_id, body).value
                 key = partition_key(item.topic, item.partition)
-                return InputRecord(Source.CONTROLLER_EVENTS, key, value)
+                return InputRecord(Source.CONTROLLER_EVENTS, key, partial)
             case BrokerEpochsInitialized():
                 self._live = dict(item.epochs)
                 for broker, epoch in item.epochs.items():
