@@ -304,6 +304,25 @@ def test_election_of_another_broker_is_unparseable() -> None:
 
 
 @pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        # made-up malformed variants of the two partial-event wordings
+        ("[Controller id=0] Partition T-2 completed preferred replica leader election. New leader"
+         " is none", "malformed_preferred_leader_elected"),
+        ("[Controller id=0] Partition T completed preferred replica leader election. New leader"
+         " is 3", "malformed_preferred_leader_elected"),  # no partition number
+        ("[Controller id=1] Broker x has been elected as the controller, so stopping the election"
+         " process.", "malformed_controller_seen"),
+    ],
+)  # fmt: skip
+def test_partial_event_wordings_in_an_unexpected_shape_are_unparseable(
+    message: str, reason: str
+) -> None:
+    line = f"[2021-04-14 10:53:31,013] INFO {message} (kafka.controller.KafkaController)"
+    assert parse_line(line, UTC_ZONE) == Unparseable(reason)
+
+
+@pytest.mark.parametrize(
     "tail",
     [
         "next write offset 1201.",

@@ -20,12 +20,14 @@ from streaming.collectors.log_lines import (
     CachedLeaderInfo,
     CommitLogging,
     ControllerElected,
+    ControllerSeen,
     DeletedFromCache,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
     LeaderAndIsrReceived,
     PartitionState,
+    PreferredLeaderElected,
     TopicDeleted,
     TopicsCreated,
 )
@@ -349,3 +351,27 @@ def test_state_of_version_1_is_read() -> None:
     resumed = LogTranslator({"version": 1, "pending": {"2 t:3": [2, 3, 1]}})
     events = resumed.translate([IsrCommitted(11, 2, "t", 3, (2, 1), 5)])
     assert values(events) == [{**isr_change(11, 2, [2, 3, 1], [2, 1]), "partition_epoch": 5}]
+
+
+def test_lines_that_state_part_of_an_event_give_its_partial_form() -> None:
+    """A losing broker's controller line and a preferred election's result name no epoch,
+    ISR or replicas: the partial events carry only what they state, and the epoch of
+    an election seen before goes only where the line is the controller's own."""
+    translator = LogTranslator()
+    events = translator.translate([
+        ControllerSeen(5, 2),  # no election seen yet
+        ControllerElected(6, 2, 9),
+        ControllerSeen(7, 2),  # an election of 2 was seen, but maybe not this one
+        PreferredLeaderElected(8, 2, "t", 3, 1),  # controller 2's own line (epoch 9)
+        PreferredLeaderElected(9, 4, "t", 4, 3),  # controller 4: no epoch known
+    ])  # fmt: skip
+    assert [e.key for e in events] == ["2", "2", "2", "t:3", "t:4"]
+    assert values(events) == [
+        {"type": "ControllerChange", "ts": 5, "controller_id": 2},
+        {"type": "ControllerChange", "ts": 6, "controller_id": 2, "controller_epoch": 9},
+        {"type": "ControllerChange", "ts": 7, "controller_id": 2},
+        {"type": "LeaderAndIsr", "ts": 8, "topic": "t", "partition": 3, "leader": 1,
+         "controller_id": 2, "controller_epoch": 9},
+        {"type": "LeaderAndIsr", "ts": 9, "topic": "t", "partition": 4, "leader": 3,
+         "controller_id": 4},
+    ]  # fmt: skip
