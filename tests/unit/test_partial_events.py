@@ -233,7 +233,7 @@ def test_a_leader_change_without_epochs_changes_only_the_leader() -> None:
     assert m.table.log_end_offset[row, :3].tolist() == [UNKNOWN_OFFSET] * 3
     assert report.isr_transitions == []
     # Fetches of the new epoch wait for an event that states it; the old leader's are over.
-    fetches = apply(m, fetch(1_100, 1, 60, 60, leader=3, epoch=6), fetch(1_100, 2, 60, 60))
+    fetches = apply(m, fetch(1_100, 1, 60, 60, leader=3, epoch=6), fetch(1_100, 2, 60, 60, epoch=5))
     assert fetches.rejected_reasons == [R.UNKNOWN_LEADER_EPOCH, R.NOT_LEADER]
 
 
