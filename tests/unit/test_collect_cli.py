@@ -25,6 +25,7 @@ def test_collect_logs_dry_run_prints_replayable_events(tmp_path: Path) -> None:
         ("controller-events", "inventory:0", "IsrChange"),
         ("controller-events", "inventory:0", "IsrChange"),
         ("controller-events", "inventory:1", "IsrChange"),
+        ("controller-events", "inventory:3", "IsrChange"),  # partial: no ISR before it
         ("controller-events", "1", "ControllerChange"),
     ]
     assert not state.exists()  # a dry run writes no state
