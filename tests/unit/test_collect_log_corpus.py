@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
+from streaming.collectors.log_layouts import CONTINUATION, Entry, LineReader
 from tests.log_corpus import (
     REQUIRED,
     CorpusFile,
     Statement,
+    emitted_events,
     load_corpus,
     load_external,
     matches,
@@ -33,8 +36,23 @@ def test_the_corpus_names_its_sources_versions_modes_and_layouts() -> None:
     assert {"0", "1", "2", "3", "4"} <= majors
     assert {f.mode for f in CORPUS} == {"zk", "kraft"}
     layouts = " ".join(f.layout for f in CORPUS)
-    for layout in ("apache", "strimzi", "docker compose", "custom"):
+    for layout in ("apache", "strimzi", "docker compose", "custom", "journald"):
         assert layout in layouts
+
+
+def test_real_journald_lines_are_read_and_state_nothing() -> None:
+    """frodo-tips: a 3.6 broker under systemd read with journalctl (10 real lines, one the
+    author's '...'): every line is an entry or the continuation of one, and none gives
+    an event."""
+    [journald] = [f for f in CORPUS if "journald" in f.layout]
+    reader = LineReader(ZoneInfo("UTC"))
+    read = [reader.read(line) for line in journald.lines]
+    assert [type(r).__name__ for r in read].count("Entry") == 9
+    assert read[5] is CONTINUATION
+    first = read[0]
+    assert isinstance(first, Entry)
+    assert (first.level, first.logger) == ("INFO", "kafka.server.ZkAdminManager")
+    assert emitted_events(journald) == []
 
 
 def test_statements_point_at_lines_of_their_file() -> None:

@@ -6,7 +6,7 @@ layout or the prefix alone changes nothing. The layouts are those of Kafka's own
 log4j.properties / log4j2.yaml, Strimzi's and Spring Boot's; the prefixes those of docker
 compose, kubectl, journald and syslog. These lines are built from the patterns (the
 corpus holds real lines in the Apache and Strimzi layouts and behind docker compose's
-prefixes; none behind kubectl, journald or syslog was found with a citable source).
+and journald's prefixes; none behind kubectl or syslog was found with a citable source).
 """
 
 from __future__ import annotations
