@@ -22,8 +22,9 @@ What each record becomes:
     to B with ``partition_epoch`` V (no ``leader_epoch``: the line has none, and the model
     then applies it to the current one). Kafka 2.8 and later log no proposal for an
     expansion: the ISR before is then the last one this translator saw for the
-    partition (LeaderAndIsr or an earlier commit); when it saw none, the change cannot
-    be described and is dropped (counted).
+    partition (LeaderAndIsr or an earlier commit); when it saw none, the partial
+    ``IsrChange`` is sent, without ``old_isr`` (the model's ISR is then the one before:
+    docs/event-contract.md).
   - Kafka 0.10 to 2.3 log the commit at TRACE only: the proposal is the change (an
     ``IsrChange`` A to B with no epochs), unless ``Cached zkVersion [V] not equal to that
     in zookeeper, skip updating ISR`` follows for the partition. Kafka writes ZooKeeper
@@ -40,7 +41,11 @@ What each record becomes:
   A proposal that fails (``skip updating ISR``, ``Failed to alter partition``) becomes
   nothing.
 * ``successfully elected as the controller. Epoch incremented to E`` (ZooKeeper) and
-  ``Becoming the active controller at epoch E`` (KRaft) -> ``ControllerChange``.
+  ``Becoming the active controller at epoch E`` (KRaft) -> ``ControllerChange``; a losing
+  broker's ``Broker N has been elected as the controller`` -> the partial
+  ``ControllerChange`` (no epoch: the line names none).
+* ``Partition T-P completed preferred replica leader election. New leader is N`` -> the
+  partial ``LeaderAndIsr`` (topic, partition, leader; no epochs, ISR or replicas).
 * ``Initialized broker epochs cache`` (a new controller's view, with the real epochs)
   and ``Newly added brokers ... all live brokers: ...`` -> ``BrokerChange``.
 * ``New topics: ...`` -> ``TopicChange.created``; ``Deletion of topic X successfully
