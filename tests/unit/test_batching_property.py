@@ -70,9 +70,12 @@ def metadata_state() -> st.SearchStrategy[MetadataPartitionState]:
 
 controller_events = st.one_of(
     leader_and_isr(),
+    # the partial LeaderAndIsr: a leader and nothing else (docs/event-contract.md)
+    st.builds(LeaderAndIsr, ts=ts, topic=topic, partition=partition,
+              leader=st.sampled_from((-1, *BROKERS)), controller_epoch=controller_epoch),
     st.builds(IsrChange, ts=ts, topic=topic, partition=partition, leader=broker,
-              old_isr=broker_set, new_isr=broker_set, leader_epoch=st.none() | epoch,
-              partition_epoch=st.none() | epoch),
+              old_isr=st.none() | broker_set, new_isr=broker_set,
+              leader_epoch=st.none() | epoch, partition_epoch=st.none() | epoch),
     st.builds(IsrChangePropagation, ts=ts, broker=broker,
               partitions=st.lists(st.builds(TopicPartition, topic, partition), max_size=3)
               .map(tuple)),
@@ -82,7 +85,8 @@ controller_events = st.one_of(
     st.builds(BrokerChange, ts=ts,
               live=st.lists(st.builds(BrokerRegistration, id=broker, epoch=epoch),
                             unique_by=lambda r: r.id, max_size=3).map(tuple)),
-    st.builds(ControllerChange, ts=ts, controller_id=broker, controller_epoch=epoch),
+    st.builds(ControllerChange, ts=ts, controller_id=broker,
+              controller_epoch=st.none() | epoch),
     st.builds(TopicChange, ts=ts,
               created=st.dictionaries(topic, st.dictionaries(partition, replica_set)),
               deleted=st.lists(topic, max_size=1).map(tuple)),
