@@ -327,6 +327,7 @@ class Watch:
         self.batches: list[tuple[float, int, int]] = []  # (wall s, stream clock ms, rows)
         self.applied: dict[str, int] = {}
         self.error_responses = 0
+        self.dead_letters = 0  # rejected, late or duplicate: taken, but not applied
         self.probe_keys = {"{}:{}".format(*topic_of(p)): p for p in probes}
         self.detected: dict[int, Detection] = {}
         self.since_ms = 0  # a probe counts when the model's caught-up time is this late
@@ -342,6 +343,9 @@ class Watch:
                     totals[kind] = totals.get(kind, 0) + count
             self.applied = totals
             self.error_responses = sum(shard.fetch_error_responses_total for shard in stats)
+            self.dead_letters += sum(
+                sum(shard.rejected.values()) + shard.late + shard.duplicates for shard in stats
+            )
             clock = max((s.clock_ms for s in stats), default=-1)
             self.batches.append((wall, clock, len(rows)))
             for key, value in zip(health["key"], health["value"], strict=True):
@@ -362,9 +366,10 @@ class Watch:
             self.since_ms = since_ms
 
     def fetches(self) -> int:
-        """Fetch responses the job has taken (applied, or answered with an error)."""
+        """Fetch responses the job has taken (applied, answered with an error, or dead-
+        lettered: none of the bench's fetches should be, and the phase prints how many)."""
         with self.lock:
-            return self.applied.get("FetchResponse", 0) + self.error_responses
+            return self.applied.get("FetchResponse", 0) + self.error_responses + self.dead_letters
 
     def wait_applied(self, kind: str, count: int, timeout_s: float) -> float | None:
         began = time.monotonic()
@@ -614,7 +619,8 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     load_process = LoadProcess(Load(
         config.kafka.bootstrap_servers, config.topics.fetch_responses, args.partitions, rate,
         seconds, tuple(probes), seconds / 3, (index + 1) * 1_000_000_000))  # fmt: skip
-    watch.start_phase(int(time.time() * 1000))
+    phase_start_ms = int(time.time() * 1000)
+    watch.start_phase(phase_start_ms)
     samples: list[tuple[float, int]] = []
     progress: dict[int, dict[str, Any]] = {}
 
@@ -623,7 +629,7 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
             if p["batchId"] not in seen:
                 progress[p["batchId"]] = p
 
-    applied_before = watch.fetches()
+    applied_before, dead_before = watch.fetches(), watch.dead_letters
     load_process.start()
     began = time.monotonic()
     while load_process.is_alive():
@@ -658,8 +664,9 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     slope = backlog_slope(samples, phase_s)
     bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
     batches = watch.batches[first_batch:]
-    e2e = [wall - previous_clock / 1000 for (wall, _, _), (_, previous_clock, _)
-           in zip(batches[1:], batches[:-1], strict=True) if previous_clock > 0]  # fmt: skip
+    # A batch holds nothing older than the previous batch's clock (its largest event time).
+    e2e = [wall - previous_clock / 1000 for (_, previous_clock, _), (wall, _, _)
+           in itertools.pairwise(batches) if previous_clock >= phase_start_ms]  # fmt: skip
     with watch.lock:
         detected = dict(watch.detected)
     detection = [detected[p].wall_s - (t + T_MS) / 1000
@@ -678,7 +685,8 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
           f"{cpu_share:.0%} of a core (of the machine's {os.cpu_count()})\n"
           f"    job applied {applied_in_phase / max(phase_s, 1e-9):,.0f}/s during the phase, "
           f"{busy_rate:,.0f} events/s while its batches ran, over {len(data)} batches; "
-          f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase\n"
+          f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase; "
+          f"{watch.dead_letters - dead_before} dead letters (0 expected)\n"
           f"    source backlog (records), sampled every 1 s: max {most:,}, "
           f"at the end {samples[-1][1] if samples else 0:,}; slope over the last two thirds "
           f"{slope:,.0f} records/s ({slope / rate:.1%} of R) -> "
@@ -728,7 +736,8 @@ def references(spark: Any, broker: EmbeddedBroker, args: argparse.Namespace, wor
     spark_rate = spark_floor(spark, floor_config, args.partitions, values, workdir,
                              args.reference_seconds, summary)  # fmt: skip
     per_partition_design(spark, bench_config(broker, workdir, args.shards, 1000),
-                         args.partitions, args.reference_seconds, summary)  # fmt: skip
+                         min(args.partitions, args.per_partition_partitions),
+                         args.reference_seconds, summary)  # fmt: skip
     if job_rate:
         for name, rate, goal in (("job / source floor", floor, "goal >= 0.5"),
                                  ("job / Spark floor", spark_rate, "")):  # fmt: skip
@@ -820,7 +829,9 @@ def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, values: lis
 def per_partition_design(spark: Any, config: IsrwatchConfig, partitions: int, limit_s: float,
                          summary: Summary) -> None:  # fmt: skip
     """``stream_bench``'s per-(topic, partition) pipeline: one LeaderAndIsr and one round
-    of fetches per partition, read in one batch; bounded by ``limit_s``."""
+    of fetches per partition, read in one batch; bounded by ``limit_s``. Its cost is per
+    group (partition) and batch, so its events/s hardly depend on the cluster's size: a
+    smaller cluster than the job's (``--per-partition-partitions``) lets it finish."""
     from stream_bench import per_partition  # bench/ is on the path
 
     prod = producer(config.kafka.bootstrap_servers)
@@ -851,8 +862,9 @@ def per_partition_design(spark: Any, config: IsrwatchConfig, partitions: int, li
         return
     rate = rows / busy
     print(f"  {name:28s} {rate:11,.0f} events/s over {len(progress)} batches ({rows:,} of "
-          f"{events:,} events: elections and one round of fetches)", flush=True)  # fmt: skip
-    summary.add(f"{name} design", f"{rate:,.0f} events/s ({rows:,} events)")
+          f"{events:,} events: elections and one round of fetches of {partitions:,} "
+          f"partitions)", flush=True)  # fmt: skip
+    summary.add(f"{name} design", f"{rate:,.0f} events/s ({partitions:,} partitions)")
 
 
 def replay_agreement(broker: EmbeddedBroker, partitions: int, workdir: Path, limit_s: float,
@@ -958,6 +970,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reference-records", type=int, default=1_000_000)
     parser.add_argument("--reference-seconds", type=float, default=300,
                         help="bound on each reference")  # fmt: skip
+    parser.add_argument("--per-partition-partitions", type=int, default=10_000,
+                        help="cluster size of the per-(topic, partition) reference")  # fmt: skip
     parser.add_argument("--replay-seconds", type=float, default=1200,
                         help="bound on the job's run in the replay section")  # fmt: skip
     parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
