@@ -514,6 +514,57 @@ class RateResult:
     busy_rate: float  # events/s over the time the job's batches ran
     detection_p99: float
     drained: bool  # its input was applied within the drain bound
+    batches: list[tuple[int, float]]  # (input rows, seconds) of its data batches
+
+
+CAPACITY_PARTITIONS = 1_000_000
+POLL_INTERVALS_S = (10, 5, 1)
+HEADROOM = 1.5  # bursts (a failover), Spark's own work, uneven shards
+
+
+def capacity(results: list[RateResult], partitions: int, trigger_s: float,
+             summary: Summary) -> None:  # fmt: skip
+    """What one core keeps up with, and the cores for 1,000,000 partitions, from the
+    micro-batches of the rate phases.
+
+    A batch's duration on the 2 cores is fitted (least squares) as ``c0 + c1 rows``: c0
+    is the cost of a batch that does not depend on its input (evaluating every
+    partition, health signatures, statistics, Spark's scheduling), proportional to the
+    cluster size; c1 the cost of an input record. Both doubled are core-seconds (the
+    work runs in 2 tasks at a time), an estimate that takes the driver's share as
+    parallel too. A cluster of N partitions x 3 replicas polled every P s sends 2 N / P
+    fetch events/s; with a trigger of I s, one core keeps up, with batches no longer than
+    the trigger, while ``2 c0 (N / partitions) / I + 2 c1 (2 N / P) <= 1``. Longer
+    batches spread c0 over more rows and keep up with more, up to ``1 / (2 c1)`` events/s
+    a core, at the price of latency (a batch of d s delays every record by up to 2 d)."""
+    sizes = [size for result in results for size in result.batches]
+    rows = np.array([r for r, _ in sizes], dtype=float)
+    seconds = np.array([d for _, d in sizes], dtype=float)
+    if len(sizes) < 3 or rows.std() < 0.1 * rows.mean():
+        print("\n  capacity: too few batches of different sizes to fit their cost", flush=True)
+        return
+    c1, c0 = (float(x) for x in np.polyfit(rows, seconds, 1))
+    c0, c1 = max(c0, 0.0), max(c1, 1e-12)
+    per_partition = 2 * c0 / partitions / trigger_s  # core-seconds per partition per second
+    per_event = 2 * c1  # core-seconds per fetch event
+    print(f"\n  batch cost (least squares over {len(sizes)} batches of the rate phases): "
+          f"{c0:.2f} s + {1e6 * c1:.2f} us x rows on 2 cores; one core: "
+          f"{1e6 * per_event:.2f} us an event and, at a {trigger_s:.0f} s trigger, "
+          f"{1e6 * per_partition:.2f} us of every second per partition; with batches as "
+          f"long as needed, at most {1 / per_event:,.0f} events/s a core", flush=True)  # fmt: skip
+    summary.add("batch cost on 2 cores (fixed + per row)", f"{c0:.2f} s + {1e6 * c1:.2f} us x rows")
+    for poll in POLL_INTERVALS_S:
+        keeps_up = 1 / (per_partition + per_event * 2 / poll)
+        print(f"  one core keeps up with {keeps_up:,.0f} partitions x 3 replicas at a {poll} s "
+              f"poll ({keeps_up * 2 / poll:,.0f} events/s)", flush=True)  # fmt: skip
+        summary.add(f"one core keeps up with (poll {poll} s)", f"{keeps_up:,.0f} partitions")
+    for poll in POLL_INTERVALS_S:
+        cores = CAPACITY_PARTITIONS * (per_partition + per_event * 2 / poll)
+        print(f"  {CAPACITY_PARTITIONS:,} partitions x 3 replicas at a {poll} s poll "
+              f"({2 * CAPACITY_PARTITIONS // poll:,} events/s): {cores:.1f} cores of work, "
+              f"{HEADROOM * cores:.0f} with {HEADROOM}x headroom", flush=True)  # fmt: skip
+        summary.add(f"cores for {CAPACITY_PARTITIONS:,} partitions (poll {poll} s)",
+                    f"{cores:.1f} ({HEADROOM * cores:.0f} with {HEADROOM}x headroom)")  # fmt: skip
 
 
 def sustained(spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memory: Memory,
@@ -720,7 +771,8 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     if not drained:
         print(f"    the backlog did not drain within {args.drain_seconds:.0f} s: no further rate",
               flush=True)  # fmt: skip
-    return RateResult(rate, bounded, busy_rate, percentile(detection, 99), drained)
+    sizes = [(int(p["numInputRows"]), p["durationMs"]["triggerExecution"] / 1000) for p in data]
+    return RateResult(rate, bounded, busy_rate, percentile(detection, 99), drained, sizes)
 
 
 def references(spark: Any, broker: EmbeddedBroker, args: argparse.Namespace, workdir: Path,
@@ -1002,6 +1054,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"\njob on Kafka ({load()}):", flush=True)
             results = sustained(spark, config, args, memory, summary)
             job_rate = max((r.busy_rate for r in results), default=None)
+            capacity(results, args.partitions, args.trigger_ms / 1000, summary)
         if "references" in args.sections:
             if spark is None:
                 spark = spark_session(bench_config(broker, workdir, args.shards, args.trigger_ms))
