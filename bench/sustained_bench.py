@@ -326,10 +326,12 @@ class Watch:
         self.lock = threading.Lock()
         self.batches: list[tuple[float, int, int]] = []  # (wall s, stream clock ms, rows)
         self.applied: dict[str, int] = {}
+        self.shard_totals: dict[int, tuple[dict[str, int], int]] = {}
         self.error_responses = 0
         self.dead_letters = 0  # rejected, late or duplicate: taken, but not applied
         self.probe_keys = {"{}:{}".format(*topic_of(p)): p for p in probes}
         self.detected: dict[int, Detection] = {}
+        self.ends: list[tuple[float, int]] = []  # (wall s, fetches taken) at each batch's end
         self.since_ms = 0  # a probe counts when the model's caught-up time is this late
 
     def __call__(self, _batch_id: int, rows: pd.DataFrame) -> None:
@@ -337,17 +339,24 @@ class Watch:
         stats = shard_stats_of(rows)
         health = rows[(rows["kind"] == HEALTH) & rows["key"].isin(self.probe_keys.keys())]
         with self.lock:
-            totals: dict[str, int] = {}
+            # Totals per shard, kept: a shard with nothing to do in a batch may not report.
             for shard in stats:
-                for kind, count in shard.applied_total.items():
+                self.shard_totals[shard.shard] = (
+                    shard.applied_total,
+                    shard.fetch_error_responses_total,
+                )
+            totals: dict[str, int] = {}
+            for applied, _ in self.shard_totals.values():
+                for kind, count in applied.items():
                     totals[kind] = totals.get(kind, 0) + count
             self.applied = totals
-            self.error_responses = sum(shard.fetch_error_responses_total for shard in stats)
+            self.error_responses = sum(errors for _, errors in self.shard_totals.values())
             self.dead_letters += sum(
                 sum(shard.rejected.values()) + shard.late + shard.duplicates for shard in stats
             )
             clock = max((s.clock_ms for s in stats), default=-1)
             self.batches.append((wall, clock, len(rows)))
+            self.ends.append((wall, self._taken()))
             for key, value in zip(health["key"], health["value"], strict=True):
                 p = self.probe_keys[key]
                 for follower in json.loads(value)["followers"]:
@@ -369,7 +378,10 @@ class Watch:
         """Fetch responses the job has taken (applied, answered with an error, or dead-
         lettered: none of the bench's fetches should be, and the phase prints how many)."""
         with self.lock:
-            return self.applied.get("FetchResponse", 0) + self.error_responses + self.dead_letters
+            return self._taken()
+
+    def _taken(self) -> int:
+        return self.applied.get("FetchResponse", 0) + self.error_responses + self.dead_letters
 
     def wait_applied(self, kind: str, count: int, timeout_s: float) -> float | None:
         began = time.monotonic()
@@ -441,15 +453,29 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def backlog_slope(samples: list[tuple[float, int]], elapsed_s: float) -> float:
-    """Least-squares slope (records/s) of the backlog over the last two thirds of a phase:
-    the first third is the job reaching its pace, and a sawtooth of long batches averages
-    out in a fit where the means of two windows would not."""
-    late = [(at, backlog) for at, backlog in samples if at >= elapsed_s / 3]
+def backlog_slope(samples: list[tuple[float, int, int]], ends: list[tuple[float, int]],
+                  began: float, elapsed_s: float) -> tuple[float, str]:  # fmt: skip
+    """Least-squares slope (records/s) of the backlog over the last two thirds of a phase
+    (the first third is the job reaching its pace), and what it was fitted on.
+
+    ``samples``: (wall time, records produced, backlog) every second; ``ends``: (wall
+    time, records taken) at each batch's end. The backlog is taken just after each
+    batch: sampled at any time it is a sawtooth whose teeth (a batch's worth of records)
+    would tilt a fit over a few long batches. With fewer than two batch ends in the
+    window, the fit takes every second's sample, and says so."""
+    start, end = began + elapsed_s / 3, began + elapsed_s
+    window = [(wall, taken) for wall, taken in ends if start <= wall <= end]
+    if len(window) >= 2:
+        walls, produced = np.array([(w, p) for w, p, _ in samples], dtype=float).T
+        at = np.array([wall for wall, _ in window])
+        backlog = np.interp(at, walls, produced) - np.array([taken for _, taken in window])
+        return float(np.polyfit(at, backlog, 1)[0]), f"{len(window)} batch ends"
+    late = [(wall, backlog) for wall, _, backlog in samples if start <= wall <= end]
     if len(late) < 3:
-        return float("nan")
+        return float("nan"), "too few samples"
     at, backlog = np.array(late, dtype=float).T
-    return float(np.polyfit(at, backlog, 1)[0])
+    slope = float(np.polyfit(at, backlog, 1)[0])
+    return slope, "every second (fewer than 2 batch ends: the sawtooth biases it)"
 
 
 # ---------------------------------------------------------------- phases
@@ -522,21 +548,39 @@ POLL_INTERVALS_S = (10, 5, 1)
 HEADROOM = 1.5  # bursts (a failover), Spark's own work, uneven shards
 
 
+@dataclass(frozen=True)
+class CoreCosts:
+    """What the job's work costs one core, from its batches on 2 cores.
+
+    A batch's duration on the 2 cores is fitted as ``c0 + c1 rows``: c0 is what a batch
+    costs whatever its input (every partition evaluated, health signatures, statistics,
+    Spark's scheduling), taken as proportional to the cluster size; c1 what an input
+    record costs. Doubled, they are core-seconds (the work runs in 2 tasks at a time;
+    the driver's share is counted as if it were parallel too)."""
+
+    per_partition_s: float  # core-seconds per partition per second (c0 every trigger)
+    per_event_s: float  # core-seconds per fetch event
+
+    @classmethod
+    def fitted(cls, c0_s: float, c1_s: float, partitions: int, trigger_s: float) -> CoreCosts:
+        return cls(2 * c0_s / partitions / trigger_s, 2 * c1_s)
+
+    def cores(self, partitions: int, poll_s: float) -> float:
+        """Cores busy for ``partitions`` x 3 replicas polled every ``poll_s``: 2 fetch
+        events per partition and poll, and the batches' fixed cost."""
+        return partitions * (self.per_partition_s + self.per_event_s * 2 / poll_s)
+
+    def partitions_per_core(self, poll_s: float) -> float:
+        """The cluster size one core keeps up with, with batches no longer than the
+        trigger (longer batches spread c0 over more rows and keep up with more, up to
+        ``1 / per_event_s`` events/s a core, at the price of latency)."""
+        return 1 / self.cores(1, poll_s)
+
+
 def capacity(results: list[RateResult], partitions: int, trigger_s: float,
              summary: Summary) -> None:  # fmt: skip
     """What one core keeps up with, and the cores for 1,000,000 partitions, from the
-    micro-batches of the rate phases.
-
-    A batch's duration on the 2 cores is fitted (least squares) as ``c0 + c1 rows``: c0
-    is the cost of a batch that does not depend on its input (evaluating every
-    partition, health signatures, statistics, Spark's scheduling), proportional to the
-    cluster size; c1 the cost of an input record. Both doubled are core-seconds (the
-    work runs in 2 tasks at a time), an estimate that takes the driver's share as
-    parallel too. A cluster of N partitions x 3 replicas polled every P s sends 2 N / P
-    fetch events/s; with a trigger of I s, one core keeps up, with batches no longer than
-    the trigger, while ``2 c0 (N / partitions) / I + 2 c1 (2 N / P) <= 1``. Longer
-    batches spread c0 over more rows and keep up with more, up to ``1 / (2 c1)`` events/s
-    a core, at the price of latency (a batch of d s delays every record by up to 2 d)."""
+    micro-batches of the rate phases (least squares: :class:`CoreCosts`)."""
     sizes = [size for result in results for size in result.batches]
     rows = np.array([r for r, _ in sizes], dtype=float)
     seconds = np.array([d for _, d in sizes], dtype=float)
@@ -545,21 +589,21 @@ def capacity(results: list[RateResult], partitions: int, trigger_s: float,
         return
     c1, c0 = (float(x) for x in np.polyfit(rows, seconds, 1))
     c0, c1 = max(c0, 0.0), max(c1, 1e-12)
-    per_partition = 2 * c0 / partitions / trigger_s  # core-seconds per partition per second
-    per_event = 2 * c1  # core-seconds per fetch event
+    costs = CoreCosts.fitted(c0, c1, partitions, trigger_s)
     print(f"\n  batch cost (least squares over {len(sizes)} batches of the rate phases): "
           f"{c0:.2f} s + {1e6 * c1:.2f} us x rows on 2 cores; one core: "
-          f"{1e6 * per_event:.2f} us an event and, at a {trigger_s:.0f} s trigger, "
-          f"{1e6 * per_partition:.2f} us of every second per partition; with batches as "
-          f"long as needed, at most {1 / per_event:,.0f} events/s a core", flush=True)  # fmt: skip
+          f"{1e6 * costs.per_event_s:.2f} us an event and, at a {trigger_s:.0f} s trigger, "
+          f"{1e6 * costs.per_partition_s:.2f} us of every second per partition; with batches "
+          f"as long as needed, at most {1 / costs.per_event_s:,.0f} events/s a core",
+          flush=True)  # fmt: skip
     summary.add("batch cost on 2 cores (fixed + per row)", f"{c0:.2f} s + {1e6 * c1:.2f} us x rows")
     for poll in POLL_INTERVALS_S:
-        keeps_up = 1 / (per_partition + per_event * 2 / poll)
+        keeps_up = costs.partitions_per_core(poll)
         print(f"  one core keeps up with {keeps_up:,.0f} partitions x 3 replicas at a {poll} s "
               f"poll ({keeps_up * 2 / poll:,.0f} events/s)", flush=True)  # fmt: skip
         summary.add(f"one core keeps up with (poll {poll} s)", f"{keeps_up:,.0f} partitions")
     for poll in POLL_INTERVALS_S:
-        cores = CAPACITY_PARTITIONS * (per_partition + per_event * 2 / poll)
+        cores = costs.cores(CAPACITY_PARTITIONS, poll)
         print(f"  {CAPACITY_PARTITIONS:,} partitions x 3 replicas at a {poll} s poll "
               f"({2 * CAPACITY_PARTITIONS // poll:,} events/s): {cores:.1f} cores of work, "
               f"{HEADROOM * cores:.0f} with {HEADROOM}x headroom", flush=True)  # fmt: skip
@@ -672,7 +716,8 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
         seconds, tuple(probes), seconds / 3, (index + 1) * 1_000_000_000))  # fmt: skip
     phase_start_ms = int(time.time() * 1000)
     watch.start_phase(phase_start_ms)
-    samples: list[tuple[float, int]] = []
+    samples: list[tuple[float, int, int]] = []  # (wall s, produced, backlog)
+    first_end = len(watch.ends)
     progress: dict[int, dict[str, Any]] = {}
 
     def collect() -> None:
@@ -682,13 +727,15 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
 
     applied_before, dead_before = watch.fetches(), watch.dead_letters
     load_process.start()
-    began = time.monotonic()
+    began, began_wall = time.monotonic(), time.time()
+    samples.append((began_wall, 0, 0))
     while load_process.is_alive():
         time.sleep(1)
         # Records produced but not yet through a completed batch (the source's backlog,
         # which a long-running batch does not hide as its last progress report would).
-        backlog = load_process.sent - (watch.fetches() - applied_before)
-        samples.append((time.monotonic() - began, backlog))
+        produced_so_far = load_process.sent
+        backlog = produced_so_far - (watch.fetches() - applied_before)
+        samples.append((time.time(), produced_so_far, backlog))
         collect()
     outcome = load_process.join()
     phase_s, sent = outcome["elapsed"], outcome["sent"]
@@ -712,7 +759,8 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     data = [p for p in progress.values() if p["numInputRows"] > 0]
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in data]
     busy_rate = sum(p["numInputRows"] for p in data) / sum(durations) if durations else 0.0
-    slope = backlog_slope(samples, phase_s)
+    ends = [(wall, taken - applied_before) for wall, taken in watch.ends[first_end:]]
+    slope, fitted_on = backlog_slope(samples, ends, began_wall, phase_s)
     bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
     batches = watch.batches[first_batch:]
     # A batch holds nothing older than the previous batch's clock (its largest event time).
@@ -727,7 +775,7 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     statuses = sorted({d.status for d in detected.values()})
     goal_s = trigger_s + percentile(durations, 50)
     memory.sample()
-    most = max((b for _, b in samples), default=0)
+    most = max((b for _, _, b in samples), default=0)
     rss = ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in memory.peaks.items())
     produced = sent / max(phase_s, 1e-9)
     cpu_share = outcome["cpu"] / max(phase_s, 1e-9)
@@ -739,8 +787,8 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
           f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase; "
           f"{watch.dead_letters - dead_before} dead letters (0 expected)\n"
           f"    source backlog (records), sampled every 1 s: max {most:,}, "
-          f"at the end {samples[-1][1] if samples else 0:,}; slope over the last two thirds "
-          f"{slope:,.0f} records/s ({slope / rate:.1%} of R) -> "
+          f"at the end {samples[-1][2]:,}; slope over the last two thirds "
+          f"{slope:,.0f} records/s ({slope / rate:.1%} of R, fitted on {fitted_on}) -> "
           f"{'bounded' if bounded else 'GROWING'} (bounded: slope <= {BOUNDED_SLOPE:.0%} of R, "
           f"and drained)\n"
           f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
