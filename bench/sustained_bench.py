@@ -29,7 +29,8 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   applied are waited for, with a bound), against its goal, one trigger interval plus
   one batch; state bytes per partition (the state store's own metrics) and peak RSS of
   the driver, the JVM and the Python workers. Rates above the first unbounded one are
-  not run. ``--find-max LOW HIGH`` bisects the largest bounded R instead.
+  not run (``--all-rates`` runs them). ``--find-max LOW HIGH`` bisects the largest
+  bounded R instead.
 * ``references``: the source floor (a plain confluent-kafka consumer decoding each value
   of ``--reference-records`` fetch responses), the Spark floor (the job's routing and
   stateful step fed from parquet files of the same records, no Kafka) and the
@@ -692,10 +693,11 @@ def rates(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Names
     else:
         for rate in sorted(args.rates):
             result = phase(rate)
-            if not result.bounded:
+            if not result.drained or (not result.bounded and not args.all_rates):
                 skipped = [r for r in args.rates if r > rate]
                 if skipped:
-                    print(f"  not run (above an unbounded rate): {skipped}", flush=True)
+                    print(f"  not run (above an unbounded or undrained rate; --all-rates "
+                          f"runs them): {skipped}", flush=True)  # fmt: skip
                 break
     largest = max((r.rate for r in results if r.bounded), default=0)
     tried = ", ".join(f"{r.rate:,}" for r in results)
@@ -1060,6 +1062,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--find-max", type=int, nargs=2, metavar=("LOW", "HIGH"),
                         help="bisect the largest bounded rate (instead of --rates)")  # fmt: skip
     parser.add_argument("--find-steps", type=int, default=4)
+    parser.add_argument("--all-rates", action="store_true",
+                        help="run the rates above an unbounded one too")  # fmt: skip
     parser.add_argument("--drain-seconds", type=float, default=600,
                         help="after a rate, the bound on applying its backlog")  # fmt: skip
     parser.add_argument("--controller-seconds", type=float, default=1800,
