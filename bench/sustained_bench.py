@@ -1074,7 +1074,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--reference-records", type=int, default=1_000_000)
     parser.add_argument("--reference-seconds", type=float, default=300,
                         help="bound on each reference")  # fmt: skip
-    parser.add_argument("--per-partition-partitions", type=int, default=10_000,
+    parser.add_argument("--per-partition-partitions", type=int, default=2_000,
                         help="cluster size of the per-(topic, partition) reference")  # fmt: skip
     parser.add_argument("--replay-seconds", type=float, default=1200,
                         help="bound on the job's run in the replay section")  # fmt: skip
