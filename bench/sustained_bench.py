@@ -947,11 +947,13 @@ def per_partition_design(spark: Any, config: IsrwatchConfig, partitions: int, li
     query = per_partition(spark, config, input_sources(config))
     began = time.monotonic()
     progress: list[dict[str, Any]] = []
-    while time.monotonic() - began < limit_s:
+    while time.monotonic() - began < limit_s and query.isActive:
         progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
         if sum(p["numInputRows"] for p in progress) >= events:
             break
         time.sleep(1)
+    if not query.isActive:
+        print(f"  per-(topic, partition) query failed: {query.exception()}", flush=True)
     query.stop()
     rows = sum(p["numInputRows"] for p in progress)
     busy = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
