@@ -243,7 +243,7 @@ def generate_load(load: Load, sent: Any, results: Any) -> None:
     stuck: dict[int, int] = {}
     rows, i, leo, count = len(middles), 0, load.leo0, 0
     tail = offsets_tail(leo, leo, leo)
-    cpu, began = time.process_time(), time.monotonic()
+    cpu, began, began_wall = time.process_time(), time.monotonic(), time.time()
     while (elapsed := time.monotonic() - began) < load.seconds:
         due = int(load.rate * elapsed) - count
         now_ms = int(time.time() * 1000)
@@ -277,7 +277,8 @@ def generate_load(load: Load, sent: Any, results: Any) -> None:
     prod.flush(120)
     probed = {p: t for p, t in last_caught_up.items() if p in stuck}
     cpu = time.process_time() - cpu
-    results.send({"sent": count, "elapsed": elapsed, "cpu": cpu, "last_caught_up": probed})
+    results.send({"sent": count, "elapsed": elapsed, "began_wall": began_wall, "cpu": cpu,
+                  "last_caught_up": probed})  # fmt: skip
     results.close()
 
 
@@ -762,7 +763,7 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in data]
     busy_rate = sum(p["numInputRows"] for p in data) / sum(durations) if durations else 0.0
     ends = [(wall, taken - applied_before) for wall, taken in watch.ends[first_end:]]
-    slope, fitted_on = backlog_slope(samples, ends, began_wall, phase_s)
+    slope, fitted_on = backlog_slope(samples, ends, outcome["began_wall"], phase_s)
     bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
     batches = watch.batches[first_batch:]
     # A batch holds nothing older than the previous batch's clock (its largest event time).
