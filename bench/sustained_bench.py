@@ -2,7 +2,8 @@
 
     python -u bench/sustained_bench.py [--partitions 100000] [--rates 50000 100000 150000]
         [--seconds 180] [--shards 16] [--sections clients controller rates references replay]
-        [--find-max LOW HIGH] [--reference-records 1000000] [--reference-seconds 300]
+        [--find-max LOW HIGH] [--all-rates] [--reference-records 1000000]
+        [--reference-seconds 300] [--per-partition-partitions 2000] [--job-rate EVENTS_S]
         [--replay-seconds 1200] [--short]
 
 On the embedded broker, ``local[2]``, for a cluster of ``--partitions`` partitions x 3
@@ -17,9 +18,10 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
 * ``rates``: each rate R for ``--seconds``. A producer in a process of its own sends
   fetch responses (every follower of every partition in turn, event time = wall time,
   values pre-encoded) at R/s. Printed: the rate produced and the producer's CPU; the
-  source backlog (records produced but not yet through a completed batch), sampled
-  every 2 s, and its least-squares slope over the last two thirds, in records/s: the
-  backlog is bounded when the slope is at most 5 % of R; p50/p99 micro-batch duration;
+  source backlog (records produced but not yet through a completed batch), taken just
+  after each batch, and its least-squares slope over the last two thirds, in
+  records/s: the backlog is bounded when the slope is at most 5 % of R and it drains
+  after the phase; p50/p99 micro-batch duration;
   p99 end-to-end latency (produced -> written to partition-health and /metrics, which
   the sink does before its hook sees the batch: the hook time minus the oldest event
   time the batch could hold); detection latency (one follower of each of 20 probe
@@ -28,7 +30,9 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   health record with that follower past T; the probes still missing when the input is
   applied are waited for, with a bound), against its goal, one trigger interval plus
   one batch; state bytes per partition (the state store's own metrics) and peak RSS of
-  the driver, the JVM and the Python workers. Rates above the first unbounded one are
+  the driver, the JVM and the Python workers. Then the batch cost fitted over the
+  phases (``CoreCosts``): what one core keeps up with at a 10, 5 and 1 s collector
+  poll, and the cores 1,000,000 partitions need. Rates above the first unbounded one are
   not run (``--all-rates`` runs them). ``--find-max LOW HIGH`` bisects the largest
   bounded R instead.
 * ``references``: the source floor (a plain confluent-kafka consumer decoding each value
@@ -36,7 +40,9 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   stateful step fed from parquet files of the same records, no Kafka) and the
   per-``(topic, partition)`` design (``stream_bench``; one LeaderAndIsr and one round
   of fetches per partition), each bounded by ``--reference-seconds`` (what was done by
-  then is reported); job / source floor (goal >= 0.5) and job / Spark floor.
+  then is reported); job / source floor (goal >= 0.5) and job / Spark floor (the job's
+  figure: its events/s while its batches ran, the largest over the rates, or
+  ``--job-rate`` from an earlier run).
 * ``replay``: ``isrwatch replay`` and the job (available-now) agree record for record on
   elections + 2 rounds of fetches at ``--partitions`` (the job bounded by
   ``--replay-seconds``); where they differ, the first differences are printed.
@@ -1081,6 +1087,9 @@ def main(argv: list[str] | None = None) -> None:
                         help="cluster size of the per-(topic, partition) reference")  # fmt: skip
     parser.add_argument("--replay-seconds", type=float, default=1200,
                         help="bound on the job's run in the replay section")  # fmt: skip
+    parser.add_argument("--job-rate", type=float,
+                        help="the job's events/s from an earlier run of the rates, for the "
+                        "references' ratios when this run has no rates")  # fmt: skip
     parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
     parser.add_argument("--short", action="store_true", help="small and quick (the smoke test)")
     args = parser.parse_args(argv)
@@ -1102,13 +1111,13 @@ def main(argv: list[str] | None = None) -> None:
         if "clients" in args.sections:
             clients(broker, args.client_records, summary)
         spark = None
-        job_rate = None
+        job_rate = args.job_rate
         if {"controller", "rates"} & set(args.sections):
             config = bench_config(broker, workdir, args.shards, args.trigger_ms)
             spark = spark_session(config)
             print(f"\njob on Kafka ({load()}):", flush=True)
             results = sustained(spark, config, args, memory, summary)
-            job_rate = max((r.busy_rate for r in results), default=None)
+            job_rate = max((r.busy_rate for r in results), default=job_rate)
             capacity(results, args.partitions, args.trigger_ms / 1000, summary)
         if "references" in args.sections:
             if spark is None:
