@@ -1,49 +1,70 @@
 """The streaming job under sustained load, next to references measured in the same run.
 
-    python bench/sustained_bench.py [--partitions 100000] [--rates 50000 100000 150000]
-                                    [--seconds 180] [--shards 16] [--short]
+    python -u bench/sustained_bench.py [--partitions 100000] [--rates 50000 100000 150000]
+        [--seconds 180] [--shards 16] [--sections clients controller rates references replay]
+        [--find-max LOW HIGH] [--all-rates] [--reference-records 1000000]
+        [--reference-seconds 300] [--per-partition-partitions 2000] [--job-rate EVENTS_S]
+        [--replay-seconds 1200] [--short]
 
 On the embedded broker, ``local[2]``, for a cluster of ``--partitions`` partitions x 3
-replicas (6 brokers, T = 10 s):
+replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
 
-1. **Kafka clients**: kafka-python (``json.loads`` per record) against confluent-kafka
-   (msgspec per record) reading the same records: records/s and CPU per record.
-2. **Cold start**: one LeaderAndIsr per partition before the query starts; seconds from
-   the query's start until all are applied. **Failover**: UpdateMetadata of every
-   partition to 6 brokers (in events of 1,000 partitions); seconds until applied.
-3. **Sustained rate R**, each for ``--seconds``: a producer sends fetch responses (every
-   follower of every partition in turn, event time = wall time) at R/s. Printed: the rate
-   produced, the source backlog (records behind the latest offsets) over time and whether
-   it stays bounded, p50/p99 micro-batch duration, p99 end-to-end latency (produced ->
-   written to partition-health and /metrics, which the sink does before its hook sees the
-   batch: the hook time minus the oldest event time the batch could hold), detection
-   latency (a follower of 20 probe partitions stops catching up: time from the event time
-   at which its lag passes T to the hook seeing SHRINK_ELIGIBLE), state bytes per
-   partition (the state store's own metrics) and peak RSS of the driver, the JVM and
-   the Python workers.
-4. **References**: the source floor (a plain confluent-kafka consumer of the same topic
-   decoding each value), the Spark floor (the same job fed from parquet files of the same
-   records, no Kafka), the per-``(topic, partition)`` design (``stream_bench``) for a
-   fixed time; job / source floor and job / Spark floor.
-5. **Replay**: ``isrwatch replay`` and the job (available-now) agree record for record
-   on elections + 2 rounds of fetches at ``--partitions``.
+* ``clients``: kafka-python (``json.loads`` per record) against confluent-kafka (msgspec
+  per record) reading the same records: records/s and CPU per record.
+* ``controller``: the cold start (one LeaderAndIsr per partition before the query
+  starts; seconds from the query's start until all are applied) and a failover
+  (UpdateMetadata of every partition to 6 brokers, in events of 1,000 partitions;
+  seconds until applied). ``rates`` needs the cold start and runs it in any case.
+* ``rates``: each rate R for ``--seconds``. A producer in a process of its own sends
+  fetch responses (every follower of every partition in turn, event time = wall time,
+  values pre-encoded) at R/s. Printed: the rate produced and the producer's CPU; the
+  source backlog (records produced but not yet through a completed batch), taken just
+  after each batch, and its least-squares slope over the last two thirds, in
+  records/s: the backlog is bounded when the slope is at most 5 % of R and it drains
+  after the phase; p50/p99 micro-batch duration;
+  p99 end-to-end latency (produced -> written to partition-health and /metrics, which
+  the sink does before its hook sees the batch: the hook time minus the oldest event
+  time the batch could hold); detection latency (one follower of each of 20 probe
+  partitions stops catching up a third into the phase: time from the event time at
+  which its lag passes T, known exactly from what was produced, to the hook seeing a
+  health record with that follower past T; the probes still missing when the input is
+  applied are waited for, with a bound), against its goal, one trigger interval plus
+  one batch; state bytes per partition (the state store's own metrics) and peak RSS of
+  the driver, the JVM and the Python workers. Then the batch cost fitted over the
+  phases (``CoreCosts``): what one core keeps up with at a 10, 5 and 1 s collector
+  poll, and the cores 1,000,000 partitions need. Rates above the first unbounded one are
+  not run (``--all-rates`` runs them). ``--find-max LOW HIGH`` bisects the largest
+  bounded R instead.
+* ``references``: the source floor (a plain confluent-kafka consumer decoding each value
+  of ``--reference-records`` fetch responses), the Spark floor (the job's routing and
+  stateful step fed from parquet files of the same records, no Kafka) and the
+  per-``(topic, partition)`` design (``stream_bench``; one LeaderAndIsr and one round
+  of fetches per partition), each bounded by ``--reference-seconds`` (what was done by
+  then is reported); job / source floor (goal >= 0.5) and job / Spark floor (the job's
+  figure: its events/s while its batches ran, the largest over the rates, or
+  ``--job-rate`` from an earlier run).
+* ``replay``: ``isrwatch replay`` and the job (available-now) agree record for record on
+  elections + 2 rounds of fetches at ``--partitions`` (the job bounded by
+  ``--replay-seconds``); where they differ, the first differences are printed.
 
-``--short`` runs it all small (2,000 partitions, one rate, a few seconds each): the
-suite's smoke test runs it. Nothing is asserted; the machine is shared (the load average
-is printed).
+A summary table of every figure ends the run, with the load average. ``--short`` runs
+it all small (2,000 partitions, one rate, a few seconds each): the suite's smoke test
+runs it. Nothing is asserted; the machine is shared (the load average is printed).
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import multiprocessing
 import os
 import resource
-import statistics
 import tempfile
 import threading
 import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,10 +87,18 @@ PER_TOPIC = 1000
 T_MS = 10_000  # replica.lag.time.max.ms of every broker (--short: 2 s)
 FETCH_PARTITIONS = 4
 PROBES = 20
+BOUNDED_SLOPE = 0.05  # backlog growth (records/s) over R at which the backlog counts as growing
+PAST_T = ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE")
+SECTIONS = ("clients", "controller", "rates", "references", "replay")
 
 
 def topic_of(p: int) -> tuple[str, int]:
     return f"topic-{p // PER_TOPIC:04d}", p % PER_TOPIC
+
+
+def probe_follower(p: int) -> int:
+    """The follower of a probe partition that stops catching up (the first, k = 0)."""
+    return (p % BROKERS + 1) % BROKERS
 
 
 def load() -> str:
@@ -77,15 +106,33 @@ def load() -> str:
     return f"load average {one:.2f} {five:.2f} {fifteen:.2f}"
 
 
+@dataclass
+class Summary:
+    """Every figure the run measured, for the table at its end: (figure, value, goal)."""
+
+    rows: list[tuple[str, str, str]] = field(default_factory=list)
+
+    def add(self, figure: str, value: str, goal: str = "") -> None:
+        self.rows.append((figure, value, goal))
+
+    def print(self) -> None:
+        width = max((len(f) for f, _, _ in self.rows), default=10)
+        value_width = max((len(v) for _, v, _ in self.rows), default=10)
+        print(f"\nsummary ({load()}):", flush=True)
+        for figure, value, goal in self.rows:
+            print(f"  {figure:{width}s}  {value:{value_width}s}  {goal}", flush=True)
+
+
 # ---------------------------------------------------------------- producing
 
 
-def producer(config: IsrwatchConfig) -> Any:
+def producer(bootstrap_servers: str) -> Any:
     from confluent_kafka import Producer
 
-    return Producer({"bootstrap.servers": config.kafka.bootstrap_servers, "linger.ms": 20,
-                     "batch.num.messages": 10_000, "queue.buffering.max.messages": 2_000_000,
-                     "queue.buffering.max.kbytes": 1_048_576})  # fmt: skip
+    return Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 50,
+                     "batch.num.messages": 100_000, "batch.size": 1_000_000,
+                     "queue.buffering.max.messages": 2_000_000,
+                     "queue.buffering.max.kbytes": 2_097_151})  # fmt: skip
 
 
 def send(prod: Any, topic: str, value: bytes, partition: int = 0) -> None:
@@ -134,97 +181,215 @@ def failover_values(partitions: int, ts: int) -> list[bytes]:
     return values
 
 
-class FetchProducer(threading.Thread):
-    """Every follower of every partition fetches in turn at ``rate``/s (event time = now).
+def fetch_middles(partitions: int) -> list[bytes]:
+    """The fixed part of every follower's fetch response, encoded once: index 2 p + k is
+    follower k (0 or 1) of partition p, the order in which the load fetches."""
+    middles = []
+    for p in range(partitions):
+        name, number = topic_of(p)
+        leader = p % BROKERS
+        for k in (0, 1):
+            middles.append(b',"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
+                           b'"leader_epoch":0' % (name.encode(), number, leader,
+                                                   (leader + 1 + k) % BROKERS))  # fmt: skip
+    return middles
 
-    From ``probe_at`` on, follower +1 of the probe partitions stops catching up: its
-    offset stays where it was while the leader's LEO grows."""
 
-    def __init__(self, config: IsrwatchConfig, partitions: int, rate: int, seconds: float,
-                 probes: list[int], probe_after_s: float) -> None:  # fmt: skip
-        super().__init__(daemon=True)
-        self.config, self.partitions, self.rate, self.seconds = config, partitions, rate, seconds
-        self.probes, self.probe_after_s = set(probes), probe_after_s
-        self.last_caught_up: dict[int, int] = {}  # probe -> event time of its last catch-up
-        self.sent = 0
-        self.elapsed = 0.0
-        self.leo = 0
+def offsets_tail(fetch_offset: int, leader_leo: int, high_watermark: int) -> bytes:
+    return b',"fetch_offset":%d,"leader_leo":%d,"high_watermark":%d}' % (
+        fetch_offset,
+        leader_leo,
+        high_watermark,
+    )
 
-    def run(self) -> None:
-        prod, topic = producer(self.config), self.config.topics.fetch_responses
-        template = (
-            '{"ts":%d,"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
-            '"leader_epoch":0,"fetch_offset":%d,"leader_leo":%d,"high_watermark":%d}'
+
+def fetch_values(partitions: int, count: int, ts0_ms: int) -> list[bytes]:
+    """``count`` fetch responses, every follower in turn, each at its leader's LEO (which
+    grows by 10 a round), 1,000 a millisecond of event time from ``ts0_ms``."""
+    middles = fetch_middles(partitions)
+    values = []
+    for i in range(count):
+        leo = 10 * (i // len(middles))
+        values.append(b'{"ts":%d' % (ts0_ms + i // 1000) + middles[i % len(middles)]
+                      + offsets_tail(leo, leo, leo))  # fmt: skip
+    return values
+
+
+@dataclass(frozen=True)
+class Load:
+    """What the load process sends: ``rate`` fetch responses a second for ``seconds``."""
+
+    bootstrap_servers: str
+    topic: str
+    partitions: int
+    rate: int
+    seconds: float
+    probes: tuple[int, ...]
+    probe_after_s: float
+    leo0: int  # the leaders' LEO at the start (above every earlier phase's)
+
+
+def generate_load(load: Load, sent: Any, results: Any) -> None:
+    """The load generator, in a process of its own so that it takes no time from the
+    driver's Python (the sink and its hook run there).
+
+    Every follower of every partition fetches in turn, event time = wall time, at the
+    leader's LEO, which grows by 10 a round: each fetch catches the follower up (Kafka's
+    Replica.updateFetchState: fetch offset >= the leader's LEO). From ``probe_after_s``
+    on, follower 0 of each probe partition stays at the offset of its last fetch, the
+    LEO of the round before: that fetch (offset >= the LEO at its previous fetch) leaves
+    its last caught-up time at its previous fetch, and no later fetch moves it. So its
+    lag passes T exactly T after ``last_caught_up[p]``, the time of its last normal fetch.
+    ``sent`` (a shared integer) counts what was produced so far."""
+    prod = producer(load.bootstrap_servers)
+    produce, poll, topic = prod.produce, prod.poll, load.topic
+    middles = fetch_middles(load.partitions)
+    probe_rows = {2 * p: p for p in load.probes}
+    last_caught_up: dict[int, int] = {}
+    stuck: dict[int, int] = {}
+    rows, i, leo, count = len(middles), 0, load.leo0, 0
+    tail = offsets_tail(leo, leo, leo)
+    cpu, began, began_wall = time.process_time(), time.monotonic(), time.time()
+    while (elapsed := time.monotonic() - began) < load.seconds:
+        due = int(load.rate * elapsed) - count
+        now_ms = int(time.time() * 1000)
+        head = b'{"ts":%d' % now_ms
+        probing = elapsed >= load.probe_after_s
+        for _ in range(due):
+            p = probe_rows.get(i)
+            if p is None:
+                value = head + middles[i] + tail
+            elif probing and (p in stuck or leo > load.leo0):
+                offset = stuck.setdefault(p, leo - 10)
+                value = head + middles[i] + offsets_tail(offset, leo, offset)
+            else:
+                value = head + middles[i] + tail
+                last_caught_up[p] = now_ms
+            while True:
+                try:
+                    produce(topic, value, partition=i % FETCH_PARTITIONS)
+                    break
+                except BufferError:
+                    poll(0.05)
+            i += 1
+            if i == rows:
+                i, leo = 0, leo + 10
+                tail = offsets_tail(leo, leo, leo)
+        count += max(due, 0)
+        sent.value = count
+        poll(0)
+        time.sleep(max(0.0, 0.02 - (time.monotonic() - began - elapsed)))
+    elapsed = time.monotonic() - began
+    prod.flush(120)
+    probed = {p: t for p, t in last_caught_up.items() if p in stuck}
+    cpu = time.process_time() - cpu
+    results.send({"sent": count, "elapsed": elapsed, "began_wall": began_wall, "cpu": cpu,
+                  "last_caught_up": probed})  # fmt: skip
+    results.close()
+
+
+class LoadProcess:
+    """A :func:`generate_load` process; ``sent`` reads its count while it runs."""
+
+    def __init__(self, load: Load) -> None:
+        context = multiprocessing.get_context("spawn")  # no fork of a process with a JVM
+        self._sent = context.Value("q", 0, lock=False)
+        self._results, child = context.Pipe(duplex=False)
+        self.process = context.Process(
+            target=generate_load, args=(load, self._sent, child), daemon=True
         )
-        names = [topic_of(p) for p in range(self.partitions)]
-        began = time.monotonic()
-        tick = 0.05
-        p = k = 0
-        stuck: dict[int, int] = {}
-        while (elapsed := time.monotonic() - began) < self.seconds:
-            due = int(self.rate * elapsed) - self.sent
-            now_ms = int(time.time() * 1000)
-            probing = elapsed >= self.probe_after_s
-            for _ in range(max(due, 0)):
-                leader = p % BROKERS
-                offset = self.leo
-                if k == 0 and p in self.probes:
-                    if probing:
-                        offset = stuck.setdefault(p, self.leo)
-                    else:
-                        self.last_caught_up[p] = now_ms
-                name, number = names[p]
-                value = template % (now_ms, name, number, leader, (leader + 1 + k) % BROKERS,
-                                    offset, self.leo, offset)  # fmt: skip
-                send(prod, topic, value.encode(), (p * 2 + k) % FETCH_PARTITIONS)
-                self.sent += 1
-                k ^= 1
-                if k == 0:
-                    p += 1
-                    if p == self.partitions:
-                        p, self.leo = 0, self.leo + 10
-            prod.poll(0)
-            time.sleep(max(0.0, tick - (time.monotonic() - began - elapsed)))
-        self.elapsed = time.monotonic() - began
-        prod.flush(60)
+        self.outcome: dict[str, Any] = {}
+
+    def start(self) -> None:
+        self.process.start()
+
+    @property
+    def sent(self) -> int:
+        return int(self._sent.value)
+
+    def is_alive(self) -> bool:
+        return self.process.is_alive() and not self._results.poll()
+
+    def join(self) -> dict[str, Any]:
+        if not self.outcome:
+            self.outcome = self._results.recv()
+            self.process.join(60)
+        return self.outcome
 
 
 # ---------------------------------------------------------------- watching the job
 
 
+@dataclass(frozen=True)
+class Detection:
+    wall_s: float  # when the hook saw it
+    status: str
+    last_caught_up_ms: int | None  # the model's, from the health record
+
+
 class Watch:
     """The sink's hook: per batch, its stats and the probes' health (driver side)."""
 
-    def __init__(self, probe_keys: dict[str, int]) -> None:
+    def __init__(self, probes: list[int]) -> None:
         self.lock = threading.Lock()
         self.batches: list[tuple[float, int, int]] = []  # (wall s, stream clock ms, rows)
         self.applied: dict[str, int] = {}
+        self.shard_totals: dict[int, tuple[dict[str, int], int]] = {}
         self.error_responses = 0
-        self.eligible_at: dict[int, float] = {}  # probe -> wall time SHRINK_ELIGIBLE seen
-        self.probe_keys = probe_keys
+        self.dead_letters = 0  # rejected, late or duplicate: taken, but not applied
+        self.probe_keys = {"{}:{}".format(*topic_of(p)): p for p in probes}
+        self.detected: dict[int, Detection] = {}
+        self.ends: list[tuple[float, int]] = []  # (wall s, fetches taken) at each batch's end
+        self.since_ms = 0  # a probe counts when the model's caught-up time is this late
 
     def __call__(self, _batch_id: int, rows: pd.DataFrame) -> None:
         wall = time.time()
         stats = shard_stats_of(rows)
         health = rows[(rows["kind"] == HEALTH) & rows["key"].isin(self.probe_keys.keys())]
         with self.lock:
-            totals: dict[str, int] = {}
+            # Totals per shard, kept: a shard with nothing to do in a batch may not report.
             for shard in stats:
-                for kind, count in shard.applied_total.items():
+                self.shard_totals[shard.shard] = (
+                    shard.applied_total,
+                    shard.fetch_error_responses_total,
+                )
+            totals: dict[str, int] = {}
+            for applied, _ in self.shard_totals.values():
+                for kind, count in applied.items():
                     totals[kind] = totals.get(kind, 0) + count
             self.applied = totals
-            self.error_responses = sum(shard.fetch_error_responses_total for shard in stats)
+            self.error_responses = sum(errors for _, errors in self.shard_totals.values())
+            self.dead_letters += sum(
+                sum(shard.rejected.values()) + shard.late + shard.duplicates for shard in stats
+            )
             clock = max((s.clock_ms for s in stats), default=-1)
             self.batches.append((wall, clock, len(rows)))
+            self.ends.append((wall, self._taken()))
             for key, value in zip(health["key"], health["value"], strict=True):
-                record = json.loads(value)
-                if any(f["status"] == "SHRINK_ELIGIBLE" for f in record["followers"]):
-                    self.eligible_at.setdefault(self.probe_keys[key], wall)
+                p = self.probe_keys[key]
+                for follower in json.loads(value)["followers"]:
+                    caught_up = follower.get("last_caught_up_ms")
+                    if (
+                        follower["broker"] == probe_follower(p)
+                        and follower["status"] in PAST_T
+                        and (caught_up or 0) >= self.since_ms
+                        and p not in self.detected
+                    ):
+                        self.detected[p] = Detection(wall, follower["status"], caught_up)
+
+    def start_phase(self, since_ms: int) -> None:
+        with self.lock:
+            self.detected.clear()
+            self.since_ms = since_ms
 
     def fetches(self) -> int:
-        """Fetch responses the job has taken (applied, or answered with an error)."""
+        """Fetch responses the job has taken (applied, answered with an error, or dead-
+        lettered: none of the bench's fetches should be, and the phase prints how many)."""
         with self.lock:
-            return self.applied.get("FetchResponse", 0) + self.error_responses
+            return self._taken()
+
+    def _taken(self) -> int:
+        return self.applied.get("FetchResponse", 0) + self.error_responses + self.dead_letters
 
     def wait_applied(self, kind: str, count: int, timeout_s: float) -> float | None:
         began = time.monotonic()
@@ -296,10 +461,35 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
+def backlog_slope(samples: list[tuple[float, int, int]], ends: list[tuple[float, int]],
+                  began: float, elapsed_s: float) -> tuple[float, str]:  # fmt: skip
+    """Least-squares slope (records/s) of the backlog over the last two thirds of a phase
+    (the first third is the job reaching its pace), and what it was fitted on.
+
+    ``samples``: (wall time, records produced, backlog) every second; ``ends``: (wall
+    time, records taken) at each batch's end. The backlog is taken just after each
+    batch: sampled at any time it is a sawtooth whose teeth (a batch's worth of records)
+    would tilt a fit over a few long batches. With fewer than two batch ends in the
+    window, the fit takes every second's sample, and says so."""
+    start, end = began + elapsed_s / 3, began + elapsed_s
+    window = [(wall, taken) for wall, taken in ends if start <= wall <= end]
+    if len(window) >= 2:
+        walls, produced = np.array([(w, p) for w, p, _ in samples], dtype=float).T
+        at = np.array([wall for wall, _ in window])
+        backlog = np.interp(at, walls, produced) - np.array([taken for _, taken in window])
+        return float(np.polyfit(at, backlog, 1)[0]), f"{len(window)} batch ends"
+    late = [(wall, backlog) for wall, _, backlog in samples if start <= wall <= end]
+    if len(late) < 3:
+        return float("nan"), "too few samples"
+    at, backlog = np.array(late, dtype=float).T
+    slope = float(np.polyfit(at, backlog, 1)[0])
+    return slope, "every second (fewer than 2 batch ends: the sawtooth biases it)"
+
+
 # ---------------------------------------------------------------- phases
 
 
-def clients(broker: EmbeddedBroker, count: int) -> None:
+def clients(broker: EmbeddedBroker, count: int, summary: Summary) -> None:
     """kafka-python vs confluent-kafka on the same records (one thread each)."""
     from confluent_kafka import Consumer, TopicPartition
     from kafka import KafkaConsumer
@@ -307,12 +497,9 @@ def clients(broker: EmbeddedBroker, count: int) -> None:
 
     topic = f"clients-{uuid.uuid4().hex[:6]}"
     broker.create_topics([topic], partitions=1)
-    config = bench_config(broker, Path(tempfile.mkdtemp()), 16, 5000, create=False)
-    prod = producer(config)
-    for i in range(count):
-        send(prod, topic, (b'{"ts":%d,"topic":"topic-0001","partition":%d,"leader":1,'
-                           b'"follower":2,"leader_epoch":0,"fetch_offset":5,"leader_leo":9,'
-                           b'"high_watermark":5}') % (i, i % 1000))  # fmt: skip
+    prod = producer(broker.bootstrap_servers)
+    for value in fetch_values(1000, count, 0):
+        send(prod, topic, value)
     prod.flush(60)
     print(f"\nKafka clients, {count:,} records, one thread:", flush=True)
     wall, cpu = time.monotonic(), time.process_time()
@@ -327,7 +514,8 @@ def clients(broker: EmbeddedBroker, count: int) -> None:
                 json.loads(record.value)
             got += len(records)
     consumer.close()
-    report("kafka-python + json.loads", got, time.monotonic() - wall, time.process_time() - cpu)
+    report("kafka-python + json.loads", got, time.monotonic() - wall, time.process_time() - cpu,
+           summary)  # fmt: skip
     wall, cpu = time.monotonic(), time.process_time()
     decoder = msgspec.json.Decoder(WireFetch)
     reader = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench",
@@ -340,20 +528,342 @@ def clients(broker: EmbeddedBroker, count: int) -> None:
             decoder.decode(message.value() or b"")
         got += len(messages)
     reader.close()
-    report("confluent-kafka + msgspec", got, time.monotonic() - wall, time.process_time() - cpu)
+    report("confluent-kafka + msgspec", got, time.monotonic() - wall, time.process_time() - cpu,
+           summary)  # fmt: skip
 
 
-def report(name: str, records: int, wall_s: float, cpu_s: float) -> float:
-    rate = records / wall_s if wall_s else 0.0
-    print(f"  {name:28s} {rate:11,.0f} records/s   {1e6 * cpu_s / max(records, 1):6.2f} "
-          f"us CPU/record (this process)", flush=True)  # fmt: skip
+def report(name: str, records: int, wall_s: float, cpu_s: float, summary: Summary) -> float:
+    rate = records / wall_s if wall_s > 0 else 0.0
+    per_record = 1e6 * cpu_s / max(records, 1)
+    print(f"  {name:28s} {rate:11,.0f} records/s   {per_record:6.2f} us CPU/record "
+          f"(this process)", flush=True)  # fmt: skip
+    summary.add(name, f"{rate:,.0f} records/s, {per_record:.2f} us CPU/record")
     return rate
 
 
-def source_floor(config: IsrwatchConfig, records: int) -> float:
-    """A plain consumer of the fetch topic decoding each value (msgspec)."""
+@dataclass
+class RateResult:
+    rate: int
+    bounded: bool
+    busy_rate: float  # events/s over the time the job's batches ran
+    detection_p99: float
+    drained: bool  # its input was applied within the drain bound
+    batches: list[tuple[int, float]]  # (input rows, seconds) of its data batches
+
+
+CAPACITY_PARTITIONS = 1_000_000
+POLL_INTERVALS_S = (10, 5, 1)
+HEADROOM = 1.5  # bursts (a failover), Spark's own work, uneven shards
+
+
+@dataclass(frozen=True)
+class CoreCosts:
+    """What the job's work costs one core, from its batches on 2 cores.
+
+    A batch's duration on the 2 cores is fitted as ``c0 + c1 rows``: c0 is what a batch
+    costs whatever its input (every partition evaluated, health signatures, statistics,
+    Spark's scheduling), taken as proportional to the cluster size; c1 what an input
+    record costs. Doubled, they are core-seconds (the work runs in 2 tasks at a time;
+    the driver's share is counted as if it were parallel too)."""
+
+    per_partition_s: float  # core-seconds per partition per second (c0 every trigger)
+    per_event_s: float  # core-seconds per fetch event
+
+    @classmethod
+    def fitted(cls, c0_s: float, c1_s: float, partitions: int, trigger_s: float) -> CoreCosts:
+        return cls(2 * c0_s / partitions / trigger_s, 2 * c1_s)
+
+    def cores(self, partitions: int, poll_s: float) -> float:
+        """Cores busy for ``partitions`` x 3 replicas polled every ``poll_s``: 2 fetch
+        events per partition and poll, and the batches' fixed cost."""
+        return partitions * (self.per_partition_s + self.per_event_s * 2 / poll_s)
+
+    def partitions_per_core(self, poll_s: float) -> float:
+        """The cluster size one core keeps up with, with batches no longer than the
+        trigger (longer batches spread c0 over more rows and keep up with more, up to
+        ``1 / per_event_s`` events/s a core, at the price of latency)."""
+        return 1 / self.cores(1, poll_s)
+
+
+def capacity(results: list[RateResult], partitions: int, trigger_s: float,
+             summary: Summary) -> None:  # fmt: skip
+    """What one core keeps up with, and the cores for 1,000,000 partitions, from the
+    micro-batches of the rate phases (least squares: :class:`CoreCosts`)."""
+    sizes = [size for result in results for size in result.batches]
+    rows = np.array([r for r, _ in sizes], dtype=float)
+    seconds = np.array([d for _, d in sizes], dtype=float)
+    if len(sizes) < 3 or rows.std() < 0.1 * rows.mean():
+        print("\n  capacity: too few batches of different sizes to fit their cost", flush=True)
+        return
+    c1, c0 = (float(x) for x in np.polyfit(rows, seconds, 1))
+    c0, c1 = max(c0, 0.0), max(c1, 1e-12)
+    costs = CoreCosts.fitted(c0, c1, partitions, trigger_s)
+    print(f"\n  batch cost (least squares over {len(sizes)} batches of the rate phases): "
+          f"{c0:.2f} s + {1e6 * c1:.2f} us x rows on 2 cores; one core: "
+          f"{1e6 * costs.per_event_s:.2f} us an event and, at a {trigger_s:.0f} s trigger, "
+          f"{1e6 * costs.per_partition_s:.2f} us of every second per partition; with batches "
+          f"as long as needed, at most {1 / costs.per_event_s:,.0f} events/s a core",
+          flush=True)  # fmt: skip
+    summary.add("batch cost on 2 cores (fixed + per row)", f"{c0:.2f} s + {1e6 * c1:.2f} us x rows")
+    for poll in POLL_INTERVALS_S:
+        keeps_up = costs.partitions_per_core(poll)
+        print(f"  one core keeps up with {keeps_up:,.0f} partitions x 3 replicas at a {poll} s "
+              f"poll ({keeps_up * 2 / poll:,.0f} events/s)", flush=True)  # fmt: skip
+        summary.add(f"one core keeps up with (poll {poll} s)", f"{keeps_up:,.0f} partitions")
+    for poll in POLL_INTERVALS_S:
+        cores = costs.cores(CAPACITY_PARTITIONS, poll)
+        print(f"  {CAPACITY_PARTITIONS:,} partitions x 3 replicas at a {poll} s poll "
+              f"({2 * CAPACITY_PARTITIONS // poll:,} events/s): {cores:.1f} cores of work, "
+              f"{HEADROOM * cores:.0f} with {HEADROOM}x headroom", flush=True)  # fmt: skip
+        summary.add(f"cores for {CAPACITY_PARTITIONS:,} partitions (poll {poll} s)",
+                    f"{cores:.1f} ({HEADROOM * cores:.0f} with {HEADROOM}x headroom)")  # fmt: skip
+
+
+def sustained(spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memory: Memory,
+              summary: Summary) -> list[RateResult]:  # fmt: skip
+    """Cold start, failover (section ``controller``), then each rate (``rates``)."""
+    partitions = args.partitions
+    prod = producer(config.kafka.bootstrap_servers)
+    for value in controller_values(partitions, int(time.time() * 1000)):
+        send(prod, config.topics.controller_events, value)
+    prod.flush(120)
+    rng = np.random.default_rng(7)
+    probes = sorted(rng.choice(partitions, size=min(PROBES, partitions), replace=False).tolist())
+    watch = Watch(probes)
+    sink = make_sink(config, HealthExporter(), None, watch)
+    query = start_query(spark, config, sink, snapshot_when_idle=False)
+    cold = watch.wait_applied("LeaderAndIsr", partitions, args.controller_seconds)
+    said = f"in {cold:.1f} s" if cold is not None else f"NOT within {args.controller_seconds:.0f} s"
+    print(f"  cold start: {partitions:,} LeaderAndIsr applied {said} from query start ({load()})",
+          flush=True)  # fmt: skip
+    summary.add("cold start (LeaderAndIsr of every partition)", said, "goal < 60 s")
+    if "controller" in args.sections:
+        failover(config, watch, partitions, args.controller_seconds, summary)
+    results: list[RateResult] = []
+    if "rates" in args.sections:
+        results = rates(query, config, watch, args, probes, memory, summary)
+    state = (query.lastProgress or {}).get("stateOperators") or [{}]
+    used = state[0].get("memoryUsedBytes")
+    sst = (state[0].get("customMetrics") or {}).get("rocksdbSstFileSize")
+    print(
+        f"  state store: memoryUsedBytes {used} ({(used or 0) / partitions:,.0f} B/partition), "
+        f"rocksdbSstFileSize {sst} ({(sst or 0) / partitions:,.0f} B/partition)",
+        flush=True,
+    )
+    summary.add("state per partition (SST; memory used)",
+                f"{(sst or 0) / partitions:,.0f} B; {(used or 0) / partitions:,.0f} B",
+                "goal <= 1 KB")  # fmt: skip
+    query.stop()
+    sink.close()
+    return results
+
+
+def failover(config: IsrwatchConfig, watch: Watch, partitions: int, limit_s: float,
+             summary: Summary) -> None:  # fmt: skip
+    burst = failover_values(partitions, int(time.time() * 1000))
+    prod = producer(config.kafka.bootstrap_servers)
+    began = time.monotonic()
+    for value in burst:
+        send(prod, config.topics.controller_events, value)
+    prod.flush(120)
+    applied = watch.wait_applied("UpdateMetadata", len(burst), limit_s)
+    said = (f"in {time.monotonic() - began:.1f} s" if applied is not None
+            else f"NOT within {limit_s:.0f} s")  # fmt: skip
+    print(f"  failover: UpdateMetadata of {partitions:,} partitions to {BROKERS} brokers "
+          f"({len(burst)} events) applied {said} from the first send ({load()})",
+          flush=True)  # fmt: skip
+    summary.add("failover (UpdateMetadata of every partition to 6 brokers)", said, "goal < 60 s")
+
+
+def rates(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Namespace,
+          probes: list[int], memory: Memory, summary: Summary) -> list[RateResult]:  # fmt: skip
+    """The listed rates in turn (up to the first unbounded one), or a bisection."""
+    results: list[RateResult] = []
+
+    def phase(rate: int) -> RateResult:
+        result = one_rate(query, config, watch, args, rate, probes, memory, len(results), summary)
+        results.append(result)
+        return result
+
+    if args.find_max:
+        low, high = args.find_max
+        for _ in range(args.find_steps):
+            middle = (low + high) // 2 // 1000 * 1000
+            if middle in (low, high):
+                break
+            result = phase(middle)
+            if not result.drained:
+                break  # a backlog that does not drain: the phases after it would not tell
+            low, high = (middle, high) if result.bounded else (low, middle)
+        print(f"\n  bisection: bounded at {low:,}/s, growing at {high:,}/s (or untested)",
+              flush=True)  # fmt: skip
+    else:
+        for rate in sorted(args.rates):
+            result = phase(rate)
+            if not result.drained or (not result.bounded and not args.all_rates):
+                skipped = [r for r in args.rates if r > rate]
+                if skipped:
+                    print(f"  not run (above an unbounded or undrained rate; --all-rates "
+                          f"runs them): {skipped}", flush=True)  # fmt: skip
+                break
+    largest = max((r.rate for r in results if r.bounded), default=0)
+    tried = ", ".join(f"{r.rate:,}" for r in results)
+    summary.add("largest rate R with a bounded backlog", f"{largest:,}/s",
+                f"goal >= 150,000/s; tried {tried}")  # fmt: skip
+    return results
+
+
+def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Namespace,
+             rate: int, probes: list[int], memory: Memory, index: int, summary: Summary
+             ) -> RateResult:  # fmt: skip
+    """One phase at ``rate`` (its input applied, within the drain bound, before it returns)."""
+    seconds, trigger_s = args.seconds, args.trigger_ms / 1000
+    seen = {p["batchId"] for p in query.recentProgress}
+    first_batch = len(watch.batches)
+    load_process = LoadProcess(Load(
+        config.kafka.bootstrap_servers, config.topics.fetch_responses, args.partitions, rate,
+        seconds, tuple(probes), seconds / 3, (index + 1) * 1_000_000_000))  # fmt: skip
+    phase_start_ms = int(time.time() * 1000)
+    watch.start_phase(phase_start_ms)
+    samples: list[tuple[float, int, int]] = []  # (wall s, produced, backlog)
+    first_end = len(watch.ends)
+    progress: dict[int, dict[str, Any]] = {}
+
+    def collect() -> None:
+        for p in query.recentProgress:
+            if p["batchId"] not in seen:
+                progress[p["batchId"]] = p
+
+    applied_before, dead_before = watch.fetches(), watch.dead_letters
+    load_process.start()
+    began, began_wall = time.monotonic(), time.time()
+    samples.append((began_wall, 0, 0))
+    while load_process.is_alive():
+        time.sleep(1)
+        # Records produced but not yet through a completed batch (the source's backlog,
+        # which a long-running batch does not hide as its last progress report would).
+        produced_so_far = load_process.sent
+        backlog = produced_so_far - (watch.fetches() - applied_before)
+        samples.append((time.time(), produced_so_far, backlog))
+        collect()
+    outcome = load_process.join()
+    phase_s, sent = outcome["elapsed"], outcome["sent"]
+    applied_in_phase = watch.fetches() - applied_before
+    drain_until = time.monotonic() + args.drain_seconds
+    while watch.fetches() - applied_before < sent and time.monotonic() < drain_until:
+        time.sleep(1)
+        collect()
+    drained = watch.fetches() - applied_before >= sent
+    drain_s = time.monotonic() - began - phase_s
+    last_caught_up: dict[int, int] = outcome["last_caught_up"]
+    batches = watch.batches[first_batch:]
+    longest = max((b - a for (a, _, _), (b, _, _) in itertools.pairwise(batches)),
+                  default=trigger_s)  # fmt: skip
+    wait_until = time.monotonic() + max(30.0, 2 * longest)
+    while drained and not last_caught_up.keys() <= watch.detected.keys():
+        if time.monotonic() > wait_until:
+            break
+        time.sleep(1)
+    collect()
+    data = [p for p in progress.values() if p["numInputRows"] > 0]
+    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in data]
+    busy_rate = sum(p["numInputRows"] for p in data) / sum(durations) if durations else 0.0
+    ends = [(wall, taken - applied_before) for wall, taken in watch.ends[first_end:]]
+    slope, fitted_on = backlog_slope(samples, ends, outcome["began_wall"], phase_s)
+    bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
+    batches = watch.batches[first_batch:]
+    # A batch holds nothing older than the previous batch's clock (its largest event time).
+    e2e = [wall - previous_clock / 1000 for (_, previous_clock, _), (wall, _, _)
+           in itertools.pairwise(batches) if previous_clock >= phase_start_ms]  # fmt: skip
+    with watch.lock:
+        detected = dict(watch.detected)
+    detection = [detected[p].wall_s - (t + T_MS) / 1000
+                 for p, t in last_caught_up.items() if p in detected]  # fmt: skip
+    agree = sum(detected[p].last_caught_up_ms == t
+                for p, t in last_caught_up.items() if p in detected)  # fmt: skip
+    statuses = sorted({d.status for d in detected.values()})
+    goal_s = trigger_s + percentile(durations, 50)
+    memory.sample()
+    most = max((b for _, _, b in samples), default=0)
+    rss = ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in memory.peaks.items())
+    produced = sent / max(phase_s, 1e-9)
+    cpu_share = outcome["cpu"] / max(phase_s, 1e-9)
+    print(f"\n  rate {rate:,}/s for {seconds:.0f} s ({load()}):\n"
+          f"    produced {produced:,.0f}/s (target {rate:,}/s); the producer process used "
+          f"{cpu_share:.0%} of a core (of the machine's {os.cpu_count()})\n"
+          f"    job applied {applied_in_phase / max(phase_s, 1e-9):,.0f}/s during the phase, "
+          f"{busy_rate:,.0f} events/s while its batches ran, over {len(data)} batches; "
+          f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase; "
+          f"{watch.dead_letters - dead_before} dead letters (0 expected)\n"
+          f"    source backlog (records), sampled every 1 s: max {most:,}, "
+          f"at the end {samples[-1][2]:,}; slope over the last two thirds "
+          f"{slope:,.0f} records/s ({slope / rate:.1%} of R, fitted on {fitted_on}) -> "
+          f"{'bounded' if bounded else 'GROWING'} (bounded: slope <= {BOUNDED_SLOPE:.0%} of R, "
+          f"and drained)\n"
+          f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
+          f"{percentile(durations, 99):.2f} s; end-to-end p99 {percentile(e2e, 99):.2f} s "
+          f"(max {max(e2e, default=float('nan')):.2f} s)\n"
+          f"    detection (lag passes T -> a health record past T: {'/'.join(statuses) or '-'}), "
+          f"{len(detection)}/{len(last_caught_up)} probes: p50 {percentile(detection, 50):.2f} s, "
+          f"p99 {percentile(detection, 99):.2f} s; goal p99 <= {goal_s:.2f} s (trigger "
+          f"{trigger_s:.0f} s + p50 batch); the model's last caught-up time equals the "
+          f"producer's for {agree}/{len(detection)}\n"
+          f"    peak RSS: {rss}", flush=True)  # fmt: skip
+    name = f"R = {rate:,}/s"
+    summary.add(f"{name}: produced / target",
+                f"{produced:,.0f} / {rate:,} (producer {cpu_share:.0%} of a core)")  # fmt: skip
+    summary.add(f"{name}: backlog slope",
+                f"{slope:,.0f} records/s -> {'bounded' if bounded else 'GROWING'}",
+                f"bounded: <= {BOUNDED_SLOPE:.0%} of R")  # fmt: skip
+    summary.add(
+        f"{name}: micro-batch p50 / p99",
+        f"{percentile(durations, 50):.2f} s / {percentile(durations, 99):.2f} s",
+    )
+    summary.add(f"{name}: end-to-end p99", f"{percentile(e2e, 99):.2f} s")
+    summary.add(f"{name}: detection p50 / p99 ({len(detection)}/{len(last_caught_up)} probes)",
+                f"{percentile(detection, 50):.2f} s / {percentile(detection, 99):.2f} s",
+                f"goal p99 <= {goal_s:.2f} s")  # fmt: skip
+    summary.add(f"{name}: peak RSS driver / JVM / Python workers",
+                " / ".join(f"{v / 2**20:,.0f} MiB" for v in memory.peaks.values()))  # fmt: skip
+    if not drained:
+        print(f"    the backlog did not drain within {args.drain_seconds:.0f} s: no further rate",
+              flush=True)  # fmt: skip
+    sizes = [(int(p["numInputRows"]), p["durationMs"]["triggerExecution"] / 1000) for p in data]
+    return RateResult(rate, bounded, busy_rate, percentile(detection, 99), drained, sizes)
+
+
+def references(spark: Any, broker: EmbeddedBroker, args: argparse.Namespace, workdir: Path,
+               job_rate: float | None, summary: Summary) -> None:  # fmt: skip
+    """The source floor, the Spark floor, the per-(topic, partition) design; the ratios."""
+    print(f"\nreferences ({load()}); the job's figure: "
+          f"{f'{job_rate:,.0f} events/s while its batches ran' if job_rate else 'not measured'}",
+          flush=True)  # fmt: skip
+    values = fetch_values(args.partitions, args.reference_records, int(time.time() * 1000))
+    floor = source_floor(bench_config(broker, workdir, args.shards, args.trigger_ms), values,
+                         args.reference_seconds, summary)  # fmt: skip
+    floor_config = bench_config(broker, workdir, args.shards, args.trigger_ms)
+    spark_rate = spark_floor(spark, floor_config, args.partitions, values, workdir,
+                             args.reference_seconds, summary)  # fmt: skip
+    per_partition_design(spark, bench_config(broker, workdir, args.shards, 1000),
+                         min(args.partitions, args.per_partition_partitions),
+                         args.reference_seconds, summary)  # fmt: skip
+    if job_rate:
+        for name, rate, goal in (("job / source floor", floor, "goal >= 0.5"),
+                                 ("job / Spark floor", spark_rate, "")):  # fmt: skip
+            value = f"{job_rate / rate:.2f}" if rate else "no floor measured"
+            print(f"  {name}: {value} {goal}", flush=True)
+            summary.add(name, value, goal)
+
+
+def source_floor(config: IsrwatchConfig, values: list[bytes], limit_s: float,
+                 summary: Summary) -> float:  # fmt: skip
+    """A plain consumer of a fetch topic decoding each value (msgspec)."""
     from confluent_kafka import Consumer, TopicPartition
 
+    prod = producer(config.kafka.bootstrap_servers)
+    for i, value in enumerate(values):
+        send(prod, config.topics.fetch_responses, value, i % FETCH_PARTITIONS)
+    prod.flush(120)
     decoder = msgspec.json.Decoder(WireFetch)
     reader = Consumer({"bootstrap.servers": config.kafka.bootstrap_servers,
                        "group.id": "bench-floor", "enable.auto.commit": False})  # fmt: skip
@@ -361,7 +871,7 @@ def source_floor(config: IsrwatchConfig, records: int) -> float:
                    for p in range(FETCH_PARTITIONS)])  # fmt: skip
     wall, cpu, got = time.monotonic(), time.process_time(), 0
     last = wall
-    while got < records and time.monotonic() - last < 5:  # until 5 s without a record
+    while got < len(values) and time.monotonic() - last < 5 and last - wall < limit_s:
         messages = reader.consume(10_000, timeout=1.0)
         if messages:
             last = time.monotonic()
@@ -369,190 +879,107 @@ def source_floor(config: IsrwatchConfig, records: int) -> float:
             decoder.decode(message.value() or b"")
         got += len(messages)
     reader.close()
-    return report("source floor", got, last - wall, time.process_time() - cpu)
+    return report("source floor", got, last - wall, time.process_time() - cpu, summary)
 
 
-def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, records: int,
-                workdir: Path) -> float:  # fmt: skip
-    """The job's routing and stateful step fed from parquet files (Kafka's columns)."""
+def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, values: list[bytes],
+                workdir: Path, limit_s: float, summary: Summary) -> float | None:  # fmt: skip
+    """The job's routing and stateful step fed from parquet files (Kafka's columns): the
+    elections first (not measured), then the fetch responses, 200,000 a batch."""
     data = workdir / f"parquet-{uuid.uuid4().hex[:6]}"
     data.mkdir(parents=True)
     now = int(time.time() * 1000)
-    controller = controller_values(partitions, now - 60_000)
 
-    def frame_of(topic: str, values: list[bytes], offset0: int) -> pd.DataFrame:
+    def frame_of(topic: str, chunk: list[bytes], offset0: int) -> pd.DataFrame:
         return pd.DataFrame({
-            "key": [None] * len(values), "value": values, "topic": topic, "partition": 0,
-            "offset": np.arange(offset0, offset0 + len(values)),
+            "key": [None] * len(chunk), "value": chunk, "topic": topic, "partition": 0,
+            "offset": np.arange(offset0, offset0 + len(chunk)),
             "timestamp": pd.Timestamp(now, unit="ms", tz="UTC"), "timestampType": 0,
         })  # fmt: skip
 
-    frame_of(config.topics.controller_events, controller, 0).to_parquet(data / "0.parquet")
-    per_file, written, n = 200_000, 0, 1
-    while written < records:
-        values = []
-        for i in range(written, min(written + per_file, records)):
-            p, k = (i // 2) % partitions, i % 2
-            topic, number = topic_of(p)
-            leader = p % BROKERS
-            values.append(b'{"ts":%d,"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
-                          b'"leader_epoch":0,"fetch_offset":9,"leader_leo":9,"high_watermark":9}'
-                          % (now + i // 1000, topic.encode(), number, leader,
-                             (leader + 1 + k) % BROKERS))  # fmt: skip
-        frame_of(config.topics.fetch_responses, values, written).to_parquet(data / f"{n}.parquet")
-        written, n = written + len(values), n + 1
-    schema = spark.read.parquet(str(data / "0.parquet")).schema
+    controller = controller_values(partitions, now - 60_000)
+    frame_of(config.topics.controller_events, controller, 0).to_parquet(data / "0000.parquet")
+    per_file = 200_000
+    for n, start in enumerate(range(0, len(values), per_file), start=1):
+        chunk = values[start : start + per_file]
+        frame_of(config.topics.fetch_responses, chunk, start).to_parquet(data / f"{n:04d}.parquet")
+    schema = spark.read.parquet(str(data / "0000.parquet")).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(data))
     stream = stream.selectExpr(
-        "key",
-        "value",
-        "topic",
-        "cast(partition as int) partition",
-        "offset",
-        "timestamp",
+        "key", "value", "topic", "cast(partition as int) partition", "offset", "timestamp",
         "cast(timestampType as int) timestampType",
-    )
-    watch = Watch({})
+    )  # fmt: skip
+    watch = Watch([])
     sink = make_sink(config, HealthExporter(), None, watch)
     query = start_query(spark, config, sink, snapshot_when_idle=False, records=stream)
-    watch.wait_applied("LeaderAndIsr", partitions, 1800)
-    first = len(query.recentProgress)
-    watch.wait_applied("FetchResponse", records, 1800)
+    deadline = time.monotonic() + limit_s
+    warm = watch.wait_applied("LeaderAndIsr", partitions, limit_s)
+    first = max((p["batchId"] for p in query.recentProgress), default=-1)
+    watch.wait_applied("FetchResponse", len(values), max(0.0, deadline - time.monotonic()))
     time.sleep(1)
-    progress = [p for p in query.recentProgress[first:] if p["numInputRows"] > 0]
+    progress = [p for p in query.recentProgress if p["numInputRows"] > 0 and p["batchId"] > first]
     query.stop()
     sink.close()
     rows = sum(p["numInputRows"] for p in progress)
     seconds = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
-    rate = rows / seconds if seconds else 0.0
-    print(f"  {'Spark floor (parquet)':28s} {rate:11,.0f} events/s over {len(progress)} batches",
-          flush=True)  # fmt: skip
+    if warm is None or not seconds:
+        said = f"no fetch batch completed within {limit_s:.0f} s"
+        print(f"  {'Spark floor (parquet)':28s} {said}", flush=True)
+        summary.add("Spark floor (parquet, no Kafka)", said)
+        return None
+    rate = float(rows / seconds)
+    done = "" if rows >= len(values) else f", stopped at the {limit_s:.0f} s limit"
+    print(f"  {'Spark floor (parquet)':28s} {rate:11,.0f} events/s over {len(progress)} batches "
+          f"({rows:,} of {len(values):,} fetch responses{done})", flush=True)  # fmt: skip
+    summary.add("Spark floor (parquet, no Kafka)", f"{rate:,.0f} events/s ({rows:,} records)")
     return rate
 
 
-def sustained(spark: Any, config: IsrwatchConfig, partitions: int, rates: list[int],
-              seconds: float, memory: Memory) -> dict[int, float]:  # fmt: skip
-    """Cold start, failover, then each rate; returns the job's events/s per rate."""
-    now = int(time.time() * 1000)
-    prod = producer(config)
-    for value in controller_values(partitions, now):
-        send(prod, config.topics.controller_events, value)
-    prod.flush(120)
-    rng = np.random.default_rng(7)
-    probes = sorted(rng.choice(partitions, size=min(PROBES, partitions), replace=False).tolist())
-    watch = Watch({"{}:{}".format(*topic_of(p)): p for p in probes})
-    sink = make_sink(config, HealthExporter(), None, watch)
-    query = start_query(spark, config, sink, snapshot_when_idle=False)
-    cold = watch.wait_applied("LeaderAndIsr", partitions, 1800)
-    print(f"  cold start: {partitions:,} LeaderAndIsr applied "
-          f"{f'in {cold:.1f} s' if cold is not None else 'NOT within 30 min'} from query start",
-          flush=True)  # fmt: skip
-    burst = failover_values(partitions, int(time.time() * 1000))
-    began = time.monotonic()
-    for value in burst:
-        send(prod, config.topics.controller_events, value)
-    prod.flush(120)
-    applied = watch.wait_applied("UpdateMetadata", len(burst), 1800)
-    took = time.monotonic() - began if applied is not None else None
-    print(f"  failover: UpdateMetadata of {partitions:,} partitions to {BROKERS} brokers "
-          f"({len(burst)} events) applied "
-          f"{f'in {took:.1f} s' if took is not None else 'NOT within 30 min'} from the first send",
-          flush=True)  # fmt: skip
-    results: dict[int, float] = {}
-    for rate in rates:
-        results[rate] = one_rate(query, config, watch, partitions, rate, seconds, probes, memory)
-    state = (query.lastProgress or {}).get("stateOperators") or [{}]
-    used = state[0].get("memoryUsedBytes")
-    custom = state[0].get("customMetrics") or {}
-    sst = custom.get("rocksdbSstFileSize")
-    print(
-        f"  state store: memoryUsedBytes {used} ({(used or 0) / partitions:,.0f} B/partition), "
-        f"rocksdbSstFileSize {sst} ({(sst or 0) / partitions:,.0f} B/partition)",
-        flush=True,
-    )
-    query.stop()
-    sink.close()
-    return results
-
-
-def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, partitions: int, rate: int,
-             seconds: float, probes: list[int], memory: Memory) -> float:  # fmt: skip
-    seen = {p["batchId"] for p in query.recentProgress}
-    first_batch = len(watch.batches)
-    watch.eligible_at.clear()
-    fetches = FetchProducer(config, partitions, rate, seconds, probes, seconds / 3)
-    lags: list[tuple[float, int]] = []
-    progress: dict[int, dict[str, Any]] = {}
-    began = time.monotonic()
-    fetches.start()
-    applied_before = watch.fetches()
-    while fetches.is_alive():
-        time.sleep(2)
-        # Records produced but not yet through a completed batch (the source's backlog,
-        # which a long-running batch does not hide as its last progress report would).
-        lags.append((time.monotonic() - began, fetches.sent - (watch.fetches() - applied_before)))
-    drained = time.monotonic() + 3 * seconds  # let the job finish what was produced
-    while watch.fetches() - applied_before < fetches.sent and time.monotonic() < drained:
-        time.sleep(1)
-        for p in query.recentProgress:
-            if p["batchId"] not in seen:
-                progress[p["batchId"]] = p
-    for p in query.recentProgress:
-        if p["batchId"] not in seen:
-            progress[p["batchId"]] = p
-    data = [p for p in progress.values() if p["numInputRows"] > 0]
-    durations = [p["durationMs"]["triggerExecution"] / 1000 for p in data]
-    job_rate = (watch.fetches() - applied_before) / (time.monotonic() - began)
-    middle = [lag for at, lag in lags if fetches.elapsed / 3 <= at < 2 * fetches.elapsed / 3]
-    last = [lag for at, lag in lags if at >= 2 * fetches.elapsed / 3]
-    bounded = (
-        bool(last)
-        and bool(middle)
-        and (statistics.mean(last) <= 1.2 * statistics.mean(middle) + rate)
-    )
-    batches = watch.batches[first_batch:]
-    e2e = [wall - previous_clock / 1000 for (wall, _, _), (_, previous_clock, _)
-           in zip(batches[1:], batches[:-1], strict=True) if previous_clock > 0]  # fmt: skip
-    detection = [
-        watch.eligible_at[p] - (fetches.last_caught_up[p] + T_MS) / 1000
-        for p in probes if p in watch.eligible_at and p in fetches.last_caught_up
-    ]  # fmt: skip
-    memory.sample()
-    print(f"\n  rate {rate:,}/s for {seconds:.0f} s ({load()}):\n"
-          f"    produced {fetches.sent / max(fetches.elapsed, 1e-9):,.0f}/s; job read "
-          f"{job_rate:,.0f} events/s over {len(data)} batches\n"
-          f"    source backlog (records): middle third {middle and int(statistics.mean(middle))}"
-          f", last third {last and int(statistics.mean(last))}, at the end "
-          f"{lags[-1][1] if lags else None} -> {'bounded' if bounded else 'GROWING'}\n"
-          f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
-          f"{percentile(durations, 99):.2f} s; end-to-end p99 {percentile(e2e, 99):.2f} s "
-          f"(max {max(e2e, default=float('nan')):.2f} s)\n"
-          f"    detection (lag passes T -> SHRINK_ELIGIBLE), {len(detection)}/{len(probes)} "
-          f"probes: p50 {percentile(detection, 50):.2f} s, p99 {percentile(detection, 99):.2f} s"
-          f"\n    peak RSS: " + ", ".join(f"{k} {v / 2**20:,.0f} MiB"
-                                         for k, v in memory.peaks.items()),
-          flush=True)  # fmt: skip
-    fetches.join()
-    return float(job_rate if bounded else -job_rate)
-
-
-def per_partition_design(spark: Any, config: IsrwatchConfig, seconds: float) -> float:
-    """``stream_bench``'s per-(topic, partition) pipeline on the same topics, for a time."""
+def per_partition_design(spark: Any, config: IsrwatchConfig, partitions: int, limit_s: float,
+                         summary: Summary) -> None:  # fmt: skip
+    """``stream_bench``'s per-(topic, partition) pipeline: one LeaderAndIsr and one round
+    of fetches per partition, read in one batch; bounded by ``limit_s``. Its cost is per
+    group (partition) and batch, so its events/s hardly depend on the cluster's size: a
+    smaller cluster than the job's (``--per-partition-partitions``) lets it finish."""
     from stream_bench import per_partition  # bench/ is on the path
 
+    prod = producer(config.kafka.bootstrap_servers)
+    for value in controller_values(partitions, int(time.time() * 1000) - 60_000):
+        send(prod, config.topics.controller_events, value)
+    fetches = fetch_values(partitions, 2 * partitions, int(time.time() * 1000))
+    for i, value in enumerate(fetches):
+        send(prod, config.topics.fetch_responses, value, i % FETCH_PARTITIONS)
+    prod.flush(120)
+    events = BROKERS + partitions + len(fetches)
     query = per_partition(spark, config, input_sources(config))
-    time.sleep(seconds)
-    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    began = time.monotonic()
+    progress: list[dict[str, Any]] = []
+    while time.monotonic() - began < limit_s and query.isActive:
+        progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+        if sum(p["numInputRows"] for p in progress) >= events:
+            break
+        time.sleep(1)
+    if not query.isActive:
+        print(f"  per-(topic, partition) query failed: {query.exception()}", flush=True)
     query.stop()
     rows = sum(p["numInputRows"] for p in progress)
     busy = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
-    rate = rows / busy if busy else 0.0
-    print(f"  {'per-(topic, partition)':28s} {rate:11,.0f} events/s over {len(progress)} "
-          f"batches in {seconds:.0f} s", flush=True)  # fmt: skip
-    return rate
+    name = "per-(topic, partition)"
+    if not busy:
+        said = (f"no batch completed within {limit_s:.0f} s: below {events / limit_s:,.0f} "
+                f"events/s")  # fmt: skip
+        print(f"  {name:28s} {said}", flush=True)
+        summary.add(f"{name} design", said)
+        return
+    rate = rows / busy
+    print(f"  {name:28s} {rate:11,.0f} events/s over {len(progress)} batches ({rows:,} of "
+          f"{events:,} events: elections and one round of fetches of {partitions:,} "
+          f"partitions)", flush=True)  # fmt: skip
+    summary.add(f"{name} design", f"{rate:,.0f} events/s ({partitions:,} partitions)")
 
 
-def replay_agreement(broker: EmbeddedBroker, partitions: int, workdir: Path) -> None:
+def replay_agreement(broker: EmbeddedBroker, partitions: int, workdir: Path, limit_s: float,
+                     summary: Summary) -> None:  # fmt: skip
     """The job (available-now) and ``isrwatch replay`` on the same input, record for record."""
     config = bench_config(broker, workdir, 16, 1000)
     now = 1_700_000_000_000
@@ -568,41 +995,65 @@ def replay_agreement(broker: EmbeddedBroker, partitions: int, workdir: Path) -> 
                     "leader": leader, "follower": (leader + k) % BROKERS, "leader_epoch": 0,
                     "fetch_offset": 10 * r + k, "leader_leo": 10 * r + 5,
                     "high_watermark": 10 * r}})  # fmt: skip
-    prod = producer(config)
+    prod = producer(config.kafka.bootstrap_servers)
     topics = {"controller-events": config.topics.controller_events,
               "fetch-responses": config.topics.fetch_responses}  # fmt: skip
     for envelope in envelopes:
         send(prod, topics[envelope["source"]], json.dumps(envelope["value"]).encode())
     prod.flush(120)
     health_out = workdir / f"health-{uuid.uuid4().hex[:6]}.jsonl"
+    stop = threading.Event()
+    job = threading.Thread(target=run, daemon=True, kwargs={
+        "config": config, "available_now": True, "health_out": health_out,
+        "exporter": HealthExporter(), "stop": stop})  # fmt: skip
     began = time.monotonic()
-    run(config, available_now=True, health_out=health_out, exporter=HealthExporter())
+    job.start()
+    job.join(limit_s)
+    finished = not job.is_alive()
+    stop.set()
+    job.join(120)
     job_s = time.monotonic() - began
-    job = {}
-    for line in health_out.read_text().splitlines():
-        record = json.loads(line)
-        job[f"{record['topic']}:{record['partition']}"] = record
+    by_job = {}
+    if health_out.exists():
+        for line in health_out.read_text().splitlines():
+            record = json.loads(line)
+            by_job[f"{record['topic']}:{record['partition']}"] = record
     began = time.monotonic()
     lines = (json.dumps(e) for e in envelopes)
     expected = {f"{r['topic']}:{r['partition']}": r
                 for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
     replay_s = time.monotonic() - began
-    same = sum(job.get(key) == record for key, record in expected.items())
+    same = sum(by_job.get(key) == record for key, record in expected.items())
+    agree = same == len(expected) == len(by_job) and finished
+    verdict = "AGREE" if agree else "DIFFER" if finished else f"job NOT done in {limit_s:.0f} s"
     print(f"\nreplay agreement at {partitions:,} partitions ({len(envelopes):,} events): "
-          f"{same:,} of {len(expected):,} health records equal, {len(job):,} from the job "
-          f"({'AGREE' if same == len(expected) == len(job) else 'DIFFER'}); job {job_s:.0f} s, "
-          f"replay {replay_s:.0f} s", flush=True)  # fmt: skip
+          f"{same:,} of {len(expected):,} health records equal, {len(by_job):,} from the job "
+          f"({verdict}); job {job_s:.0f} s, replay {replay_s:.0f} s ({load()})",
+          flush=True)  # fmt: skip
+    for key in [k for k, r in expected.items() if by_job.get(k) != r][:5]:
+        if key not in by_job:
+            print(f"  {key}: no record from the job", flush=True)
+            continue
+        fields = sorted(f for f in expected[key].keys() | by_job[key].keys()
+                        if expected[key].get(f) != by_job[key].get(f))  # fmt: skip
+        print(f"  {key}: differs in {', '.join(fields)}: replay "
+              f"{ {f: expected[key].get(f) for f in fields} }, job "
+              f"{ {f: by_job[key].get(f) for f in fields} }", flush=True)  # fmt: skip
+    extra = len(by_job.keys() - expected.keys())
+    if extra:
+        print(f"  {extra:,} records from the job that replay does not have", flush=True)
+    summary.add(f"replay vs job at {partitions:,} partitions",
+                f"{same:,} of {len(expected):,} equal: {verdict}", "goal: AGREE")  # fmt: skip
 
 
-def bench_config(broker: EmbeddedBroker, workdir: Path, shards: int, trigger_ms: int,
-                 create: bool = True) -> IsrwatchConfig:  # fmt: skip
+def bench_config(broker: EmbeddedBroker, workdir: Path, shards: int, trigger_ms: int
+                 ) -> IsrwatchConfig:  # fmt: skip
     suffix = uuid.uuid4().hex[:6]
     kinds = ("controller_events", "fetch_responses", "partition_health", "dead_letters")
     names = {f"topics.{k}": f"{k.replace('_', '-')}-{suffix}" for k in kinds}
-    if create:
-        broker.create_topics([names["topics.controller_events"]], partitions=1)
-        broker.create_topics([names["topics.fetch_responses"]], partitions=FETCH_PARTITIONS)
-        broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
+    broker.create_topics([names["topics.controller_events"]], partitions=1)
+    broker.create_topics([names["topics.fetch_responses"]], partitions=FETCH_PARTITIONS)
+    broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
     return load_config(None, {
         **names, "kafka.bootstrap_servers": broker.bootstrap_servers,
         "kafka.starting_offsets": "earliest",
@@ -616,60 +1067,70 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--rates", type=int, nargs="+", default=[50_000, 100_000, 150_000])
-    parser.add_argument("--seconds", type=float, default=180)
+    parser.add_argument("--seconds", type=float, default=180, help="of each rate")
+    parser.add_argument("--find-max", type=int, nargs=2, metavar=("LOW", "HIGH"),
+                        help="bisect the largest bounded rate (instead of --rates)")  # fmt: skip
+    parser.add_argument("--find-steps", type=int, default=4)
+    parser.add_argument("--all-rates", action="store_true",
+                        help="run the rates above an unbounded one too")  # fmt: skip
+    parser.add_argument("--drain-seconds", type=float, default=600,
+                        help="after a rate, the bound on applying its backlog")  # fmt: skip
+    parser.add_argument("--controller-seconds", type=float, default=1800,
+                        help="bound on the cold start and on the failover")  # fmt: skip
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--trigger-ms", type=int, default=5000)
     parser.add_argument("--client-records", type=int, default=500_000)
-    parser.add_argument(
-        "--skip",
-        nargs="*",
-        default=[],
-        choices=["clients", "per-partition", "spark-floor", "replay"],
-    )
+    parser.add_argument("--reference-records", type=int, default=1_000_000)
+    parser.add_argument("--reference-seconds", type=float, default=300,
+                        help="bound on each reference")  # fmt: skip
+    parser.add_argument("--per-partition-partitions", type=int, default=2_000,
+                        help="cluster size of the per-(topic, partition) reference")  # fmt: skip
+    parser.add_argument("--replay-seconds", type=float, default=1200,
+                        help="bound on the job's run in the replay section")  # fmt: skip
+    parser.add_argument("--job-rate", type=float,
+                        help="the job's events/s from an earlier run of the rates, for the "
+                        "references' ratios when this run has no rates")  # fmt: skip
+    parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
     parser.add_argument("--short", action="store_true", help="small and quick (the smoke test)")
     args = parser.parse_args(argv)
     if args.short:
         global T_MS
         T_MS = 2_000
-        args.partitions, args.rates, args.seconds = 2000, [4000], 10
-        args.client_records, args.trigger_ms = 20_000, 1000
+        args.partitions, args.rates, args.seconds, args.find_max = 2000, [4000], 12, None
+        args.client_records, args.trigger_ms, args.reference_records = 20_000, 1000, 20_000
+        args.reference_seconds = args.drain_seconds = 300
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-sustained-"))
     memory = Memory()
     memory.start()
+    summary = Summary()
     print(f"sustained bench: {args.partitions:,} partitions x 3 replicas, {args.shards} shards, "
-          f"trigger {args.trigger_ms} ms, local[2]; {load()}", flush=True)  # fmt: skip
+          f"trigger {args.trigger_ms} ms, T {T_MS} ms, local[2]; sections "
+          f"{' '.join(args.sections)}; {load()}", flush=True)  # fmt: skip
     with EmbeddedBroker() as broker:
         broker.start()
-        if "clients" not in args.skip:
-            clients(broker, args.client_records)
-        config = bench_config(broker, workdir, args.shards, args.trigger_ms)
-        spark = spark_session(config)
-        print(f"\njob on Kafka ({load()}):", flush=True)
-        rates = sustained(spark, config, args.partitions, args.rates, args.seconds, memory)
-        best = max((r for r in rates.values() if r > 0), default=0.0)
-        print(f"\nreferences ({load()}):", flush=True)
-        produced = int(sum(abs(r) for r in rates.values()) * args.seconds)
-        floor = source_floor(config, produced)
-        spark_rate = None
-        if "spark-floor" not in args.skip:
-            count = 20_000 if args.short else max(200_000, min(produced, 2_000_000))
-            floor_config = bench_config(broker, workdir, args.shards, args.trigger_ms)
-            spark_rate = spark_floor(spark, floor_config, args.partitions, count, workdir)
-        if "per-partition" not in args.skip:
-            per_partition_design(spark, bench_config(broker, workdir, args.shards, 1000),
-                                 5 if args.short else 120)  # fmt: skip
-        largest = max((k for k, v in rates.items() if v > 0), default=0)
-        ratios = f"job / source floor {best / floor:.2f}" if floor else "no source floor"
-        if spark_rate:
-            ratios += f", job / Spark floor {best / spark_rate:.2f}"
-        print(f"\nlargest rate with a bounded backlog: {largest:,}/s; the job read "
-              f"{best:,.0f} events/s at it; {ratios}", flush=True)  # fmt: skip
-        spark.stop()
-        if "replay" not in args.skip:
-            replay_agreement(broker, args.partitions, workdir)
+        if "clients" in args.sections:
+            clients(broker, args.client_records, summary)
+        spark = None
+        job_rate = args.job_rate
+        if {"controller", "rates"} & set(args.sections):
+            config = bench_config(broker, workdir, args.shards, args.trigger_ms)
+            spark = spark_session(config)
+            print(f"\njob on Kafka ({load()}):", flush=True)
+            results = sustained(spark, config, args, memory, summary)
+            job_rate = max((r.busy_rate for r in results), default=job_rate)
+            capacity(results, args.partitions, args.trigger_ms / 1000, summary)
+        if "references" in args.sections:
+            if spark is None:
+                spark = spark_session(bench_config(broker, workdir, args.shards, args.trigger_ms))
+            references(spark, broker, args, workdir, job_rate, summary)
+        if spark is not None:
+            spark.stop()
+        if "replay" in args.sections:
+            replay_agreement(broker, args.partitions, workdir, args.replay_seconds, summary)
     memory.stopped.set()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"\ndriver peak RSS (getrusage) {peak / 2**20:,.0f} MiB; {load()}", flush=True)
+    summary.print()
 
 
 if __name__ == "__main__":

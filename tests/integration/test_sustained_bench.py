@@ -14,9 +14,10 @@ pytestmark = pytest.mark.integration
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "sustained_bench.py"
 FIGURES = (
     "kafka-python + json.loads", "confluent-kafka + msgspec", "cold start:", "failover:",
-    "source backlog", "micro-batch p50", "end-to-end p99", "detection", "peak RSS",
-    "state store:", "source floor", "Spark floor", "per-(topic, partition)",
-    "largest rate with a bounded backlog", "replay agreement", "load average",
+    "produced", "source backlog", "slope over the last two thirds", "micro-batch p50",
+    "end-to-end p99", "detection", "peak RSS", "state store:", "source floor", "Spark floor",
+    "per-(topic, partition)", "job / source floor", "job / Spark floor",
+    "largest rate R with a bounded backlog", "replay agreement", "summary", "load average",
 )  # fmt: skip
 
 
