@@ -26,12 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from state.causes import shape_of_model
 from state.controller_routing import RoutedControllerEvent
 from state.events import DeadLetterReason, Source
 from state.follower_fetch_state import WIRE_COLUMNS, FetchBatch
+from state.health_signature import health_signatures
 from state.metadata_cache import MetadataState
 from state.model import ApplyReport, ReplicationModel
 from state.partition_health import HealthFrame
@@ -39,7 +41,7 @@ from state.partition_table import BOOL
 from state.restart_check import fragile_entries
 from state.settings import RuleSettings
 from state.sharding import Shard
-from state.shrink_rule import FollowerStatus
+from state.shrink_rule import STATUS_NAMES, FollowerStatus
 from streaming import shard_stats
 from streaming.routing import DEAD, FETCH, conform, signed_digest, stable_hash
 from streaming.shard_stats import (
@@ -58,6 +60,9 @@ OUTPUT_SCHEMA = (
 )
 OUTPUT_COLUMNS = [part.strip().split(" ")[0] for part in OUTPUT_SCHEMA.split(",")]
 STATE_SCHEMA = "snapshot binary"
+
+SIGNATURES = "columns-splitmix64"
+LEGACY_SIGNATURES = "repr-blake2b"
 
 CLOCK_DELAY_MS = 30 * 24 * 3600 * 1000
 """Delay of Spark's own watermark. The job gives Spark a month so that Spark drops no
@@ -90,12 +95,15 @@ class ShardSnapshot:
     # restored, they stay there and fetch_error_responses_total counts from the upgrade.
     applied_total: Counter[str] = field(default_factory=Counter)
     fetch_error_responses_total: int = 0
+    # How ``signatures`` were computed: SIGNATURES (state.health_signature), or
+    # LEGACY_SIGNATURES in a snapshot pickled before it (see legacy_health_signature).
+    signature_scheme: str = SIGNATURES
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle; a snapshot of the release before ``routed-v2`` is migrated first."""
         if "fetch_error_responses_total" not in state:
             state = migrate_routed_v1(state)
-        self.__dict__.update(state)
+        self.__dict__.update({"signature_scheme": LEGACY_SIGNATURES, **state})
 
 
 def migrate_routed_v1(state: dict[str, Any]) -> dict[str, Any]:
@@ -129,8 +137,10 @@ def restore_snapshot(pickled: bytes, rules: RuleSettings) -> ShardSnapshot:
     return snapshot
 
 
-def health_signature(frame: HealthFrame, i: int) -> int:
-    """What "health changed" means: everything but the clock and lag figures."""
+def legacy_health_signature(frame: HealthFrame, i: int) -> int:
+    """The signature of partition ``i`` as snapshots before ``state.health_signature``
+    kept it (a digest of the same facts, one partition at a time). Read once, by the
+    first batch after such a snapshot is restored, so that it writes only what changed."""
     statuses = frame.follower_status[i]
     followers = tuple(
         (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
@@ -312,17 +322,29 @@ def _dead_rows(rows: pd.DataFrame) -> list[dict[str, object]]:
 def _health_rows(
     snapshot: ShardSnapshot, frame: HealthFrame, *, full: bool
 ) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
-    current: dict[str, int] = {}
-    for i in range(len(frame)):
-        key = f"{frame.topic[i]}:{int(frame.partition[i])}"
-        signature = health_signature(frame, i)
-        current[key] = signature
-        if full or snapshot.signatures.get(key) != signature:
-            out.append({"kind": HEALTH, "key": key, "value": json.dumps(frame.record(i))})
-    for key in snapshot.signatures.keys() - current.keys():
+    """A record for every partition whose health changed (all with ``full``), a tombstone
+    for every partition gone; the signatures kept for the next batch."""
+    keys = [f"{topic}:{partition}" for topic, partition in
+            zip(frame.topic, frame.partition.tolist(), strict=True)]  # fmt: skip
+    signatures = health_signatures(frame).tolist()
+    kept = snapshot.signatures
+    compared = (
+        signatures if snapshot.signature_scheme == SIGNATURES
+        else [legacy_health_signature(frame, i) for i in range(len(frame))]
+    )  # fmt: skip
+    changed = (
+        range(len(keys)) if full
+        else [i for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
+              if kept.get(key) != signature]
+    )  # fmt: skip
+    out: list[dict[str, object]] = [
+        {"kind": HEALTH, "key": keys[i], "value": json.dumps(frame.record(i))} for i in changed
+    ]
+    current = dict(zip(keys, signatures, strict=True))
+    for key in kept.keys() - current.keys():
         out.append({"kind": TOMBSTONE, "key": key, "value": None})
     snapshot.signatures = current
+    snapshot.signature_scheme = SIGNATURES
     return out
 
 
@@ -376,46 +398,64 @@ def _stats_row(
 
 def _broker_gauges(frame: HealthFrame) -> dict[str, BrokerGauges]:
     """Per broker: its followers by status, and the partitions it leads by condition."""
-    followers: dict[str, Counter[str]] = {}
-    leads: dict[str, Counter[str]] = {}
     statuses = frame.follower_status
     hosted = statuses >= 0
-    for broker, status in zip(frame.follower_broker[hosted].tolist(),
-                              statuses[hosted].tolist(), strict=True):  # fmt: skip
-        followers.setdefault(str(broker), Counter())[FollowerStatus(int(status)).name] += 1
+    followers: dict[str, dict[str, int]] = {}
+    for (broker, status), count in _counts(frame.follower_broker[hosted], statuses[hosted]):
+        followers.setdefault(str(broker), {})[STATUS_NAMES[status]] = count
     conditions = {
         "partitions": np.ones(len(frame), dtype=np.bool_),
         "under_replicated": frame.under_replicated, "under_min_isr": frame.under_min_isr,
         "offline": frame.offline, "predicted_under_replicated": frame.predicted_under_replicated,
     }  # fmt: skip
+    leads: dict[str, dict[str, int]] = {}
     for condition, mask in conditions.items():
-        for leader, count in Counter(frame.leader[mask].tolist()).items():
-            leads.setdefault(str(leader), Counter())[condition] = count
+        for (leader,), count in _counts(frame.leader[mask]):
+            leads.setdefault(str(leader), {})[condition] = count
     return {
-        broker: BrokerGauges(
-            followers=dict(followers.get(broker, {})), leads=dict(leads.get(broker, {}))
-        )
+        broker: BrokerGauges(followers=followers.get(broker, {}), leads=leads.get(broker, {}))
         for broker in followers.keys() | leads.keys()
     }
 
 
 def _topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
-    gauges: dict[str, TopicGauges] = {}
-    topics = np.asarray(frame.topic, dtype=object)
-    for topic in sorted(set(frame.topic)):
-        mine = topics == topic
-        statuses = frame.follower_status[mine]
-        counts = Counter(FollowerStatus(int(s)).name for s in statuses[statuses >= 0].tolist())
-        metadata = frame.metadata_state[mine]
-        gauges[topic] = TopicGauges(
-            partitions=int(mine.sum()),
-            under_replicated=int(frame.under_replicated[mine].sum()),
-            under_min_isr=int(frame.under_min_isr[mine].sum()),
-            at_min_isr=int(frame.at_min_isr[mine].sum()),
-            offline=int(frame.offline[mine].sum()),
-            predicted_under_replicated=int(frame.predicted_under_replicated[mine].sum()),
-            followers=dict(counts),
-            metadata_stale_expected=int((metadata == MetadataState.STALE_EXPECTED).sum()),
-            metadata_stale_overdue=int((metadata == MetadataState.STALE_OVERDUE).sum()),
+    """Per topic: its partitions by condition and its followers by status."""
+    codes, names = pd.factorize(np.asarray(frame.topic, dtype=object), sort=True)
+    topics = len(names)
+
+    def per_topic(mask: BOOL) -> list[int]:
+        counts: list[int] = np.bincount(codes[mask], minlength=topics).tolist()
+        return counts
+
+    statuses = frame.follower_status
+    hosted = statuses >= 0
+    followers: list[dict[str, int]] = [{} for _ in range(topics)]
+    row_topic = np.broadcast_to(codes[:, None], statuses.shape)
+    for (topic, status), count in _counts(row_topic[hosted], statuses[hosted]):
+        followers[topic][STATUS_NAMES[status]] = count
+    columns = {
+        "partitions": per_topic(np.ones(len(frame), dtype=np.bool_)),
+        "under_replicated": per_topic(frame.under_replicated),
+        "under_min_isr": per_topic(frame.under_min_isr),
+        "at_min_isr": per_topic(frame.at_min_isr),
+        "offline": per_topic(frame.offline),
+        "predicted_under_replicated": per_topic(frame.predicted_under_replicated),
+        "metadata_stale_expected": per_topic(frame.metadata_state == MetadataState.STALE_EXPECTED),
+        "metadata_stale_overdue": per_topic(frame.metadata_state == MetadataState.STALE_OVERDUE),
+    }
+    return {
+        str(name): TopicGauges(
+            followers=followers[t], **{column: counts[t] for column, counts in columns.items()}
         )
-    return gauges
+        for t, name in enumerate(names)
+    }
+
+
+def _counts(*columns: npt.NDArray[Any]) -> list[tuple[tuple[int, ...], int]]:
+    """Each distinct combination of the columns' values (as ints) and how often it occurs."""
+    if not len(columns[0]):
+        return []
+    stacked = np.stack([np.asarray(c, dtype=np.int64) for c in columns], axis=1)
+    distinct, counts = np.unique(stacked, axis=0, return_counts=True)
+    return [(tuple(row), count) for row, count in zip(distinct.tolist(), counts.tolist(),
+                                                      strict=True)]  # fmt: skip
