@@ -369,7 +369,8 @@ def _distinct_per(group: I64, value: I64) -> tuple[I64, I64]:
     """For each distinct ``group``, how many distinct ``value`` it has."""
     if not len(group):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    pairs = np.unique(np.stack([group, value], axis=1), axis=0)
+    # one sort of int codes (as _pair_code: values are broker ids or positions, >= -1)
+    pairs = _pairs_of(np.unique(_pair_code(group, value)))
     groups, counts = np.unique(pairs[:, 0], return_counts=True)
     return groups.astype(np.int64), counts.astype(np.int64)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import pickle
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -241,10 +241,11 @@ def process(
             snapshot.clock_ms = max(snapshot.clock_ms, int(events["ts"].max()))
     now = max(snapshot.clock_ms, stream_clock_ms)
     frame = snapshot.model.evaluate(now) if now >= 0 else None
+    records = _Records(frame)
     if frame is not None:
         idle = rows is None
-        out += _health_rows(snapshot, frame, full=settings.snapshot_when_idle and idle)
-    out.append(_stats_row(snapshot, frame, report, late, duplicates, now))
+        out += _health_rows(snapshot, frame, records, full=settings.snapshot_when_idle and idle)
+    out.append(_stats_row(snapshot, frame, records, report, late, duplicates, now))
     return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
 
 
@@ -322,8 +323,23 @@ def _dead_rows(rows: pd.DataFrame) -> list[dict[str, object]]:
     ]
 
 
+class _Records:
+    """The health records of a frame's partitions, each built once per batch (a changed
+    partition that is unhealthy is both written and reported in the stats)."""
+
+    def __init__(self, frame: HealthFrame | None) -> None:
+        self.frame = frame
+        self._built: dict[int, HealthRecord] = {}
+
+    def at(self, positions: Sequence[int]) -> list[HealthRecord]:
+        missing = [i for i in positions if i not in self._built]
+        if missing and self.frame is not None:
+            self._built.update(zip(missing, self.frame.records_at(missing), strict=True))
+        return [self._built[i] for i in positions]
+
+
 def _health_rows(
-    snapshot: ShardSnapshot, frame: HealthFrame, *, full: bool
+    snapshot: ShardSnapshot, frame: HealthFrame, records: _Records, *, full: bool
 ) -> list[dict[str, object]]:
     """A record for every partition whose health changed (all with ``full``), a tombstone
     for every partition gone; the signatures kept for the next batch."""
@@ -340,10 +356,9 @@ def _health_rows(
         else [i for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
               if kept.get(key) != signature]
     )  # fmt: skip
-    records = frame.records_at(changed)
     out: list[dict[str, object]] = [
         {"kind": HEALTH, "key": keys[i], "value": text}
-        for i, text in zip(changed, _json_texts(records), strict=True)
+        for i, text in zip(changed, _json_texts(records.at(changed)), strict=True)
     ]
     current = dict(zip(keys, signatures, strict=True))
     for key in kept.keys() - current.keys():
@@ -362,6 +377,7 @@ def _json_texts(records: list[HealthRecord]) -> list[str]:
 def _stats_row(
     snapshot: ShardSnapshot,
     frame: HealthFrame | None,
+    records: _Records,
     report: ApplyReport,
     late: int,
     duplicates: int,
@@ -377,7 +393,7 @@ def _stats_row(
         positions = np.flatnonzero(is_unhealthy(frame))
         unhealthy = [
             {**record, "replica_lag_time_max_ms": lag_time_max}
-            for record, lag_time_max in zip(frame.records_at(positions.tolist()),
+            for record, lag_time_max in zip(records.at(positions.tolist()),
                                             frame.lag_time_max_ms[positions].tolist(),
                                             strict=True)
         ]  # fmt: skip
