@@ -142,11 +142,12 @@ class BatchSink:
                 _produce(producer, topic, key.encode(), _bytes(value), delivered)
         undelivered = producer.flush(FLUSH_TIMEOUT_S)
         if undelivered or failures:
-            self._discard()  # a re-run starts with an empty queue and a new connection
-            raise DeliveryError(
+            error = DeliveryError(
                 f"{undelivered + len(failures)} of {len(health) + len(dead)} records not "
                 f"written (first error: {failures[0] if failures else 'flush timed out'})"
             )
+            self._discard()  # a re-run starts with an empty queue and a new connection
+            raise error
 
     def close(self) -> None:
         if self._producer is not None:
