@@ -29,7 +29,7 @@ from streaming.attribution import CauseAnnotator
 from streaming.config import KafkaSettings
 from streaming.metrics import HealthExporter
 from streaming.routing import DEAD
-from streaming.shard_state import HEALTH, STATS, TOMBSTONE
+from streaming.shard_state import HEALTH, STATS, TOMBSTONE, cyclic_gc_paused
 from streaming.shard_stats import ShardStats
 
 log = logging.getLogger("isrwatch.sinks")
@@ -105,6 +105,10 @@ class BatchSink:
         self.write(batch_id, rows, started)
 
     def write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
+        with cyclic_gc_paused():  # a dict per record and follower, no cycles
+            self._write(batch_id, rows, started)
+
+    def _write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
         stats = shard_stats_of(rows)
         # causes are a pattern over every shard's partitions: attributed here (attribution)
         health, attribution = self.causes.annotate(
