@@ -133,9 +133,8 @@ class ClusterShape:
         follower = np.concatenate([s.pair_follower for s in shapes])
         leader = np.concatenate([s.pair_leader for s in shapes])
         counts = np.concatenate([s.pair_count for s in shapes])
-        pairs, inverse = np.unique(
-            np.stack([follower, leader], axis=1), axis=0, return_inverse=True
-        )
+        codes, inverse = np.unique(_pair_code(follower, leader), return_inverse=True)
+        pairs = _pairs_of(codes)
         pair_count = np.bincount(inverse.reshape(-1), weights=counts, minlength=len(pairs))
         led, led_inverse = np.unique(
             np.concatenate([s.led_leader for s in shapes]), return_inverse=True
@@ -202,11 +201,9 @@ def shape_of_model(frame: HealthFrame, model: ReplicationModel) -> ClusterShape:
 
 
 def _count_pairs(follower: I64, leader: I64) -> tuple[npt.NDArray[np.int64], I64]:
-    stacked = np.stack([follower.astype(np.int64), leader.astype(np.int64)], axis=1)
-    if not len(stacked):
-        return np.zeros((0, 2), dtype=np.int64), np.zeros(0, dtype=np.int64)
-    pairs, counts = np.unique(stacked, axis=0, return_counts=True)
-    return pairs, counts.astype(np.int64)
+    """Distinct (follower, leader) pairs in that order, and how often each occurs."""
+    codes, counts = np.unique(_pair_code(follower, leader), return_counts=True)
+    return _pairs_of(codes), counts.astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -357,15 +354,23 @@ def _lookup(keys: I64, table_keys: I64, table_values: I64) -> I64:
 
 
 def _pair_code(follower: I64, leader: I64) -> I64:
-    # broker ids are int32 in Kafka; leaders may be -1 (no leader): shift into 32 bits
+    # broker ids are int32 in Kafka; leaders may be -1 (no leader): shift into 32 bits.
+    # Codes sort as the pairs do (follower, then leader).
     return (follower.astype(np.int64) << 32) + (leader.astype(np.int64) + 1)
+
+
+def _pairs_of(codes: I64) -> npt.NDArray[np.int64]:
+    """The (follower, leader) rows of pair codes (``_pair_code``)."""
+    follower = codes >> 32
+    return np.stack([follower, (codes - (follower << 32)) - 1], axis=1).astype(np.int64)
 
 
 def _distinct_per(group: I64, value: I64) -> tuple[I64, I64]:
     """For each distinct ``group``, how many distinct ``value`` it has."""
     if not len(group):
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    pairs = np.unique(np.stack([group, value], axis=1), axis=0)
+    # one sort of int codes (as _pair_code: values are broker ids or positions, >= -1)
+    pairs = _pairs_of(np.unique(_pair_code(group, value)))
     groups, counts = np.unique(pairs[:, 0], return_counts=True)
     return groups.astype(np.int64), counts.astype(np.int64)
 

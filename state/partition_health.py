@@ -20,7 +20,6 @@ from state.lag_time import (
     caught_up_known,
     lag_time_known,
     shrink_deadline_known,
-    time_or_none,
 )
 from state.metadata_cache import (
     MetadataCaches,
@@ -44,6 +43,11 @@ NO_FOLLOWER = -1
 """``follower_status`` of a replica slot that holds no follower (empty, or the leader)."""
 
 HealthRecord = dict[str, Any]
+
+METADATA_STATE_NAMES: tuple[str, ...] = tuple(
+    MetadataState(code).name for code in range(max(MetadataState) + 1)
+)
+"""The record's name of each ``metadata_state`` code."""
 
 
 @dataclass(frozen=True)
@@ -95,58 +99,120 @@ class HealthFrame:
 
     def records(self, indices: Sequence[int] | None = None) -> Iterator[HealthRecord]:
         """Health records (events.md) of the given positions, all by default."""
-        for i in range(len(self)) if indices is None else indices:
-            yield self.record(i)
+        return iter(self.records_at(range(len(self)) if indices is None else indices))
 
     def record(self, i: int) -> HealthRecord:
-        leader_leo = int(self.leader_leo[i])
-        caught_up = caught_up_known(self.follower_last_caught_up_ms[i])
-        followers = []
-        for k in np.flatnonzero(self.follower_status[i] >= 0).tolist():
-            status = FollowerStatus(int(self.follower_status[i, k]))
-            offset = int(self.follower_fetch_offset[i, k])
-            lag_known = bool(self.follower_lag_time_known[i, k])
-            follower: HealthRecord = {
-                "broker": int(self.follower_broker[i, k]),
-                "in_isr": bool(self.follower_in_isr[i, k]),
-                "fetch_offset": None if offset == UNKNOWN_OFFSET else offset,
-                "last_caught_up_ms": time_or_none(
-                    self.follower_last_caught_up_ms[i, k], caught_up[k]
-                ),
-                "lag_time_ms": time_or_none(self.follower_lag_time_ms[i, k], lag_known),
-                "lag_time_unknown": None if lag_known else LagTimeUnknown.NEVER_CAUGHT_UP.value,
-                "lag_messages": None if offset == UNKNOWN_OFFSET else max(0, leader_leo - offset),
-                "status": status.name,
+        return self.records_at([i])[0]
+
+    def records_at(self, indices: Sequence[int]) -> list[HealthRecord]:
+        """Health records of the given positions, built column by column: one numpy pass
+        per field over all of them, then one dict per record and per follower."""
+        rows = np.asarray(indices, dtype=np.int64)
+        followers = self._followers(rows)
+        leo = self.leader_leo[rows].tolist()
+        flags = zip(
+            self.under_replicated[rows].tolist(), self.under_min_isr[rows].tolist(),
+            self.at_min_isr[rows].tolist(), self.offline[rows].tolist(),
+            self.predicted_under_replicated[rows].tolist(), strict=True,
+        )  # fmt: skip
+        states = [METADATA_STATE_NAMES[m] for m in self.metadata_state[rows].tolist()]
+        return [
+            {
+                "topic": self.topic[i],
+                "partition": partition,
+                "as_of_ms": self.as_of_ms,
+                "leader": leader,
+                "leader_epoch": epoch,
+                "replicas": list(self.replicas[i]),
+                "isr": list(self.isr[i]),
+                "min_insync_replicas": min_isr,
+                "high_watermark": high_watermark,
+                "leader_leo": leader_leo,
+                "under_replicated": under_replicated,
+                "under_min_isr": under_min_isr,
+                "at_min_isr": at_min_isr,
+                "offline": offline,
+                "predicted_under_replicated": predicted,
+                "followers": followers_of,
+                "metadata": {
+                    "stale_brokers": self.stale_brokers[i],
+                    "state": state,
+                    "blackout_earliest_ms": self.blackout_earliest_ms[i],
+                    "blackout_latest_ms": self.blackout_latest_ms[i],
+                },
             }
-            if status in (FollowerStatus.SHRINK_ELIGIBLE, FollowerStatus.SHRINK_OVERDUE):
-                follower["shrink_by_ms"] = time_or_none(
-                    self.follower_shrink_by_ms[i, k], self.follower_shrink_by_known[i, k]
-                )
-            followers.append(follower)
-        return {
-            "topic": self.topic[i],
-            "partition": int(self.partition[i]),
-            "as_of_ms": self.as_of_ms,
-            "leader": int(self.leader[i]),
-            "leader_epoch": int(self.leader_epoch[i]),
-            "replicas": list(self.replicas[i]),
-            "isr": list(self.isr[i]),
-            "min_insync_replicas": int(self.min_insync_replicas[i]),
-            "high_watermark": int(self.high_watermark[i]),
-            "leader_leo": leader_leo,
-            "under_replicated": bool(self.under_replicated[i]),
-            "under_min_isr": bool(self.under_min_isr[i]),
-            "at_min_isr": bool(self.at_min_isr[i]),
-            "offline": bool(self.offline[i]),
-            "predicted_under_replicated": bool(self.predicted_under_replicated[i]),
-            "followers": followers,
-            "metadata": {
-                "stale_brokers": self.stale_brokers[i],
-                "state": MetadataState(int(self.metadata_state[i])).name,
-                "blackout_earliest_ms": self.blackout_earliest_ms[i],
-                "blackout_latest_ms": self.blackout_latest_ms[i],
-            },
-        }
+            for (
+                i,
+                partition,
+                leader,
+                epoch,
+                min_isr,
+                high_watermark,
+                leader_leo,
+                (under_replicated, under_min_isr, at_min_isr, offline, predicted),
+                followers_of,
+                state,
+            ) in zip(
+                rows.tolist(),
+                self.partition[rows].tolist(),
+                self.leader[rows].tolist(),
+                self.leader_epoch[rows].tolist(),
+                self.min_insync_replicas[rows].tolist(),
+                self.high_watermark[rows].tolist(),
+                leo,
+                flags,
+                followers,
+                states,
+                strict=True,
+            )
+        ]
+
+    def _followers(self, rows: I64) -> list[list[HealthRecord]]:
+        """The followers' part of the records of ``rows``: the replica slots that hold a
+        follower, in slot order."""
+        status = self.follower_status[rows]
+        present = status >= 0
+        owner = np.nonzero(present)[0]
+
+        def column(values: npt.NDArray[Any]) -> npt.NDArray[Any]:
+            return values[rows][present]
+
+        def times(values: I64, known: BOOL) -> list[int | None]:
+            return [v if k else None for v, k in zip(values.tolist(), known.tolist(), strict=True)]
+
+        offset = column(self.follower_fetch_offset)
+        offset_known = offset != UNKNOWN_OFFSET
+        last_caught_up = column(self.follower_last_caught_up_ms)
+        lag_known = column(self.follower_lag_time_known)
+        statuses = status[present].tolist()
+        shrinking = {FollowerStatus.SHRINK_ELIGIBLE.value, FollowerStatus.SHRINK_OVERDUE.value}
+        lag_messages = np.maximum(0, self.leader_leo[rows][owner] - offset)
+        unknown = LagTimeUnknown.NEVER_CAUGHT_UP.value
+        flat: list[HealthRecord] = []
+        for broker, in_isr, fetch_offset, caught_up, lag, known, messages, code, by in zip(
+            column(self.follower_broker).tolist(), column(self.follower_in_isr).tolist(),
+            times(offset, offset_known),
+            times(last_caught_up, caught_up_known(last_caught_up)),
+            times(column(self.follower_lag_time_ms), lag_known), lag_known.tolist(),
+            times(lag_messages, offset_known), statuses,
+            times(column(self.follower_shrink_by_ms), column(self.follower_shrink_by_known)),
+            strict=True,
+        ):  # fmt: skip
+            follower: HealthRecord = {
+                "broker": broker,
+                "in_isr": in_isr,
+                "fetch_offset": fetch_offset,
+                "last_caught_up_ms": caught_up,
+                "lag_time_ms": lag,
+                "lag_time_unknown": None if known else unknown,
+                "lag_messages": messages,
+                "status": STATUS_NAMES[code],
+            }
+            if code in shrinking:
+                follower["shrink_by_ms"] = by
+            flat.append(follower)
+        ends = np.cumsum(present.sum(axis=1)).tolist()
+        return [flat[start:end] for start, end in zip([0, *ends][:-1], ends, strict=True)]
 
 
 def evaluate(

@@ -15,27 +15,31 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import msgspec
 import pandas as pd
 
 from state.causes import Attribution, ClusterShape, UnhealthyPartitions, attribute, with_causes
 from streaming.shard_state import HEALTH, TOMBSTONE
 from streaming.shard_stats import ShardStats
 
+_DECODER = msgspec.json.Decoder()
 
-def unhealthy_records(stats: Sequence[ShardStats]) -> list[dict[str, Any]]:
-    """The unhealthy records the shards reported, as health records."""
-    return [
-        {k: v for k, v in record.items() if k != "replica_lag_time_max_ms"}
-        for shard in stats
-        for record in shard.unhealthy
-    ]
+
+LAG_TIME_MAX = "replica_lag_time_max_ms"
+"""What a shard's unhealthy record has beyond the health record (for the metrics)."""
+
+
+def as_health_record(reported: Mapping[str, Any]) -> dict[str, Any]:
+    """A shard's unhealthy record as the health record it stands for."""
+    return {k: v for k, v in reported.items() if k != LAG_TIME_MAX}
 
 
 def attribute_shards(
     stats: Sequence[ShardStats],
 ) -> tuple[list[dict[str, Any]], Attribution]:
-    """The shards' unhealthy records and the attribution over the whole cluster."""
-    records = unhealthy_records(stats)
+    """The unhealthy records the shards reported (with ``replica_lag_time_max_ms``; see
+    :func:`as_health_record`) and the attribution over the whole cluster."""
+    records = [record for shard in stats for record in shard.unhealthy]
     shape = ClusterShape.merge(
         [ClusterShape.from_json(s.cause_shape) for s in stats if s.cause_shape is not None]
     )
@@ -46,7 +50,7 @@ class CauseAnnotator:
     """Adds causes to a batch's health rows; re-emits records whose cause changed."""
 
     def __init__(self) -> None:
-        self._written: dict[str, str] = {}  # key -> causes last written, unhealthy only
+        self._written: dict[str, CauseSignature] = {}  # key -> causes last written, unhealthy
 
     def annotate(
         self, health: pd.DataFrame, stats: Sequence[ShardStats]
@@ -74,12 +78,13 @@ class CauseAnnotator:
                 out_values.append(None)
                 self._written.pop(key, None)
             else:
-                emit(key, json.loads(value))
+                emit(key, _DECODER.decode(value))
         written = set(out_keys)
-        for record in records:
-            key = f"{record['topic']}:{record['partition']}"
+        for reported in records:
+            key = f"{reported['topic']}:{reported['partition']}"
             if key in written:
                 continue
+            record = as_health_record(reported)
             annotated = with_causes(record, causes.get((record["topic"], record["partition"])))
             if self._written.get(key) != _signature(annotated):
                 emit(key, record)
@@ -87,7 +92,17 @@ class CauseAnnotator:
         return frame, attribution
 
 
-def _signature(record: Mapping[str, Any]) -> str:
-    """The causes of a record: what decides whether it is written again."""
-    followers = [(f["broker"], f["cause"]) for f in record["followers"]]
-    return json.dumps([record["cause"], followers], sort_keys=True)
+CauseSignature = tuple[object, ...]
+
+
+def _signature(record: Mapping[str, Any]) -> CauseSignature:
+    """The causes of a record: what decides whether it is written again (equal exactly
+    when the causes are: a cause is a flat dict of str, int and None)."""
+    return (
+        _items(record["cause"]),
+        *((f["broker"], _items(f["cause"])) for f in record["followers"]),
+    )
+
+
+def _items(cause: Mapping[str, Any] | None) -> tuple[tuple[str, Any], ...] | None:
+    return None if cause is None else tuple(sorted(cause.items()))

@@ -137,6 +137,14 @@ class StateStore(StrEnum):
 
 _SASL_PROTOCOLS = (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 _TLS_PROTOCOLS = (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+_LIBRDKAFKA_NAMES = {
+    "client_id": "client.id", "security_protocol": "security.protocol",
+    "sasl_mechanism": "sasl.mechanism", "sasl_plain_username": "sasl.username",
+    "sasl_plain_password": "sasl.password", "ssl_cafile": "ssl.ca.location",
+    "ssl_certfile": "ssl.certificate.location", "ssl_keyfile": "ssl.key.location",
+    "retry_backoff_ms": "retry.backoff.ms", "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
+}  # fmt: skip
+"""kafka-python's setting names (``kafka_python_options``) -> librdkafka's."""
 
 # A cross-field problem: (field, why, fields whose source is blamed, first set wins).
 Problem = tuple[str, str, tuple[str, ...]]
@@ -286,6 +294,23 @@ class KafkaSettings(BaseModel):
             for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
                 if (path := getattr(self, name)) is not None:
                     options[name] = path
+        return options
+
+    def librdkafka_options(self) -> dict[str, object]:
+        """The same settings for a confluent-kafka (librdkafka) client, by librdkafka's
+        names (CONFIGURATION.md of librdkafka). Holds the SASL password: never log it."""
+        client = self.kafka_python_options()
+        options: dict[str, object] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "socket.timeout.ms": self.request_timeout_ms,
+        }
+        for name, key in _LIBRDKAFKA_NAMES.items():
+            if client.get(name) is not None:
+                options[key] = client[name]
+        if "ssl_check_hostname" in client:
+            options["ssl.endpoint.identification.algorithm"] = (
+                "https" if client["ssl_check_hostname"] else "none"
+            )
         return options
 
 

@@ -41,7 +41,7 @@ from streaming.shard_state import (
     ShardJobSettings,
     make_shard_function,
 )
-from streaming.sinks import BatchSink, HealthFile
+from streaming.sinks import BatchSink, HealthFile, kafka_producer
 
 log = logging.getLogger("isrwatch.job")
 
@@ -240,14 +240,9 @@ def make_sink(
     health_out: Path | None,
     on_batch: Callable[[int, pd.DataFrame], None] | None = None,
 ) -> BatchSink:
-    def producer() -> Any:
-        from kafka import KafkaProducer
-
-        options = config.kafka.kafka_python_options()
-        return KafkaProducer(acks="all", linger_ms=20, **options)
-
     return BatchSink(
-        producer, config.topics.partition_health, config.topics.dead_letters, exporter,
+        partial(kafka_producer, config.kafka), config.topics.partition_health,
+        config.topics.dead_letters, exporter,
         HealthFile(health_out) if health_out else None, on_batch,
     )  # fmt: skip
 

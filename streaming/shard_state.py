@@ -18,28 +18,33 @@ a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+import msgspec
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 
 from state.causes import shape_of_model
 from state.controller_routing import RoutedControllerEvent
 from state.events import DeadLetterReason, Source
 from state.follower_fetch_state import WIRE_COLUMNS, FetchBatch
+from state.health_signature import health_signatures
 from state.metadata_cache import MetadataState
 from state.model import ApplyReport, ReplicationModel
-from state.partition_health import HealthFrame
+from state.partition_health import HealthFrame, HealthRecord
 from state.partition_table import BOOL
 from state.restart_check import fragile_entries
 from state.settings import RuleSettings
 from state.sharding import Shard
-from state.shrink_rule import FollowerStatus
+from state.shrink_rule import STATUS_NAMES, FollowerStatus
 from streaming import shard_stats
 from streaming.routing import DEAD, FETCH, conform, signed_digest, stable_hash
 from streaming.shard_stats import (
@@ -58,6 +63,11 @@ OUTPUT_SCHEMA = (
 )
 OUTPUT_COLUMNS = [part.strip().split(" ")[0] for part in OUTPUT_SCHEMA.split(",")]
 STATE_SCHEMA = "snapshot binary"
+
+SIGNATURES = "columns-splitmix64"
+LEGACY_SIGNATURES = "repr-blake2b"
+
+_ENCODER = msgspec.json.Encoder()
 
 CLOCK_DELAY_MS = 30 * 24 * 3600 * 1000
 """Delay of Spark's own watermark. The job gives Spark a month so that Spark drops no
@@ -90,12 +100,15 @@ class ShardSnapshot:
     # restored, they stay there and fetch_error_responses_total counts from the upgrade.
     applied_total: Counter[str] = field(default_factory=Counter)
     fetch_error_responses_total: int = 0
+    # How ``signatures`` were computed: SIGNATURES (state.health_signature), or
+    # LEGACY_SIGNATURES in a snapshot pickled before it (see legacy_health_signature).
+    signature_scheme: str = SIGNATURES
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle; a snapshot of the release before ``routed-v2`` is migrated first."""
         if "fetch_error_responses_total" not in state:
             state = migrate_routed_v1(state)
-        self.__dict__.update(state)
+        self.__dict__.update({"signature_scheme": LEGACY_SIGNATURES, **state})
 
 
 def migrate_routed_v1(state: dict[str, Any]) -> dict[str, Any]:
@@ -129,8 +142,10 @@ def restore_snapshot(pickled: bytes, rules: RuleSettings) -> ShardSnapshot:
     return snapshot
 
 
-def health_signature(frame: HealthFrame, i: int) -> int:
-    """What "health changed" means: everything but the clock and lag figures."""
+def legacy_health_signature(frame: HealthFrame, i: int) -> int:
+    """The signature of partition ``i`` as snapshots before ``state.health_signature``
+    kept it (a digest of the same facts, one partition at a time). Read once, by the
+    first batch after such a snapshot is restored, so that it writes only what changed."""
     statuses = frame.follower_status[i]
     followers = tuple(
         (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
@@ -183,6 +198,21 @@ def make_shard_function(
     return update
 
 
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Python's cycle collector off for a block that makes ~10^5 containers (a dict per
+    record and follower) and leaves no cycles: each full collection would walk every live
+    object, the shard's whole state included (a third of a batch's CPU when every
+    partition changes, ``bench/batch_bench.py``). Reference counting still frees them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
 def process(
     snapshot: ShardSnapshot,
     rows: pd.DataFrame | None,
@@ -190,6 +220,16 @@ def process(
     settings: ShardJobSettings,
 ) -> pd.DataFrame:
     """One micro-batch of one shard: the body of the state function (see module doc)."""
+    with cyclic_gc_paused():
+        return _process(snapshot, rows, stream_clock_ms, settings)
+
+
+def _process(
+    snapshot: ShardSnapshot,
+    rows: pd.DataFrame | None,
+    stream_clock_ms: int,
+    settings: ShardJobSettings,
+) -> pd.DataFrame:
     out: list[dict[str, object]] = []
     report = ApplyReport()
     late = duplicates = 0
@@ -228,10 +268,11 @@ def process(
             snapshot.clock_ms = max(snapshot.clock_ms, int(events["ts"].max()))
     now = max(snapshot.clock_ms, stream_clock_ms)
     frame = snapshot.model.evaluate(now) if now >= 0 else None
+    records = _Records(frame)
     if frame is not None:
         idle = rows is None
-        out += _health_rows(snapshot, frame, full=settings.snapshot_when_idle and idle)
-    out.append(_stats_row(snapshot, frame, report, late, duplicates, now))
+        out += _health_rows(snapshot, frame, records, full=settings.snapshot_when_idle and idle)
+    out.append(_stats_row(snapshot, frame, records, report, late, duplicates, now))
     return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
 
 
@@ -309,26 +350,61 @@ def _dead_rows(rows: pd.DataFrame) -> list[dict[str, object]]:
     ]
 
 
+class _Records:
+    """The health records of a frame's partitions, each built once per batch (a changed
+    partition that is unhealthy is both written and reported in the stats)."""
+
+    def __init__(self, frame: HealthFrame | None) -> None:
+        self.frame = frame
+        self._built: dict[int, HealthRecord] = {}
+
+    def at(self, positions: Sequence[int]) -> list[HealthRecord]:
+        missing = [i for i in positions if i not in self._built]
+        if missing and self.frame is not None:
+            self._built.update(zip(missing, self.frame.records_at(missing), strict=True))
+        return [self._built[i] for i in positions]
+
+
 def _health_rows(
-    snapshot: ShardSnapshot, frame: HealthFrame, *, full: bool
+    snapshot: ShardSnapshot, frame: HealthFrame, records: _Records, *, full: bool
 ) -> list[dict[str, object]]:
-    out: list[dict[str, object]] = []
-    current: dict[str, int] = {}
-    for i in range(len(frame)):
-        key = f"{frame.topic[i]}:{int(frame.partition[i])}"
-        signature = health_signature(frame, i)
-        current[key] = signature
-        if full or snapshot.signatures.get(key) != signature:
-            out.append({"kind": HEALTH, "key": key, "value": json.dumps(frame.record(i))})
-    for key in snapshot.signatures.keys() - current.keys():
+    """A record for every partition whose health changed (all with ``full``), a tombstone
+    for every partition gone; the signatures kept for the next batch."""
+    keys = [f"{topic}:{partition}" for topic, partition in
+            zip(frame.topic, frame.partition.tolist(), strict=True)]  # fmt: skip
+    signatures = health_signatures(frame).tolist()
+    kept = snapshot.signatures
+    compared = (
+        signatures if snapshot.signature_scheme == SIGNATURES
+        else [legacy_health_signature(frame, i) for i in range(len(frame))]
+    )  # fmt: skip
+    changed = (
+        range(len(keys)) if full
+        else [i for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
+              if kept.get(key) != signature]
+    )  # fmt: skip
+    out: list[dict[str, object]] = [
+        {"kind": HEALTH, "key": keys[i], "value": text}
+        for i, text in zip(changed, _json_texts(records.at(changed)), strict=True)
+    ]
+    current = dict(zip(keys, signatures, strict=True))
+    for key in kept.keys() - current.keys():
         out.append({"kind": TOMBSTONE, "key": key, "value": None})
     snapshot.signatures = current
+    snapshot.signature_scheme = SIGNATURES
     return out
+
+
+def _json_texts(records: list[HealthRecord]) -> list[str]:
+    """Records as JSON text for the driver, which reads them back (``attribution``) and
+    writes its own text of each: msgspec's encoder, a fifth of json.dumps' CPU."""
+    return [_ENCODER.encode(record).decode() for record in records]
 
 
 def _stats_row(
     snapshot: ShardSnapshot,
     frame: HealthFrame | None,
+    records: _Records,
     report: ApplyReport,
     late: int,
     duplicates: int,
@@ -339,11 +415,15 @@ def _stats_row(
     rules = snapshot.model.settings
     whole = frame is not None and len(frame) > 0
     # T of the leader: the record leaves it out, the metrics draw the shrink thresholds
-    unhealthy = (
-        [{**frame.record(i), "replica_lag_time_max_ms": int(frame.lag_time_max_ms[i])}
-         for i in np.flatnonzero(is_unhealthy(frame)).tolist()]
-        if frame is not None and whole else []
-    )  # fmt: skip
+    unhealthy: list[dict[str, Any]] = []
+    if frame is not None and whole:
+        positions = np.flatnonzero(is_unhealthy(frame))
+        unhealthy = [
+            {**record, "replica_lag_time_max_ms": lag_time_max}
+            for record, lag_time_max in zip(records.at(positions.tolist()),
+                                            frame.lag_time_max_ms[positions].tolist(),
+                                            strict=True)
+        ]  # fmt: skip
     stats = ShardStats(
         shard=shard,
         applied=dict(report.applied),
@@ -376,46 +456,70 @@ def _stats_row(
 
 def _broker_gauges(frame: HealthFrame) -> dict[str, BrokerGauges]:
     """Per broker: its followers by status, and the partitions it leads by condition."""
-    followers: dict[str, Counter[str]] = {}
-    leads: dict[str, Counter[str]] = {}
     statuses = frame.follower_status
     hosted = statuses >= 0
-    for broker, status in zip(frame.follower_broker[hosted].tolist(),
-                              statuses[hosted].tolist(), strict=True):  # fmt: skip
-        followers.setdefault(str(broker), Counter())[FollowerStatus(int(status)).name] += 1
+    followers: dict[str, dict[str, int]] = {}
+    for (broker, status), count in _counts(frame.follower_broker[hosted], statuses[hosted]):
+        followers.setdefault(str(broker), {})[STATUS_NAMES[status]] = count
     conditions = {
         "partitions": np.ones(len(frame), dtype=np.bool_),
         "under_replicated": frame.under_replicated, "under_min_isr": frame.under_min_isr,
         "offline": frame.offline, "predicted_under_replicated": frame.predicted_under_replicated,
     }  # fmt: skip
+    leads: dict[str, dict[str, int]] = {}
     for condition, mask in conditions.items():
-        for leader, count in Counter(frame.leader[mask].tolist()).items():
-            leads.setdefault(str(leader), Counter())[condition] = count
+        for (leader,), count in _counts(frame.leader[mask]):
+            leads.setdefault(str(leader), {})[condition] = count
     return {
-        broker: BrokerGauges(
-            followers=dict(followers.get(broker, {})), leads=dict(leads.get(broker, {}))
-        )
+        broker: BrokerGauges(followers=followers.get(broker, {}), leads=leads.get(broker, {}))
         for broker in followers.keys() | leads.keys()
     }
 
 
 def _topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
-    gauges: dict[str, TopicGauges] = {}
-    topics = np.asarray(frame.topic, dtype=object)
-    for topic in sorted(set(frame.topic)):
-        mine = topics == topic
-        statuses = frame.follower_status[mine]
-        counts = Counter(FollowerStatus(int(s)).name for s in statuses[statuses >= 0].tolist())
-        metadata = frame.metadata_state[mine]
-        gauges[topic] = TopicGauges(
-            partitions=int(mine.sum()),
-            under_replicated=int(frame.under_replicated[mine].sum()),
-            under_min_isr=int(frame.under_min_isr[mine].sum()),
-            at_min_isr=int(frame.at_min_isr[mine].sum()),
-            offline=int(frame.offline[mine].sum()),
-            predicted_under_replicated=int(frame.predicted_under_replicated[mine].sum()),
-            followers=dict(counts),
-            metadata_stale_expected=int((metadata == MetadataState.STALE_EXPECTED).sum()),
-            metadata_stale_overdue=int((metadata == MetadataState.STALE_OVERDUE).sum()),
+    """Per topic: its partitions by condition and its followers by status."""
+    codes, names = pd.factorize(np.asarray(frame.topic, dtype=object), sort=True)
+    topics = len(names)
+
+    def per_topic(mask: BOOL) -> list[int]:
+        counts: list[int] = np.bincount(codes[mask], minlength=topics).tolist()
+        return counts
+
+    statuses = frame.follower_status
+    hosted = statuses >= 0
+    followers: list[dict[str, int]] = [{} for _ in range(topics)]
+    row_topic = np.broadcast_to(codes[:, None], statuses.shape)
+    for (topic, status), count in _counts(row_topic[hosted], statuses[hosted]):
+        followers[topic][STATUS_NAMES[status]] = count
+    columns = {
+        "partitions": per_topic(np.ones(len(frame), dtype=np.bool_)),
+        "under_replicated": per_topic(frame.under_replicated),
+        "under_min_isr": per_topic(frame.under_min_isr),
+        "at_min_isr": per_topic(frame.at_min_isr),
+        "offline": per_topic(frame.offline),
+        "predicted_under_replicated": per_topic(frame.predicted_under_replicated),
+        "metadata_stale_expected": per_topic(frame.metadata_state == MetadataState.STALE_EXPECTED),
+        "metadata_stale_overdue": per_topic(frame.metadata_state == MetadataState.STALE_OVERDUE),
+    }
+    return {
+        str(name): TopicGauges(
+            followers=followers[t], **{column: counts[t] for column, counts in columns.items()}
         )
-    return gauges
+        for t, name in enumerate(names)
+    }
+
+
+def _counts(keys: npt.NDArray[Any], statuses: npt.NDArray[Any] | None = None) -> list[
+    tuple[tuple[int, ...], int]
+]:  # fmt: skip
+    """Each distinct key (or (key, follower status) pair) and how often it occurs."""
+    codes = np.asarray(keys, dtype=np.int64)
+    if statuses is not None:  # one sort over int codes: statuses are below len(STATUS_NAMES)
+        codes = codes * len(STATUS_NAMES) + statuses.astype(np.int64)
+    distinct, counts = np.unique(codes, return_counts=True)
+    if statuses is None:
+        return [((key,), count) for key, count in zip(distinct.tolist(), counts.tolist(),
+                                                      strict=True)]  # fmt: skip
+    key, status = np.divmod(distinct, len(STATUS_NAMES))
+    return [((k, s), count) for k, s, count in zip(key.tolist(), status.tolist(),
+                                                   counts.tolist(), strict=True)]  # fmt: skip

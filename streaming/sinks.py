@@ -22,16 +22,38 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from kafka import KafkaProducer
+from confluent_kafka import KafkaError, Message, Producer
 
 from streaming import shard_stats
 from streaming.attribution import CauseAnnotator
+from streaming.config import KafkaSettings
 from streaming.metrics import HealthExporter
 from streaming.routing import DEAD
-from streaming.shard_state import HEALTH, STATS, TOMBSTONE
+from streaming.shard_state import HEALTH, STATS, TOMBSTONE, cyclic_gc_paused
 from streaming.shard_stats import ShardStats
 
 log = logging.getLogger("isrwatch.sinks")
+
+FLUSH_TIMEOUT_S = 60.0
+"""How long a batch waits for the broker to take its records before it fails."""
+
+
+def kafka_producer(kafka: KafkaSettings) -> Producer:
+    """The sinks' producer: confluent-kafka (librdkafka), which takes a record in about
+    1/60 of the CPU kafka-python's ``send`` needs (``bench/batch_bench.py``); the same
+    connection and security settings as every other client (``KafkaSettings``)."""
+    return Producer({
+        **kafka.librdkafka_options(),
+        "acks": "all",  # at least once: a record counts as written once the ISR has it
+        "linger.ms": 20,
+        # a record not delivered by then is reported as failed (and fails its batch)
+        "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
+        "logger": log,
+    })  # fmt: skip
+
+
+class DeliveryError(RuntimeError):
+    """The broker did not take every record of a batch."""
 
 
 class HealthFile:
@@ -61,7 +83,7 @@ class BatchSink:
 
     def __init__(
         self,
-        producer_factory: Callable[[], KafkaProducer] | None,
+        producer_factory: Callable[[], Producer] | None,
         health_topic: str,
         dead_letter_topic: str,
         exporter: HealthExporter,
@@ -69,7 +91,7 @@ class BatchSink:
         on_batch: Callable[[int, pd.DataFrame], None] | None = None,
     ) -> None:
         self._producer_factory = producer_factory
-        self._producer: KafkaProducer | None = None
+        self._producer: Producer | None = None
         self.health_topic = health_topic
         self.dead_letter_topic = dead_letter_topic
         self.exporter = exporter
@@ -83,6 +105,10 @@ class BatchSink:
         self.write(batch_id, rows, started)
 
     def write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
+        with cyclic_gc_paused():  # a dict per record and follower, no cycles
+            self._write(batch_id, rows, started)
+
+    def _write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
         stats = shard_stats_of(rows)
         # causes are a pattern over every shard's partitions: attributed here (attribution)
         health, attribution = self.causes.annotate(
@@ -101,25 +127,59 @@ class BatchSink:
                 log.exception("the on_batch hook failed on batch %d", batch_id)
 
     def _send(self, health: pd.DataFrame, dead: pd.DataFrame) -> None:
+        """Writes the batch's records and waits until the broker has them all. Raises
+        DeliveryError otherwise: Spark fails the batch and the job's supervisor restarts
+        the query from its checkpoint, which writes them again (nothing lost)."""
         if self._producer_factory is None or (health.empty and dead.empty):
             return
         if self._producer is None:
             self._producer = self._producer_factory()
-        futures = [
-            self._producer.send(topic, key=key.encode(), value=_bytes(value))
-            for topic, frame in ((self.health_topic, health), (self.dead_letter_topic, dead))
-            for key, value in zip(frame["key"], frame["value"], strict=True)
-        ]
-        self._producer.flush(timeout=60)
-        # Raise if the broker did not take them all: Spark fails the batch and the job's
-        # supervisor restarts the query from its checkpoint (nothing lost).
-        for future in futures:
-            future.get(timeout=0)
+        producer = self._producer
+        failures: list[KafkaError] = []
+
+        def delivered(error: KafkaError | None, _message: Message) -> None:
+            if error is not None:
+                failures.append(error)
+
+        for topic, frame in ((self.health_topic, health), (self.dead_letter_topic, dead)):
+            for key, value in zip(frame["key"], frame["value"], strict=True):
+                _produce(producer, topic, key.encode(), _bytes(value), delivered)
+        undelivered = producer.flush(FLUSH_TIMEOUT_S)
+        if undelivered or failures:
+            error = DeliveryError(
+                f"{undelivered + len(failures)} of {len(health) + len(dead)} records not "
+                f"written (first error: {failures[0] if failures else 'flush timed out'})"
+            )
+            self._discard()  # a re-run starts with an empty queue and a new connection
+            raise error
 
     def close(self) -> None:
         if self._producer is not None:
-            self._producer.close(timeout=10)
+            self._producer.flush(10)
             self._producer = None
+
+    def _discard(self) -> None:
+        """Drops the producer and the records it still holds."""
+        if self._producer is not None:
+            self._producer.purge()
+            self._producer.flush(0)
+            self._producer = None
+
+
+def _produce(
+    producer: Producer,
+    topic: str,
+    key: bytes,
+    value: bytes | None,
+    delivered: Callable[[KafkaError | None, Message], None],
+) -> None:
+    """Queues one record; while librdkafka's local queue is full, serves deliveries."""
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, on_delivery=delivered)
+            return
+        except BufferError:
+            producer.poll(0.1)
 
 
 def _bytes(value: object) -> bytes | None:
