@@ -15,6 +15,7 @@ from enum import StrEnum
 import numpy as np
 
 from state.cluster_state import ClusterState
+from state.controller_batch import apply_leader_and_isr_run, takes_in_bulk
 from state.controller_routing import ControllerEpochSeen
 from state.events import (
     LEADER_DURING_DELETE,
@@ -56,6 +57,10 @@ from state.propagation_window import (
 )
 from state.settings import PropagationMode, RuleSettings
 from state.sharding import Shard
+
+
+BULK_MIN_EVENTS = 2
+"""Runs of fewer consecutive LeaderAndIsr go one at a time (the explaining reference)."""
 
 
 class IsrChangeKind(StrEnum):
@@ -167,7 +172,16 @@ class ReplicationModel:
         report = ApplyReport()
         run: list[FetchResponse] = []
         run_ids: list[int] = []
+        elections: list[tuple[int, LeaderAndIsr]] = []  # consecutive, for the bulk path
         for source_id, event in events:
+            if isinstance(event, LeaderAndIsr) and takes_in_bulk(event):
+                if run:
+                    self.apply_fetch_batch(FetchBatch.from_events(run, run_ids), report)
+                    run, run_ids = [], []
+                elections.append((source_id, event))
+                continue
+            self._apply_elections(elections, report)
+            elections = []
             if isinstance(event, FetchResponse):
                 run.append(event)
                 run_ids.append(source_id)
@@ -179,9 +193,20 @@ class ReplicationModel:
                 self.apply_fetch_batch(event, report)
             else:
                 self.apply_controller_event(source_id, event, report)
+        self._apply_elections(elections, report)
         if run:
             self.apply_fetch_batch(FetchBatch.from_events(run, run_ids), report)
         return report
+
+    def _apply_elections(
+        self, elections: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+    ) -> None:
+        """Consecutive LeaderAndIsr: in bulk (state.controller_batch), one alone as such."""
+        if len(elections) >= BULK_MIN_EVENTS:
+            apply_leader_and_isr_run(self, elections, report)
+        else:
+            for source_id, event in elections:
+                self.apply_controller_event(source_id, event, report)
 
     def apply_fetch_batch(self, batch: FetchBatch, report: ApplyReport) -> None:
         outcome = apply_fetches(self.table, batch)
