@@ -148,8 +148,8 @@ def _apply_segment(
     held_leader_epoch = np.where(known, table.leader_epoch[np.maximum(rows, 0)], -1)
     held_partition_epoch = np.where(known, table.partition_epoch[np.maximum(rows, 0)], -1)
     stale_leader = known & (leader_epoch < held_leader_epoch)
-    stale_partition = known & (leader_epoch == held_leader_epoch) & (
-        partition_epoch < held_partition_epoch
+    stale_partition = (
+        known & (leader_epoch == held_leader_epoch) & (partition_epoch < held_partition_epoch)
     )
     verdict = np.select(
         [~admitted, stale_leader, stale_partition],

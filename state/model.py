@@ -58,7 +58,6 @@ from state.propagation_window import (
 from state.settings import PropagationMode, RuleSettings
 from state.sharding import Shard
 
-
 BULK_MIN_EVENTS = 2
 """Runs of fewer consecutive LeaderAndIsr go one at a time (the explaining reference)."""
 
