@@ -158,3 +158,45 @@ def test_valid_leader_and_isr_and_update_metadata_never_reach_the_schema(
     assert (first.isr, first.replicas, first.controller_epoch, first.metadata_offset) == (
         (1, 2), (1, 2, 3), 7, None)  # fmt: skip
     assert (second.broker, second.partitions[0].leader, second.live_brokers) == (2, -2, None)
+
+
+ELECTION = {"type": "LeaderAndIsr", "ts": 5, "topic": "t", "partition": 2, "leader": 1,
+            "leader_epoch": 3, "isr": [1], "replicas": [1], "partition_epoch": 4}  # fmt: skip
+STATE = {"topic": "t", "partition": 2, "leader": 1, "leader_epoch": 3, "isr": [1],
+         "replicas": [1], "offline_replicas": []}  # fmt: skip
+UPDATE = {"type": "UpdateMetadata", "ts": 6, "broker": 2, "partitions": [STATE]}
+
+
+def bounds(template: dict[str, Any], fields: tuple[str, ...]) -> list[tuple[str, int, bool]]:
+    """Each integer field at its bounds (valid) and one past them (invalid)."""
+    return [(name, value, valid) for name in fields for value, valid in (
+        (LIMITS[name][0], True), (LIMITS[name][1], True),
+        (LIMITS[name][0] - 1, False), (LIMITS[name][1] + 1, False))]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("where", "name", "value", "valid"),
+    [("election", *case) for case in bounds(ELECTION, (
+        "ts", "partition", "leader", "leader_epoch", "partition_epoch", "controller_id",
+        "controller_epoch", "metadata_offset"))]
+    + [("update", *case) for case in bounds(UPDATE, ("ts", "broker", "controller_epoch"))]
+    + [("state", *case) for case in bounds(STATE, ("partition", "leader", "leader_epoch"))]
+    + [("isr", "isr", value, valid) for value, valid in ((0, True), (INT32_MAX, True),
+                                                         (-1, False), (INT32_MAX + 1, False))],
+)  # fmt: skip
+def test_every_bound_is_the_schemas(where: str, name: str, value: int, valid: bool) -> None:
+    """Hand-read from the schema's $defs: the bounds are valid, one past them is not, and
+    the bulk decoder says the same thing as parse_record (same event or dead letter)."""
+    if where == "election":
+        record: dict[str, Any] = {**ELECTION, name: value}
+    elif where == "update":
+        record = {**UPDATE, name: value}
+    elif where == "state":
+        record = {**UPDATE, "partitions": [{**STATE, name: value}]}
+    else:
+        record = {**ELECTION, "isr": [1, value]}
+    raw = json.dumps(record).encode()
+    events, dead = decode_controller_events([raw])
+    expected = parse_record(Source.CONTROLLER_EVENTS, raw)
+    assert isinstance(expected, DeadLetter) is (not valid)
+    assert (dead[0][1] if dead else events[0][1]) == expected
