@@ -154,7 +154,8 @@ def test_valid_leader_and_isr_and_update_metadata_never_reach_the_schema(
     events, dead = decode_controller_events([json.dumps(v).encode() for v in (election, update)])
     assert dead == []
     first, second = events[0][1], events[1][1]
-    assert isinstance(first, LeaderAndIsr) and isinstance(second, UpdateMetadata)
+    assert isinstance(first, LeaderAndIsr)
+    assert isinstance(second, UpdateMetadata)
     assert (first.isr, first.replicas, first.controller_epoch, first.metadata_offset) == (
         (1, 2), (1, 2, 3), 7, None)  # fmt: skip
     assert (second.broker, second.partitions[0].leader, second.live_brokers) == (2, -2, None)
