@@ -33,7 +33,13 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from state.events import LEADER_DURING_DELETE, NO_LEADER, DeadLetterReason, LeaderAndIsr
+from state.events import (
+    LEADER_DURING_DELETE,
+    NO_LEADER,
+    DeadLetterReason,
+    LeaderAndIsr,
+    UpdateMetadata,
+)
 from state.follower_fetch_state import reset_rows_on_become_leader
 from state.partition_table import BOOL, I64, ChangeOrigin, PartitionTable, is_member, padded
 from state.sharding import shard_lookup
@@ -239,3 +245,55 @@ def _contained(
     valid = np.arange(inner.shape[1]) < inner_counts[:, None]
     contained: BOOL = (found | ~valid).all(axis=1)
     return contained
+
+
+def apply_metadata_states(
+    model: ReplicationModel, event: UpdateMetadata, report: ApplyReport
+) -> bool:
+    """The partition states of ``event`` as ``ReplicationModel._update_metadata`` applies
+    them, with the lookups over columns; False (nothing done) when the event names one of
+    the model's partitions twice, which the reference then applies.
+
+    A partition whose caches all held the controller's ISR stays consistent unless this
+    broker now holds another; only partitions that differed before need their caches
+    compared again, and only those can have just caught up (an observed propagation).
+    """
+    table, caches = model.table, model.caches
+    states = event.partitions
+    topics = [state.topic for state in states]
+    partitions = _int_column([state.partition for state in states])
+    owned = _owned(model, topics, partitions)
+    rows = live_rows_of(table, topics, partitions)
+    known = owned & (rows >= 0)
+    row_list = rows[known].tolist()
+    if len(set(row_list)) != len(row_list):
+        return False
+    report.ignored_metadata_entries += int(np.count_nonzero(owned & (rows < 0)))
+    differed = caches.mismatched
+    stale_before = {row for row in row_list
+                    if row in differed and caches.stale_brokers(row, model.cluster)}  # fmt: skip
+    broker = event.broker
+    as_set: dict[tuple[int, ...], frozenset[int]] = {}  # one frozenset per distinct ISR
+    stored: list[int] = []
+    for row, i in zip(row_list, np.flatnonzero(known).tolist(), strict=True):
+        state = states[i]
+        if state.leader == LEADER_DURING_DELETE:
+            caches.evict(row, broker)
+            if row in differed:
+                caches.refresh(row)
+            continue
+        isr = as_set.get(state.isr)
+        if isr is None:
+            isr = as_set[state.isr] = frozenset(state.isr)
+        caches.store(row, broker, isr)
+        stored.append(row)
+        if row in differed:
+            caches.refresh(row)
+        elif isr != frozenset(table.isr[row]):
+            differed.add(row)
+    for row in stored:
+        # The change reached every cache only if this broker took it (an eviction for a
+        # topic deletion is no propagation).
+        if row in stale_before and not caches.stale_brokers(row, model.cluster):
+            model._observe_propagated(row, event.ts, report)
+    return True

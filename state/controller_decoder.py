@@ -20,7 +20,7 @@ the schema says yes with the same event. With a replaced schema
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 from msgspec import UNSET, UnsetType
@@ -49,7 +49,7 @@ class _Wire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False, k
     controller_epoch: _Epoch | UnsetType = UNSET
 
 
-class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr"):
+class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr", frozen=True):
     topic: _Topic
     partition: _Partition
     leader: _Leader
@@ -71,14 +71,14 @@ class WireMetadataPartitionState(msgspec.Struct, forbid_unknown_fields=True, fro
     offline_replicas: _BrokerIds
 
 
-class WireUpdateMetadata(_Wire, tag="UpdateMetadata"):
+class WireUpdateMetadata(_Wire, tag="UpdateMetadata", frozen=True):
     broker: _BrokerId
     partitions: tuple[WireMetadataPartitionState, ...]
     live_brokers: _BrokerIds | UnsetType = UNSET
 
 
 _CHECK = msgspec.json.Decoder(WireLeaderAndIsr | WireUpdateMetadata)
-_BUILD = {
+_BUILD: dict[type, msgspec.json.Decoder[Any]] = {
     WireLeaderAndIsr: msgspec.json.Decoder(LeaderAndIsr),
     WireUpdateMetadata: msgspec.json.Decoder(UpdateMetadata),
 }

@@ -15,7 +15,7 @@ from enum import StrEnum
 import numpy as np
 
 from state.cluster_state import ClusterState
-from state.controller_batch import apply_leader_and_isr_run, takes_in_bulk
+from state.controller_batch import apply_leader_and_isr_run, apply_metadata_states, takes_in_bulk
 from state.controller_routing import ControllerEpochSeen
 from state.events import (
     LEADER_DURING_DELETE,
@@ -60,6 +60,8 @@ from state.sharding import Shard
 
 BULK_MIN_EVENTS = 2
 """Runs of fewer consecutive LeaderAndIsr go one at a time (the explaining reference)."""
+BULK_MIN_STATES = 2
+"""An UpdateMetadata of fewer partition states goes one at a time (the reference)."""
 
 
 class IsrChangeKind(StrEnum):
@@ -468,6 +470,8 @@ class ReplicationModel:
                 self.table.frozen_latest_ms[row] = window.latest_ms
 
     def _update_metadata(self, event: UpdateMetadata, report: ApplyReport) -> None:
+        if len(event.partitions) >= BULK_MIN_STATES and apply_metadata_states(self, event, report):
+            return
         was_stale: dict[int, bool] = {}  # rows touched -> stale for a live broker before
         stored: set[int] = set()  # rows this broker now caches (not evicted)
         for state in event.partitions:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 from collections import Counter
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import state.model
 from state.controller_batch import segments, takes_in_bulk
 from state.events import (
     BrokerChange,
@@ -165,7 +167,7 @@ def run(
     return state, flaps, maintenance, report_of(report), list(model.evaluate(100_000).records())
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     sequence=sequences(),
     chunks=st.lists(st.integers(1, 40), max_size=10),
@@ -178,6 +180,19 @@ def test_bulk_equals_one_at_a_time(
     one_at_a_time = run(sequence, [1] * len(sequence), mode, shard)
     assert run(sequence, [len(sequence) or 1], mode, shard) == one_at_a_time
     assert run(sequence, chunks, mode, shard) == one_at_a_time
+
+
+@settings(max_examples=60, deadline=None)
+@given(sequence=sequences(), mode=st.sampled_from(list(PropagationMode)),
+       shard=st.sampled_from((None, Shard(1, 3))))  # fmt: skip
+def test_update_metadata_states_in_bulk_equal_one_at_a_time(
+    sequence: list[Event], mode: PropagationMode, shard: Shard | None
+) -> None:
+    """The same events one per call, with every UpdateMetadata applied by the reference
+    (``BULK_MIN_STATES`` out of reach), and in bulk."""
+    with patch.object(state.model, "BULK_MIN_STATES", 10**9):
+        reference = run(sequence, [1] * len(sequence), mode, shard)
+    assert run(sequence, [1] * len(sequence), mode, shard) == reference
 
 
 def test_the_generated_runs_reach_the_bulk_path() -> None:
