@@ -243,7 +243,7 @@ def _contained(
     """Per row: whether every entry of ``inner`` is an entry of ``outer`` (as sets)."""
     found = is_member(inner, outer, outer_counts)
     valid = np.arange(inner.shape[1]) < inner_counts[:, None]
-    contained: BOOL = (found | ~valid).all(axis=1)
+    contained: BOOL = np.all(found | ~valid, axis=1)
     return contained
 
 

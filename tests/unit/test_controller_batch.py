@@ -107,7 +107,8 @@ def sequences(draw: st.DrawFn) -> list[Event]:
     for _ in range(draw(st.integers(1, 6))):
         burst = draw(st.lists(leader_and_isr(), max_size=25))
         sequence += burst
-        if burst and draw(st.booleans()):  # brokers cache some of these partitions
+        cached: bool = draw(st.booleans())
+        if burst and cached:  # brokers cache some of these partitions
             named = draw(st.lists(st.sampled_from(burst), max_size=4))
             states = tuple(
                 MetadataPartitionState(topic=e.topic, partition=e.partition, leader=e.leader,
