@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import numpy.typing as npt
-import pandas as pd
 
 from state.events import (
     LEADER_DURING_DELETE,
@@ -99,23 +98,33 @@ def _int_column(values: Sequence[int]) -> I64:
     return np.fromiter(values, dtype=np.int64, count=len(values))
 
 
-def live_rows_of(table: PartitionTable, topics: Sequence[str], partitions: I64) -> I64:
-    """:meth:`PartitionTable.live_row_of` of each ``(topics[i], partitions[i])``."""
-    codes, names = pd.factorize(pd.Series(topics, dtype=object))
-    slots = np.asarray([table.topic_slots(name) for name in names], dtype=np.int64).reshape(-1, 2)
-    base, capacity = slots[codes, 0], slots[codes, 1]
+class Topics:
+    """A column of topic names as codes into the distinct names (a dict, not pandas:
+    a shard's part of an UpdateMetadata holds a few dozen states)."""
+
+    def __init__(self, topics: Sequence[str]) -> None:
+        index: dict[str, int] = {}
+        codes = [index.setdefault(topic, len(index)) for topic in topics]
+        self.codes = np.asarray(codes, dtype=np.intp)
+        self.names = list(index)
+
+
+def live_rows_of(table: PartitionTable, topics: Topics, partitions: I64) -> I64:
+    """:meth:`PartitionTable.live_row_of` of each ``(topic, partitions[i])``."""
+    slots = np.asarray([table.topic_slots(name) for name in topics.names], dtype=np.int64)
+    slots = slots.reshape(-1, 2)
+    base, capacity = slots[topics.codes, 0], slots[topics.codes, 1]
     inside = (partitions >= 0) & (partitions < capacity)
     where = np.where(inside, base + partitions, 0)
     rows: I64 = np.where(inside, table.slot_to_row[where] if len(table.slot_to_row) else -1, -1)
     return rows
 
 
-def _owned(model: ReplicationModel, topics: Sequence[str], partitions: I64) -> BOOL:
+def _owned(model: ReplicationModel, topics: Topics, partitions: I64) -> BOOL:
     if model.shard is None:
-        return np.ones(len(topics), dtype=np.bool_)
-    codes, names = pd.factorize(pd.Series(topics, dtype=object))
-    shards = shard_lookup(model.shard.count).shards(codes, list(names), partitions)
-    owned: BOOL = shards == model.shard.index
+        return np.ones(len(partitions), dtype=np.bool_)
+    lookup = shard_lookup(model.shard.count)
+    owned: BOOL = lookup.shards(topics.codes, topics.names, partitions) == model.shard.index
     return owned
 
 
@@ -140,7 +149,7 @@ def _apply_segment(
     """Events of distinct partitions (see the module docstring)."""
     table = model.table
     events = [event for _, event in segment]
-    topics = [e.topic for e in events]
+    topics = Topics([e.topic for e in events])
     partitions = _int_column([e.partition for e in events])
     leader_epoch = _int_column([e.leader_epoch for e in events])
     partition_epoch = _int_column([e.partition_epoch for e in events])
@@ -260,7 +269,7 @@ def apply_metadata_states(
     """
     table, caches = model.table, model.caches
     states = event.partitions
-    topics = [state.topic for state in states]
+    topics = Topics([state.topic for state in states])
     partitions = _int_column([state.partition for state in states])
     owned = _owned(model, topics, partitions)
     rows = live_rows_of(table, topics, partitions)
