@@ -292,10 +292,11 @@ def main() -> None:
     frames = fetch_frames(args.partitions, args.events, args.events)
 
     elected = ReplicationModel(RuleSettings())
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     elected.apply(elections(args.partitions))
     print(f"  setup: {args.partitions:,} LeaderAndIsr applied in "
-          f"{time.perf_counter() - started:.2f} s")  # fmt: skip
+          f"{time.perf_counter() - started:.2f} s ({time.process_time() - cpu_started:.2f} s CPU;"
+          f" load average {os.getloadavg()[0]:.1f})")  # fmt: skip
 
     started = time.perf_counter()
     rows = [cast("dict[str, Any]", row) for frame in frames for row in frame.to_dict("records")]
