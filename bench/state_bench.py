@@ -35,6 +35,7 @@ from typing import Any, cast
 import numpy as np
 import pandas as pd
 
+import state.model as model_module
 from state.controller_decoder import decode_controller_events
 from state.controller_routing import route_controller_events
 from state.event_parser import parse_record
@@ -162,9 +163,15 @@ def shard_inputs(events: list[ControllerEvent], shards: int) -> list[list[tuple[
 
 
 def apply_each(models: list[ReplicationModel], inputs: list[list[tuple[int, Any]]]) -> None:
-    for model, mine in zip(models, inputs, strict=True):
-        for item in mine:
-            model.apply([item])
+    """One event per call, and every UpdateMetadata's states by the reference too."""
+    bulk_min_states = model_module.BULK_MIN_STATES
+    model_module.BULK_MIN_STATES = 2**62
+    try:
+        for model, mine in zip(models, inputs, strict=True):
+            for item in mine:
+                model.apply([item])
+    finally:
+        model_module.BULK_MIN_STATES = bulk_min_states
 
 
 def apply_bulk(models: list[ReplicationModel], inputs: list[list[tuple[int, Any]]]) -> None:
