@@ -1,6 +1,7 @@
 """Events/s of the state model applying fetch responses, next to a one-at-a-time baseline.
 
     python bench/state_bench.py [--partitions 100000] [--events 1000000] [--batch 100000]
+                                [--shards 16] [--no-controller]
 
 Both sides start from the same 100,000 elected partitions (3 replicas: a leader and two
 followers) and apply the same fetch responses with the same rule (semantics.md section
@@ -10,26 +11,40 @@ baseline is the straightforward implementation: a dict of per-follower objects u
 in a Python loop over parsed events. Printed: events/s of each, the ratio, the
 evaluation time of all partitions at ``now`` and the state size. Pinned to one core
 (``taskset``) where available so that the figure is per core.
+
+Then the controller bursts of a 100,000-partition cluster, in CPU seconds per stage
+(``time.process_time``): a cold start (one LeaderAndIsr per partition) and a failover
+(UpdateMetadata of every partition to 6 brokers, events of 1,000 partitions). Each
+stage is measured the per-record / per-event way (``parse_record``; one event per
+``apply`` call, the explaining reference) and in bulk (``decode_controller_events``;
+the whole batch in one ``apply``, as a shard gets it), on the same values, with the
+same parts per shard (``route_controller_events``); both sides must end in equal state.
 """
 
 from __future__ import annotations
 
 import argparse
 import copy
+import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
 
-from state.events import FetchResponse, LeaderAndIsr
+import state.model as model_module
+from state.controller_decoder import decode_controller_events
+from state.controller_routing import route_controller_events
+from state.event_parser import parse_record
+from state.events import ControllerEvent, DeadLetter, FetchResponse, LeaderAndIsr, Source
 from state.follower_fetch_state import FetchBatch
 from state.model import ApplyReport, ReplicationModel
 from state.partition_table import PartitionTable
 from state.settings import RuleSettings
+from state.sharding import Shard
 
 REPLICAS = 3
 TOPICS = 100
@@ -89,6 +104,106 @@ def elections(partitions: int) -> Iterator[tuple[int, LeaderAndIsr]]:
             ts=1_700_000_000_000, topic=topics[i], partition=int(numbers[i]), leader=leader,
             leader_epoch=0, isr=replicas, replicas=replicas, partition_epoch=0,
         )  # fmt: skip
+
+
+# ------------------------------------------------------------ controller bursts
+
+BROKERS = 6
+
+
+def election_values(partitions: int) -> list[bytes]:
+    """The cold start's LeaderAndIsr of :func:`elections`, as record values."""
+    return [
+        json.dumps({"type": "LeaderAndIsr", "ts": e.ts, "topic": e.topic,
+                    "partition": e.partition, "leader": e.leader, "leader_epoch": 0,
+                    "isr": list(e.isr), "replicas": list(e.replicas),
+                    "partition_epoch": 0}).encode()
+        for _, e in elections(partitions)
+    ]  # fmt: skip
+
+
+def failover_values(partitions: int, per_event: int = 1000) -> list[bytes]:
+    """A new controller's UpdateMetadata of every partition to every broker."""
+    states = [{"topic": e.topic, "partition": e.partition, "leader": e.leader,
+               "leader_epoch": 0, "isr": list(e.isr), "replicas": list(e.replicas),
+               "offline_replicas": []} for _, e in elections(partitions)]  # fmt: skip
+    return [
+        json.dumps({"type": "UpdateMetadata", "ts": 1_700_000_001_000, "broker": broker,
+                    "controller_id": 0, "controller_epoch": 1,
+                    "partitions": states[start : start + per_event]}).encode()
+        for broker in range(BROKERS)
+        for start in range(0, partitions, per_event)
+    ]  # fmt: skip
+
+
+def cpu(work: Callable[[], object]) -> tuple[float, object]:
+    started = time.process_time()
+    result = work()
+    return time.process_time() - started, result
+
+
+def parse_each(values: Sequence[bytes]) -> list[ControllerEvent]:
+    parsed = [parse_record(Source.CONTROLLER_EVENTS, value) for value in values]
+    assert not any(isinstance(p, DeadLetter) for p in parsed)
+    return cast("list[ControllerEvent]", parsed)
+
+
+def parse_bulk(values: Sequence[bytes]) -> list[ControllerEvent]:
+    events, dead = decode_controller_events(values)
+    assert not dead
+    return [event for _, event in events]
+
+
+def shard_inputs(events: list[ControllerEvent], shards: int) -> list[list[tuple[int, Any]]]:
+    inputs: list[list[tuple[int, Any]]] = [[] for _ in range(shards)]
+    for n, parts in enumerate(route_controller_events(events, shards)):
+        for part in parts:
+            inputs[part.shard].append((n, part.event))
+    return inputs
+
+
+def apply_each(models: list[ReplicationModel], inputs: list[list[tuple[int, Any]]]) -> None:
+    """One event per call, and every UpdateMetadata's states by the reference too."""
+    bulk_min_states = model_module.BULK_MIN_STATES
+    model_module.BULK_MIN_STATES = 2**62
+    try:
+        for model, mine in zip(models, inputs, strict=True):
+            for item in mine:
+                model.apply([item])
+    finally:
+        model_module.BULK_MIN_STATES = bulk_min_states
+
+
+def apply_bulk(models: list[ReplicationModel], inputs: list[list[tuple[int, Any]]]) -> None:
+    for model, mine in zip(models, inputs, strict=True):
+        model.apply(mine)
+
+
+def controller_bursts(partitions: int, shards: int) -> None:
+    print(f"controller bursts: {partitions:,} partitions, {shards} shards, CPU seconds "
+          f"(process_time), per record/event -> bulk")  # fmt: skip
+    models = {side: [ReplicationModel(RuleSettings(), Shard(i, shards)) for i in range(shards)]
+              for side in ("each", "bulk")}  # fmt: skip
+    bursts = (("cold start", election_values(partitions), "LeaderAndIsr"),
+              ("failover", failover_values(partitions), "UpdateMetadata"))  # fmt: skip
+    for name, values, kind in bursts:
+        parse_e, each_events = cpu(lambda v=values: parse_each(v))  # type: ignore[misc]
+        parse_b, bulk_events = cpu(lambda v=values: parse_bulk(v))  # type: ignore[misc]
+        assert each_events == bulk_events
+        split, inputs = cpu(lambda e=bulk_events: shard_inputs(e, shards))  # type: ignore[misc]
+        apply_e, _ = cpu(lambda i=inputs: apply_each(models["each"], i))  # type: ignore[misc]
+        apply_b, _ = cpu(lambda i=inputs: apply_bulk(models["bulk"], i))  # type: ignore[misc]
+        for one, other in zip(models["each"], models["bulk"], strict=True):
+            assert one.partition_count() == other.partition_count()
+            now = 1_700_000_002_000
+            assert list(one.evaluate(now).records()) == list(other.evaluate(now).records())
+        total_e, total_b = parse_e + split + apply_e, parse_b + split + apply_b
+        print(f"  {name:10s}: {len(values):,} {kind} "
+              f"({sum(len(v) for v in values) / 2**20:.0f} MiB of JSON)\n"
+              f"    parse+validate {parse_e:6.2f} -> {parse_b:5.2f} s   "
+              f"split by shard {split:5.2f} s   "
+              f"model apply {apply_e:6.2f} -> {apply_b:5.2f} s   "
+              f"total {total_e:6.2f} -> {total_b:5.2f} s ({total_e / total_b:.1f} x)")  # fmt: skip
 
 
 # --------------------------------------------------- the straightforward baseline
@@ -173,6 +288,9 @@ def main() -> None:
         "times in one batch, as in a 5 s trigger)",
     )
     parser.add_argument("--no-pin", action="store_true", help="do not pin to one core")
+    parser.add_argument("--shards", type=int, default=16, help="state shards (controller bursts)")
+    parser.add_argument("--no-controller", action="store_true",
+                        help="skip the controller bursts (cold start, failover)")  # fmt: skip
     args = parser.parse_args()
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
@@ -183,10 +301,11 @@ def main() -> None:
     frames = fetch_frames(args.partitions, args.events, args.events)
 
     elected = ReplicationModel(RuleSettings())
-    started = time.perf_counter()
+    started, cpu_started = time.perf_counter(), time.process_time()
     elected.apply(elections(args.partitions))
     print(f"  setup: {args.partitions:,} LeaderAndIsr applied in "
-          f"{time.perf_counter() - started:.2f} s")  # fmt: skip
+          f"{time.perf_counter() - started:.2f} s ({time.process_time() - cpu_started:.2f} s CPU;"
+          f" load average {os.getloadavg()[0]:.1f})")  # fmt: skip
 
     started = time.perf_counter()
     rows = [cast("dict[str, Any]", row) for frame in frames for row in frame.to_dict("records")]
@@ -238,6 +357,8 @@ def main() -> None:
     print(f"  evaluate all {len(health):,} partitions at now: {evaluation * 1000:.0f} ms")
     print(f"  state size (numpy columns): {state_bytes(model) / 2**20:.1f} MiB")
     print(f"  follower statuses: {health.status_counts()}")
+    if not args.no_controller:
+        controller_bursts(args.partitions, args.shards)
 
 
 if __name__ == "__main__":

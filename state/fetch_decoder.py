@@ -89,10 +89,12 @@ class DecodedFetches:
 
 
 @cache
-def bundled_schema_in_use() -> bool:
-    """Whether the loaded fetch-responses schema is the one ``WireFetch`` describes."""
+def bundled_schema_in_use(source: Source = Source.FETCH_RESPONSES) -> bool:
+    """Whether the loaded schema of ``source`` is the bundled one (which the typed
+    structs describe: ``WireFetch`` here, ``state.controller_decoder`` for controller
+    events)."""
     bundled = Path(__file__).resolve().parent.parent / "conf" / "schemas"
-    name = SCHEMA_FILES[Source.FETCH_RESPONSES]
+    name = SCHEMA_FILES[source]
     loaded = schema_dir() / name
     if loaded.resolve() == (bundled / name).resolve():
         return True

@@ -216,10 +216,22 @@ def reset_on_become_leader(
     (makeLeader's ``isNewLeader``: 2.x updateFetchState with UnknownOffsetMetadata,
     3.x resetReplicaState): a silent follower is then not at the leader's LEO.
     """
-    leo = int(table.leader_leo[row])
-    table.epoch_start_offset[row] = leo
-    table.last_fetch_time_ms[row] = now_ms
-    table.last_fetch_leader_leo[row] = leo
-    table.last_caught_up_ms[row] = np.where(table.in_isr[row], now_ms, NEVER)
-    if new_leader:
-        table.log_end_offset[row] = UNKNOWN_OFFSET
+    reset_rows_on_become_leader(
+        table, np.asarray([row], dtype=np.int64), np.asarray([now_ms], dtype=np.int64),
+        np.asarray([new_leader], dtype=np.bool_),
+    )  # fmt: skip
+
+
+def reset_rows_on_become_leader(
+    table: PartitionTable, rows: npt.NDArray[np.int64], now_ms: npt.NDArray[np.int64],
+    new_leader: npt.NDArray[np.bool_],
+) -> None:  # fmt: skip
+    """:func:`reset_on_become_leader` of distinct ``rows`` at once (``now_ms`` and
+    ``new_leader`` per row)."""
+    leo = table.leader_leo[rows]
+    now = now_ms[:, None]
+    table.epoch_start_offset[rows] = leo
+    table.last_fetch_time_ms[rows] = now
+    table.last_fetch_leader_leo[rows] = leo[:, None]
+    table.last_caught_up_ms[rows] = np.where(table.in_isr[rows], now, NEVER)
+    table.log_end_offset[rows[new_leader]] = UNKNOWN_OFFSET

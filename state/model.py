@@ -15,6 +15,7 @@ from enum import StrEnum
 import numpy as np
 
 from state.cluster_state import ClusterState
+from state.controller_batch import apply_leader_and_isr_run, apply_metadata_states, takes_in_bulk
 from state.controller_routing import ControllerEpochSeen
 from state.events import (
     LEADER_DURING_DELETE,
@@ -56,6 +57,11 @@ from state.propagation_window import (
 )
 from state.settings import PropagationMode, RuleSettings
 from state.sharding import Shard
+
+BULK_MIN_EVENTS = 2
+"""Runs of fewer consecutive LeaderAndIsr go one at a time (the explaining reference)."""
+BULK_MIN_STATES = 2
+"""An UpdateMetadata of fewer partition states goes one at a time (the reference)."""
 
 
 class IsrChangeKind(StrEnum):
@@ -176,7 +182,16 @@ class ReplicationModel:
         report = ApplyReport()
         run: list[FetchResponse] = []
         run_ids: list[int] = []
+        elections: list[tuple[int, LeaderAndIsr]] = []  # consecutive, for the bulk path
         for source_id, event in events:
+            if isinstance(event, LeaderAndIsr) and takes_in_bulk(event):
+                if run:
+                    self.apply_fetch_batch(FetchBatch.from_events(run, run_ids), report)
+                    run, run_ids = [], []
+                elections.append((source_id, event))
+                continue
+            self._apply_elections(elections, report)
+            elections = []
             if isinstance(event, FetchResponse):
                 run.append(event)
                 run_ids.append(source_id)
@@ -188,9 +203,20 @@ class ReplicationModel:
                 self.apply_fetch_batch(event, report)
             else:
                 self.apply_controller_event(source_id, event, report)
+        self._apply_elections(elections, report)
         if run:
             self.apply_fetch_batch(FetchBatch.from_events(run, run_ids), report)
         return report
+
+    def _apply_elections(
+        self, elections: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+    ) -> None:
+        """Consecutive LeaderAndIsr: in bulk (state.controller_batch), one alone as such."""
+        if len(elections) >= BULK_MIN_EVENTS:
+            apply_leader_and_isr_run(self, elections, report)
+        else:
+            for source_id, event in elections:
+                self.apply_controller_event(source_id, event, report)
 
     def apply_fetch_batch(self, batch: FetchBatch, report: ApplyReport) -> None:
         outcome = apply_fetches(self.table, batch)
@@ -536,6 +562,8 @@ class ReplicationModel:
                 self.table.frozen_latest_ms[row] = window.latest_ms
 
     def _update_metadata(self, event: UpdateMetadata, report: ApplyReport) -> None:
+        if len(event.partitions) >= BULK_MIN_STATES and apply_metadata_states(self, event, report):
+            return
         was_stale: dict[int, bool] = {}  # rows touched -> stale for a live broker before
         stored: set[int] = set()  # rows this broker now caches (not evicted)
         for state in event.partitions:

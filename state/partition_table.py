@@ -9,8 +9,9 @@ added one at a time (no index rebuild between controller events).
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -247,6 +248,51 @@ class PartitionTable:
         self.set_replicas(row, replicas)
         return row
 
+    def create_rows(
+        self, topics: Sequence[str], partitions: Sequence[int], replicas: Sequence[tuple[int, ...]]
+    ) -> I64:
+        """:meth:`create` of distinct new partitions at once, in order: the same rows, slot
+        ranges and capacities as one call per partition, with the columns written in bulk."""
+        rows = np.empty(len(topics), dtype=np.int64)
+        fresh = self.size
+        for i, key in enumerate(zip(topics, partitions, strict=True)):
+            self._topic_slots(*key)
+            row = self._deleted_rows.pop(key, -1)
+            if row < 0:
+                row, fresh = fresh, fresh + 1
+            rows[i] = row
+        while fresh > self.partition_capacity:
+            self._grow(2 * self.partition_capacity, self.replica_capacity)
+        self.size = fresh
+        slots = [self._topic_ids[topic] for topic in topics]
+        self.topic_id[rows] = [s.topic_id for s in slots]
+        self.partition[rows] = partitions
+        self._slot_to_row[[s.base for s in slots] + np.asarray(partitions, dtype=np.int64)] = rows
+        self._clear_rows(rows)
+        self.exists[rows] = True
+        brokers, counts = padded(replicas, self.replica_capacity)
+        self.replica_broker[rows] = brokers
+        self.n_replicas[rows] = counts
+        for row, assigned in zip(rows.tolist(), replicas, strict=True):
+            self.replicas[row] = assigned
+        self.in_isr[rows] = False  # set_isr of the empty ISR a new row has
+        return rows
+
+    def _clear_rows(self, rows: I64) -> None:
+        """:meth:`_clear` of several rows."""
+        for name, default in self._ROW_DEFAULTS.items():
+            getattr(self, name)[rows] = default
+        for row in rows.tolist():
+            self.isr[row] = ()
+            self.replicas[row] = ()
+            self.cached_isr[row] = {}
+        self.replica_broker[rows] = -1
+        self.log_end_offset[rows] = UNKNOWN_OFFSET
+        self.last_fetch_time_ms[rows] = 0
+        self.last_fetch_leader_leo[rows] = 0
+        self.last_caught_up_ms[rows] = NEVER
+        self.isr_since_ms[rows] = NEVER
+
     def delete(self, row: int) -> None:
         """The partition is gone: its slot no longer maps to it; the row waits for reuse."""
         tp = self.topic_partition(row)
@@ -309,6 +355,15 @@ class PartitionTable:
             self.replica_broker[row] >= 0
         )
 
+    def set_isr_rows(self, rows: I64, isrs: Sequence[tuple[int, ...]]) -> None:
+        """:meth:`set_isr` of distinct ``rows`` at once."""
+        for row, isr in zip(rows.tolist(), isrs, strict=True):
+            self.isr[row] = isr
+        members, counts = padded(isrs)
+        self.n_isr[rows] = counts
+        brokers = self.replica_broker[rows]
+        self.in_isr[rows] = is_member(brokers, members, counts) & (brokers >= 0)
+
     def mark_isr_entries(self, row: int, entered: Collection[int], ts: int) -> None:
         """The ``entered`` brokers joined the row's ISR at ``ts``: their ``isr_since_ms``.
 
@@ -323,3 +378,29 @@ class PartitionTable:
     def slot_of(self, row: int, broker: int) -> int:
         hits = np.flatnonzero(self.replica_broker[row] == broker)
         return int(hits[0]) if len(hits) else -1
+
+
+def padded(
+    broker_lists: Sequence[tuple[int, ...]], width: int = 0
+) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
+    """Lists of broker ids as one matrix, each row padded with -1 to ``width`` (at least
+    the longest list), and the length of each list."""
+    counts = np.fromiter(map(len, broker_lists), dtype=np.int32, count=len(broker_lists))
+    width = max(width, int(counts.max(initial=0)))
+    matrix = np.full((len(broker_lists), width), -1, dtype=np.int32)
+    total = int(counts.sum())
+    flat = np.fromiter(chain.from_iterable(broker_lists), dtype=np.int32, count=total)
+    which = np.repeat(np.arange(len(broker_lists)), counts)
+    starts = np.cumsum(counts) - counts
+    matrix[which, np.arange(total) - np.repeat(starts, counts)] = flat
+    return matrix, counts
+
+
+def is_member(
+    brokers: npt.NDArray[np.int32], members: npt.NDArray[np.int32], counts: npt.NDArray[np.int32]
+) -> BOOL:
+    """Per cell of ``brokers`` (rows x slots): whether it is among the first ``counts[row]``
+    entries of ``members[row]`` (a :func:`padded` matrix)."""
+    valid = np.arange(members.shape[1]) < counts[:, None]
+    hits: BOOL = ((brokers[:, :, None] == members[:, None, :]) & valid[:, None, :]).any(axis=2)
+    return hits

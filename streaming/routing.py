@@ -25,9 +25,9 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
+from state.controller_decoder import decode_controller_events
 from state.controller_routing import CLUSTER_SHARD, ControllerEpochSeen, route_controller_events
-from state.event_parser import parse_record
-from state.events import ControllerEvent, DeadLetter, Source
+from state.events import DeadLetter, Source
 from state.fetch_decoder import decode_fetches
 from state.sharding import shard_lookup
 
@@ -129,15 +129,7 @@ def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.Re
     values = records.column("value").to_pylist()
     where = list(zip(records.column("topic").to_pylist(), records.column("partition").to_pylist(),
                      records.column("offset").to_pylist(), strict=True))  # fmt: skip
-    events: list[tuple[int, ControllerEvent]] = []
-    dead: list[tuple[int, DeadLetter]] = []
-    for i, value in enumerate(values):
-        parsed = parse_record(Source.CONTROLLER_EVENTS, value)
-        if isinstance(parsed, DeadLetter):
-            dead.append((i, parsed))
-        else:
-            assert isinstance(parsed, ControllerEvent)
-            events.append((i, parsed))
+    events, dead = decode_controller_events(values)
     events.sort(key=lambda item: (item[1].ts, *where[item[0]]))
     rows: dict[str, list[Any]] = {name: [] for name in (
         "shard", "ts", "src_topic", "src_partition", "src_offset", "event", "counted", "digest",

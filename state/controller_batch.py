@@ -1,0 +1,308 @@
+"""A run of consecutive LeaderAndIsr events applied as one columnar batch.
+
+At a cold start the controller sends one LeaderAndIsr per partition (Kafka's
+``ControllerChannelManager`` batches them per broker); applied one at a time
+(``ReplicationModel._leader_and_isr``, the explaining reference) each costs a handful
+of small numpy calls. Here the fencing of the whole run is computed over columns and
+the partition table is written in bulk, with exactly the outcome of one at a time:
+
+* the run is cut into segments in which no partition appears twice, so that within a
+  segment every event is judged against the state its partition had before the
+  segment, as it would be one at a time;
+* a broker fences requests of an older controller (``KafkaController`` /
+  ``ReplicaManager`` controller epoch checks) and adopts the epoch of any newer one,
+  even of a request whose partition states it then ignores: the epoch an event is
+  judged by is the running maximum of the epochs before it;
+* a partition state of an older leader epoch, or of the same leader epoch and an older
+  partition epoch, is stale (Kafka's ``Partition.makeLeader`` / ``makeFollower`` fence
+  requests by leader epoch, KIP-380's partition epoch orders the rest);
+* what stays per event (a replica set that changes, KRaft's metadata offsets, the ISR
+  transitions and their flaps, a cache that holds the partition) calls the reference's
+  own per-row code, in event order.
+
+Only events with every field present go here (:func:`takes_in_bulk`); a deletion
+(leader -2) or a partial event goes one at a time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import numpy as np
+import numpy.typing as npt
+
+from state.events import (
+    LEADER_DURING_DELETE,
+    NO_LEADER,
+    DeadLetterReason,
+    LeaderAndIsr,
+    UpdateMetadata,
+)
+from state.follower_fetch_state import reset_rows_on_become_leader
+from state.partition_table import BOOL, I64, ChangeOrigin, PartitionTable, is_member, padded
+from state.sharding import shard_lookup
+
+if TYPE_CHECKING:
+    from state.model import ApplyReport, ReplicationModel
+
+NO_EPOCH = -1
+"""The controller epoch column of an event that carries none (epochs are >= 0)."""
+
+# Verdicts of the partition state, in the order the reference checks them.
+_ACCEPTED, _STALE_CONTROLLER, _STALE_LEADER, _STALE_PARTITION = range(4)
+_REASONS = {
+    _STALE_CONTROLLER: DeadLetterReason.STALE_CONTROLLER_EPOCH,
+    _STALE_LEADER: DeadLetterReason.STALE_LEADER_EPOCH,
+    _STALE_PARTITION: DeadLetterReason.STALE_PARTITION_EPOCH,
+}
+
+
+def takes_in_bulk(event: object) -> bool:
+    """A LeaderAndIsr with every field the bulk path reads, and no deletion."""
+    return (
+        isinstance(event, LeaderAndIsr)
+        and event.leader != LEADER_DURING_DELETE
+        and event.leader_epoch is not None
+        and event.partition_epoch is not None
+        and event.isr is not None
+        and event.replicas is not None
+    )
+
+
+def segments(run: Sequence[tuple[int, LeaderAndIsr]]) -> list[Sequence[tuple[int, LeaderAndIsr]]]:
+    """``run`` cut before every event whose partition an earlier event of its piece names."""
+    pieces: list[Sequence[tuple[int, LeaderAndIsr]]] = []
+    seen: set[tuple[str, int]] = set()
+    start = 0
+    for i, (_, event) in enumerate(run):
+        key = (event.topic, event.partition)
+        if key in seen:
+            pieces.append(run[start:i])
+            seen.clear()
+            start = i
+        seen.add(key)
+    pieces.append(run[start:])
+    return [piece for piece in pieces if piece]
+
+
+def apply_leader_and_isr_run(
+    model: ReplicationModel, run: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+) -> None:
+    """Apply ``(source_id, event)`` pairs, all :func:`takes_in_bulk`, in order."""
+    for piece in segments(run):
+        _apply_segment(model, piece, report)
+
+
+def _int_column(values: Sequence[int]) -> I64:
+    return np.fromiter(values, dtype=np.int64, count=len(values))
+
+
+class Topics:
+    """A column of topic names as codes into the distinct names (a dict, not pandas:
+    a shard's part of an UpdateMetadata holds a few dozen states)."""
+
+    def __init__(self, topics: Sequence[str]) -> None:
+        index: dict[str, int] = {}
+        codes = [index.setdefault(topic, len(index)) for topic in topics]
+        self.codes = np.asarray(codes, dtype=np.intp)
+        self.names = list(index)
+
+
+def live_rows_of(table: PartitionTable, topics: Topics, partitions: I64) -> I64:
+    """:meth:`PartitionTable.live_row_of` of each ``(topic, partitions[i])``."""
+    slots = np.asarray([table.topic_slots(name) for name in topics.names], dtype=np.int64)
+    slots = slots.reshape(-1, 2)
+    base, capacity = slots[topics.codes, 0], slots[topics.codes, 1]
+    inside = (partitions >= 0) & (partitions < capacity)
+    where = np.where(inside, base + partitions, 0)
+    rows: I64 = np.where(inside, table.slot_to_row[where] if len(table.slot_to_row) else -1, -1)
+    return rows
+
+
+def _owned(model: ReplicationModel, topics: Topics, partitions: I64) -> BOOL:
+    if model.shard is None:
+        return np.ones(len(partitions), dtype=np.bool_)
+    lookup = shard_lookup(model.shard.count)
+    owned: BOOL = lookup.shards(topics.codes, topics.names, partitions) == model.shard.index
+    return owned
+
+
+def _admitted_by_controller(
+    model: ReplicationModel, events: Sequence[LeaderAndIsr]
+) -> tuple[BOOL, npt.NDArray[np.intp]]:
+    """Which events a broker takes by their controller epoch, and which raise it."""
+    epochs = _int_column(
+        [NO_EPOCH if e.controller_epoch is None else e.controller_epoch for e in events]
+    )
+    known = model.cluster.controller_epoch
+    start = NO_EPOCH if known is None else known
+    before = np.maximum.accumulate(np.concatenate(([start], epochs)))[:-1]
+    carries = epochs != NO_EPOCH
+    admitted: BOOL = ~carries | (epochs >= before)
+    return admitted, np.flatnonzero(carries & (epochs > before))
+
+
+def _apply_segment(
+    model: ReplicationModel, segment: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+) -> None:
+    """Events of distinct partitions (see the module docstring)."""
+    table = model.table
+    events = [event for _, event in segment]
+    topics = Topics([e.topic for e in events])
+    partitions = _int_column([e.partition for e in events])
+    leader_epoch = _int_column([e.leader_epoch for e in events])
+    partition_epoch = _int_column([e.partition_epoch for e in events])
+
+    admitted, raises = _admitted_by_controller(model, events)
+    for i in raises.tolist():
+        model.cluster.observe_controller(events[i].controller_id, events[i].controller_epoch)
+    owned = _owned(model, topics, partitions)
+    rows = live_rows_of(table, topics, partitions)
+    known = rows >= 0
+    held_leader_epoch = np.where(known, table.leader_epoch[np.maximum(rows, 0)], -1)
+    held_partition_epoch = np.where(known, table.partition_epoch[np.maximum(rows, 0)], -1)
+    stale_leader = known & (leader_epoch < held_leader_epoch)
+    stale_partition = (
+        known & (leader_epoch == held_leader_epoch) & (partition_epoch < held_partition_epoch)
+    )
+    verdict = np.select(
+        [~admitted, stale_leader, stale_partition],
+        [_STALE_CONTROLLER, _STALE_LEADER, _STALE_PARTITION],
+        _ACCEPTED,
+    )
+    for i in np.flatnonzero(owned & (verdict != _ACCEPTED)).tolist():
+        report.reject(segment[i][0], _REASONS[int(verdict[i])])
+    accepted = np.flatnonzero(owned & (verdict == _ACCEPTED))
+    if len(accepted):
+        report.applied["LeaderAndIsr"] += len(accepted)
+        _write(model, [events[i] for i in accepted.tolist()], rows[accepted], report)
+
+
+def _write(
+    model: ReplicationModel, events: list[LeaderAndIsr], rows: I64, report: ApplyReport
+) -> None:
+    """The reference's writes of accepted events of distinct partitions (-1: a new row)."""
+    table = model.table
+    capacity = np.empty(len(events), dtype=np.int64)  # replica slots when each is applied
+    for i, event in enumerate(events):  # in order: each growth is to max(rf, 2 x capacity)
+        table.ensure_replica_capacity(len(event.replicas))
+        capacity[i] = table.replica_capacity
+    new = np.flatnonzero(rows < 0)
+    if len(new):
+        fresh = [events[i] for i in new.tolist()]
+        rows[new] = table.create_rows([e.topic for e in fresh], [e.partition for e in fresh],
+                                      [e.replicas for e in fresh])  # fmt: skip
+    row_list = rows.tolist()
+    old_isr = [table.isr[row] for row in row_list]
+    for row, event in zip(row_list, events, strict=True):
+        if event.replicas != table.replicas[row]:
+            table.set_replicas(row, event.replicas)
+    leader = _int_column([e.leader for e in events])
+    leader_epoch = _int_column([e.leader_epoch for e in events])
+    ts = _int_column([e.ts for e in events])
+    new_epoch = leader_epoch > table.leader_epoch[rows]
+    new_leader = leader != table.leader[rows]
+
+    isrs = [e.isr for e in events]
+    table.set_isr_rows(rows, isrs)
+    # A follower that stays in the ISR keeps its entry time (README, re-entry).
+    before, before_counts = padded(old_isr)
+    entered = table.in_isr[rows] & ~is_member(table.replica_broker[rows], before, before_counts)
+    which, slot = np.nonzero(entered)
+    table.isr_since_ms[rows[which], slot] = ts[which]
+    table.leader[rows] = leader
+    table.leader_epoch[rows] = leader_epoch
+    table.partition_epoch[rows] = _int_column([e.partition_epoch for e in events])
+
+    after, after_counts = padded(isrs)
+    changed = ~(_contained(after, after_counts, before, before_counts)
+                & _contained(before, before_counts, after, after_counts))  # fmt: skip
+    moved = rows[changed]
+    table.isr_changed_ms[moved] = ts[changed]
+    table.change_broker[moved] = leader[changed]
+    table.change_origin[moved] = ChangeOrigin.CONTROLLER if model._zk else ChangeOrigin.METADATA_LOG
+    for i in np.flatnonzero(changed).tolist():
+        row, event = row_list[i], events[i]
+        if not model._zk and (event.metadata_offset is not None
+                             or table.isr_change_offset[row] >= 0):  # fmt: skip
+            model._track_metadata_offset(row, event.metadata_offset, old_isr[i])
+        if old_isr[i]:
+            report.isr_transitions.append(
+                model._transition(row, old_isr[i], event.isr, event.ts, by_controller=True)
+            )
+    elected = new_epoch & (leader != NO_LEADER)
+    reset_rows_on_become_leader(table, rows[elected], ts[elected], new_leader[elected])
+    # One at a time, the reset covered the slots the table had then; slots added by a
+    # later event's growth started fresh.
+    slots = np.arange(table.replica_capacity)
+    for i in np.flatnonzero(elected & (capacity < table.replica_capacity)).tolist():
+        table._reset_replica_state(row_list[i], slots >= capacity[i])
+    for row in row_list:
+        if table.cached_isr[row]:
+            model.caches.refresh(row)
+        else:
+            model.caches.mismatched.discard(row)
+
+
+def _contained(
+    inner: npt.NDArray[np.int32], inner_counts: npt.NDArray[np.int32],
+    outer: npt.NDArray[np.int32], outer_counts: npt.NDArray[np.int32],
+) -> BOOL:  # fmt: skip
+    """Per row: whether every entry of ``inner`` is an entry of ``outer`` (as sets)."""
+    found = is_member(inner, outer, outer_counts)
+    valid = np.arange(inner.shape[1]) < inner_counts[:, None]
+    contained: BOOL = np.all(found | ~valid, axis=1)
+    return contained
+
+
+def apply_metadata_states(
+    model: ReplicationModel, event: UpdateMetadata, report: ApplyReport
+) -> bool:
+    """The partition states of ``event`` as ``ReplicationModel._update_metadata`` applies
+    them, with the lookups over columns; False (nothing done) when the event names one of
+    the model's partitions twice, which the reference then applies.
+
+    A partition whose caches all held the controller's ISR stays consistent unless this
+    broker now holds another; only partitions that differed before need their caches
+    compared again, and only those can have just caught up (an observed propagation).
+    """
+    table, caches = model.table, model.caches
+    states = event.partitions
+    topics = Topics([state.topic for state in states])
+    partitions = _int_column([state.partition for state in states])
+    owned = _owned(model, topics, partitions)
+    rows = live_rows_of(table, topics, partitions)
+    known = owned & (rows >= 0)
+    row_list = rows[known].tolist()
+    if len(set(row_list)) != len(row_list):
+        return False
+    report.ignored_metadata_entries += int(np.count_nonzero(owned & (rows < 0)))
+    differed = caches.mismatched
+    stale_before = {row for row in row_list
+                    if row in differed and caches.stale_brokers(row, model.cluster)}  # fmt: skip
+    broker = event.broker
+    as_set: dict[tuple[int, ...], frozenset[int]] = {}  # one frozenset per distinct ISR
+    stored: list[int] = []
+    for row, i in zip(row_list, np.flatnonzero(known).tolist(), strict=True):
+        state = states[i]
+        if state.leader == LEADER_DURING_DELETE:
+            caches.evict(row, broker)
+            if row in differed:
+                caches.refresh(row)
+            continue
+        isr = as_set.get(state.isr)
+        if isr is None:
+            isr = as_set[state.isr] = frozenset(state.isr)
+        caches.store(row, broker, isr)
+        stored.append(row)
+        if row in differed:
+            caches.refresh(row)
+        elif isr != frozenset(table.isr[row]):
+            differed.add(row)
+    for row in stored:
+        # The change reached every cache only if this broker took it (an eviction for a
+        # topic deletion is no propagation).
+        if row in stale_before and not caches.stale_brokers(row, model.cluster):
+            model._observe_propagated(row, event.ts, report)
+    return True
