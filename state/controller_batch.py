@@ -162,7 +162,16 @@ def _apply_segment(
     known = rows >= 0
     held_leader_epoch = np.where(known, table.leader_epoch[np.maximum(rows, 0)], -1)
     held_partition_epoch = np.where(known, table.partition_epoch[np.maximum(rows, 0)], -1)
-    stale_leader = known & (leader_epoch < held_leader_epoch)
+    # A partial leader change (a log line with no epoch) raised the least epoch a later
+    # election may carry above the one held (ReplicationModel._leader_elected).
+    least_leader_epoch = held_leader_epoch
+    if model._epoch_floors:
+        floor_of = model.floor_after_partial_election
+        floors = _int_column(
+            [NO_EPOCH if (f := floor_of(e.topic, e.partition)) is None else f for e in events]
+        )
+        least_leader_epoch = np.where(known, np.maximum(held_leader_epoch, floors), -1)
+    stale_leader = known & (leader_epoch < least_leader_epoch)
     stale_partition = (
         known & (leader_epoch == held_leader_epoch) & (partition_epoch < held_partition_epoch)
     )
@@ -194,6 +203,9 @@ def _write(
         rows[new] = table.create_rows([e.topic for e in fresh], [e.partition for e in fresh],
                                       [e.replicas for e in fresh])  # fmt: skip
     row_list = rows.tolist()
+    if model._epoch_floors:  # an epoch is known again for each of them
+        for event in events:
+            model.clear_epoch_floor(event.topic, event.partition)
     old_isr = [table.isr[row] for row in row_list]
     for row, event in zip(row_list, events, strict=True):
         if event.replicas != table.replicas[row]:

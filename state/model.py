@@ -319,7 +319,7 @@ class ReplicationModel:
             return None
         if row < 0:
             row = table.create(event.topic, event.partition, replicas)
-        self.epoch_floors.pop((event.topic, event.partition), None)  # an epoch is known again
+        self.clear_epoch_floor(event.topic, event.partition)  # an epoch is known again
         old_isr = table.isr[row]
         new_epoch = leader_epoch > table.leader_epoch[row]
         new_leader = event.leader != table.leader[row]
@@ -346,7 +346,17 @@ class ReplicationModel:
         """The least leader epoch an epoch-bearing event about the row may have: the one
         held, or above it after a partial leader change."""
         held = int(self.table.leader_epoch[row])
-        return max(held, self.epoch_floors.get((topic, partition), held))
+        floor = self.floor_after_partial_election(topic, partition)
+        return held if floor is None else max(held, floor)
+
+    def floor_after_partial_election(self, topic: str, partition: int) -> int | None:
+        """The floor a partial leader change set for the partition, if one is in force."""
+        return None if not self._epoch_floors else self._epoch_floors.get((topic, partition))
+
+    def clear_epoch_floor(self, topic: str, partition: int) -> None:
+        """An epoch is known again (an epoch-bearing election applied, or a deletion)."""
+        if self._epoch_floors:
+            self._epoch_floors.pop((topic, partition), None)
 
     def _leader_elected(self, event: LeaderAndIsr) -> DeadLetterReason | None:
         """The partial LeaderAndIsr: a new leader, with no epoch, ISR or replicas stated.
@@ -608,7 +618,7 @@ class ReplicationModel:
 
     def _delete(self, row: int) -> None:
         tp = self.table.topic_partition(row)
-        self.epoch_floors.pop((tp.topic, tp.partition), None)
+        self.clear_epoch_floor(tp.topic, tp.partition)
         self.flaps.forget_partition(tp.topic, tp.partition)
         self.windows.forget(self.table.topic_partition(row))
         self.caches.forget_row(row)

@@ -88,6 +88,10 @@ others = st.one_of(
                             unique_by=lambda r: r.id, max_size=3).map(tuple)),
     st.builds(ControllerChange, ts=ts, controller_id=st.sampled_from(BROKERS),
               controller_epoch=epoch),
+    # the partial form (a preferred-election log line): it raises the partition's epoch
+    # floor, which the bulk path must honour as the per-event one does
+    st.builds(LeaderAndIsr, ts=ts, topic=topic, partition=partition,
+              leader=st.sampled_from((-1, 1, 2, 3, 4))),
     st.builds(MetadataLogProgress, ts=ts, high_watermark=st.integers(0, 60),
               replicas=st.lists(st.builds(ReplicaProgress, broker=st.sampled_from((1, 2, 3)),
                                           log_end_offset=st.integers(0, 60)),
@@ -254,6 +258,35 @@ def test_fencing_boundaries(
     assert (int(model.table.leader_epoch[row]), int(model.table.partition_epoch[row])) == held
     assert model.cluster.controller_epoch == (4 if epochs[2] == 4 else 3)
     assert report.applied == Counter({"LeaderAndIsr": (verdict is None) + bulk})
+
+
+# A partition held at leader epoch 5 whose leader a partial LeaderAndIsr (a log line
+# with no epoch) then moved to broker 2: the election raised the epoch, so the least a
+# later election may carry is 6 (ReplicationModel._leader_elected). By hand:
+FLOOR_BOUNDARIES = [
+    (5, DeadLetterReason.STALE_LEADER_EPOCH),  # the epoch held: below the floor
+    (6, None),  # at the floor: taken, and the floor is gone
+    (7, None),  # above it
+]
+
+
+@pytest.mark.parametrize("bulk", [True, False])
+@pytest.mark.parametrize(("leader_epoch", "verdict"), FLOOR_BOUNDARIES)
+def test_the_floor_of_a_partial_election_fences_both_paths(
+    leader_epoch: int, verdict: DeadLetterReason | None, bulk: bool
+) -> None:
+    model = ReplicationModel(RuleSettings())
+    model.apply([(0, election(0, 5, 5)),
+                 (1, LeaderAndIsr(ts=11, topic="t", partition=0, leader=2))])  # fmt: skip
+    assert model.floor_after_partial_election("t", 0) == 6
+    case = [(2, election(0, leader_epoch, 9))] + ([(3, election(1, 0, 0))] if bulk else [])
+    report = model.apply(case)
+    expected = [(2, verdict)] if verdict else []
+    assert list(zip(report.rejected_ids, report.rejected_reasons, strict=True)) == expected
+    row = model.table.live_row_of("t", 0)
+    assert int(model.table.leader_epoch[row]) == (5 if verdict else leader_epoch)
+    assert int(model.table.leader[row]) == (2 if verdict else 1)
+    assert model.floor_after_partial_election("t", 0) == (6 if verdict else None)
 
 
 def test_an_epoch_raised_earlier_in_the_run_fences_the_rest_of_it() -> None:
