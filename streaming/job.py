@@ -33,6 +33,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.metrics import HealthExporter
+from streaming.python_worker import freezing_imports
 from streaming.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.shard_state import (
     CLOCK_DELAY_MS,
@@ -197,7 +198,9 @@ def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> An
     """The input records (by default the Kafka input stream; the columns of Spark's Kafka
     source in any case) parsed and routed to their shards (``streaming.routing``)."""
     route = partial(
-        route_arrow_batches, sources=input_sources(config), shards=config.streaming.state_shards
+        freezing_imports(route_arrow_batches),
+        sources=input_sources(config),
+        shards=config.streaming.state_shards,
     )
     records = input_stream(spark, config) if records is None else records
     return records.mapInArrow(route, ROUTED_SCHEMA)
@@ -222,7 +225,7 @@ def start_query(
         config.rules, shards, config.streaming.watermark_delay_ms, snapshot_when_idle
     )
     health = clocked.groupBy("shard").applyInPandasWithState(
-        make_shard_function(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+        freezing_imports(make_shard_function(settings)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
         GroupStateTimeout.ProcessingTimeTimeout,
     )  # fmt: skip
     return (

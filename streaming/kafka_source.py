@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import logging
 import os
@@ -542,6 +543,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaInputPartition):
             raise TypeError(f"{SOURCE_NAME}: unexpected input partition {partition!r}")
+        gc.freeze()  # the imported modules: see streaming.python_worker
         return read_partition(self.settings, partition)
 
     def commit(self, end: dict[str, int]) -> None:
