@@ -71,14 +71,20 @@ def spark_session(config: IsrwatchConfig) -> Any:
     return spark
 
 
-def input_stream(spark: Any, config: IsrwatchConfig) -> Any:
+def input_stream(spark: Any, config: IsrwatchConfig, *, routed: bool = False) -> Any:
+    """The input records, with the columns of Spark's Kafka source; ``routed``: the
+    routed rows of them instead (``streaming.routing.ROUTED_SCHEMA``), which only this
+    project's source gives (its reader routes what it reads)."""
     topics = [config.topics.controller_events, config.topics.fetch_responses]
     if config.kafka.source_format is SourceFormat.KAFKA:
+        if routed:
+            raise ValueError("Spark's Kafka connector gives records, not routed rows")
         return spark.readStream.format("kafka").options(**jvm_kafka_options(config)).load()
     from streaming.kafka_source import kafka_source_options, register
 
     register(spark)
-    options = kafka_source_options(config, topics, str(source_status_file(config)))
+    route = input_sources(config) if routed else None
+    options = kafka_source_options(config, topics, str(source_status_file(config)), route)
     return spark.readStream.format("isrwatch_kafka").options(**options).load()
 
 
@@ -196,7 +202,15 @@ def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
 
 def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> Any:
     """The input records (by default the Kafka input stream; the columns of Spark's Kafka
-    source in any case) parsed and routed to their shards (``streaming.routing``)."""
+    source in any case) parsed and routed to their shards (``streaming.routing``).
+
+    This project's source routes in its reader (the records are in Python there: no round
+    trip of every raw value through the JVM to another Python worker); Spark's connector
+    and the ``records`` given are routed by ``mapInArrow``. Both run
+    ``route_arrow_batches``: the rows are the same.
+    """
+    if records is None and config.kafka.source_format is SourceFormat.PYTHON:
+        return input_stream(spark, config, routed=True)
     route = partial(
         freezing_imports(route_arrow_batches),
         sources=input_sources(config),

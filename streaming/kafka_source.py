@@ -34,7 +34,13 @@ Options (strings; names are case-insensitive):
 * ``retryBackoffMs`` / ``retryBackoffMaxMs``: back-off after failed offset requests (1000 /
   30000);
 * ``readTimeoutMs``: a read task with no progress for this long fails (default twice the
-  client's request_timeout_ms).
+  client's request_timeout_ms);
+* ``routeToShards``: JSON ``{"shards": n, "sources": {"<topic>": "<source>"}}``: the reader
+  decodes and routes what it reads itself (``streaming.routing.route_arrow_batches``, the
+  function the job otherwise runs with ``mapInArrow``) and the source's columns are the
+  routed rows (``streaming.routing.ROUTED_SCHEMA``). The records are in Python already:
+  routing them there saves handing every raw value to the JVM and back to another
+  Python worker (``bench/pipeline_bench.py``).
 
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
 starts, in micro-batches capped by ``maxOffsetsPerPartition``.
@@ -89,6 +95,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from state.events import Source
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -101,6 +109,7 @@ __all__ = [
     "OPTION_READ_TIMEOUT_MS",
     "OPTION_RETRY_BACKOFF_MAX_MS",
     "OPTION_RETRY_BACKOFF_MS",
+    "OPTION_ROUTE_TO_SHARDS",
     "OPTION_STARTING_OFFSETS",
     "OPTION_SUBSCRIBE",
     "SCHEMA",
@@ -140,6 +149,7 @@ OPTION_RETRY_BACKOFF_MS = "retryBackoffMs"
 OPTION_RETRY_BACKOFF_MAX_MS = "retryBackoffMaxMs"
 OPTION_READ_TIMEOUT_MS = "readTimeoutMs"
 OPTION_STATUS_FILE = "statusFile"
+OPTION_ROUTE_TO_SHARDS = "routeToShards"
 
 DEFAULT_MAX_OFFSETS_PER_PARTITION = 100_000
 DEFAULT_RETRY_BACKOFF_MS = 1000
@@ -164,9 +174,13 @@ _SECRET_WORDS = ("password", "secret", "token")
 
 
 def kafka_source_options(
-    config: IsrwatchConfig, topics: Sequence[str], status_file: str | None = None
+    config: IsrwatchConfig,
+    topics: Sequence[str],
+    status_file: str | None = None,
+    route: Mapping[str, Source] | None = None,
 ) -> dict[str, str]:
-    """The options of this source for ``config`` reading ``topics``.
+    """The options of this source for ``config`` reading ``topics``; with ``route`` (what
+    each topic carries), the reader routes the records to ``config``'s state shards.
 
     The ``kafkaOptions`` value holds the SASL password in clear when one is configured:
     pass the dict to ``DataStreamReader.options(**...)``, never log it (see
@@ -177,15 +191,31 @@ def kafka_source_options(
     kafka = config.kafka
     client = kafka.kafka_python_options()
     client.pop("bootstrap_servers", None)
-    return {
-        OPTION_BOOTSTRAP_SERVERS: kafka.bootstrap_servers,
-        OPTION_SUBSCRIBE: ",".join(names),
-        OPTION_STARTING_OFFSETS: kafka.starting_offsets.value,
-        OPTION_MAX_OFFSETS_PER_PARTITION: str(kafka.max_records_per_partition_per_batch),
-        OPTION_KAFKA_OPTIONS: json.dumps(client, sort_keys=True),
-        OPTION_RETRY_BACKOFF_MS: str(kafka.retry_backoff_ms),
-        OPTION_RETRY_BACKOFF_MAX_MS: str(kafka.retry_backoff_max_ms),
-    } | ({OPTION_STATUS_FILE: status_file} if status_file else {})
+    return (
+        {
+            OPTION_BOOTSTRAP_SERVERS: kafka.bootstrap_servers,
+            OPTION_SUBSCRIBE: ",".join(names),
+            OPTION_STARTING_OFFSETS: kafka.starting_offsets.value,
+            OPTION_MAX_OFFSETS_PER_PARTITION: str(kafka.max_records_per_partition_per_batch),
+            OPTION_KAFKA_OPTIONS: json.dumps(client, sort_keys=True),
+            OPTION_RETRY_BACKOFF_MS: str(kafka.retry_backoff_ms),
+            OPTION_RETRY_BACKOFF_MAX_MS: str(kafka.retry_backoff_max_ms),
+        }
+        | ({OPTION_STATUS_FILE: status_file} if status_file else {})
+        | (
+            {OPTION_ROUTE_TO_SHARDS: route_option(route, config.streaming.state_shards)}
+            if route is not None
+            else {}
+        )
+    )
+
+
+def route_option(sources: Mapping[str, Source], shards: int) -> str:
+    """The ``routeToShards`` option: route to ``shards`` shards, ``sources`` by topic."""
+    return json.dumps(
+        {"shards": shards, "sources": {topic: source.value for topic, source in sources.items()}},
+        sort_keys=True,
+    )
 
 
 def redacted_options(options: Mapping[str, str]) -> dict[str, str]:
@@ -260,6 +290,8 @@ class SourceSettings:
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     read_timeout_ms: int = 2 * DEFAULT_REQUEST_TIMEOUT_MS
     status_file: str | None = None  # where the reader publishes its health (JSON)
+    route_shards: int | None = None  # routeToShards: the reader routes to this many shards
+    route_sources: Mapping[str, Source] = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -304,7 +336,27 @@ class SourceSettings:
             retry_backoff_max_ms=backoff_max,
             read_timeout_ms=_positive_int(lowered, OPTION_READ_TIMEOUT_MS, 2 * request_timeout),
             status_file=lowered.get(OPTION_STATUS_FILE.lower()) or None,
+            **cls._routing(lowered.get(OPTION_ROUTE_TO_SHARDS.lower()), topics),
         )
+
+    @staticmethod
+    def _routing(text: str | None, topics: Sequence[str]) -> dict[str, Any]:
+        if text is None or not text.strip():
+            return {}
+        bad = (
+            f"{SOURCE_NAME}: option {OPTION_ROUTE_TO_SHARDS}: must be a JSON object "
+            '{"shards": <positive integer>, "sources": {"<topic>": "<source>"}} naming '
+            f"every subscribed topic ({', '.join(topics)})"
+        )
+        try:
+            routing = json.loads(text)
+            shards, sources = routing["shards"], routing["sources"]
+            by_topic = {str(topic): Source(kind) for topic, kind in sources.items()}
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise ValueError(bad) from None
+        if type(shards) is not int or shards <= 0 or set(by_topic) != set(topics):
+            raise ValueError(bad)
+        return {"route_shards": shards, "route_sources": by_topic}
 
     @staticmethod
     def _client_options(text: str | None) -> dict[str, Any]:
@@ -397,9 +449,13 @@ class KafkaSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
-    def schema(self) -> StructType:
-        SourceSettings.from_options(self.options)  # report bad options when the stream is made
-        return SCHEMA
+    def schema(self) -> StructType | str:
+        # Parsing reports bad options when the stream is made.
+        if SourceSettings.from_options(self.options).route_shards is None:
+            return SCHEMA
+        from streaming.routing import ROUTED_SCHEMA
+
+        return ROUTED_SCHEMA
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:  # noqa: N802 (Spark's API)
         return KafkaStreamReader(SourceSettings.from_options(self.options))
@@ -544,7 +600,12 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not isinstance(partition, KafkaInputPartition):
             raise TypeError(f"{SOURCE_NAME}: unexpected input partition {partition!r}")
         gc.freeze()  # the imported modules: see streaming.python_worker
-        return read_partition(self.settings, partition)
+        records = read_partition(self.settings, partition)
+        if self.settings.route_shards is None:
+            return records
+        from streaming.routing import route_arrow_batches
+
+        return route_arrow_batches(records, self.settings.route_sources, self.settings.route_shards)
 
     def commit(self, end: dict[str, int]) -> None:
         pass
