@@ -173,7 +173,9 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "subscribe": f"{config.topics.controller_events},{config.topics.fetch_responses}",
         "startingOffsets": kafka.starting_offsets.value,
-        "maxOffsetsPerTrigger": str(kafka.max_records_per_partition_per_batch),
+        "maxOffsetsPerTrigger": str(
+            kafka.max_records_per_batch or kafka.max_records_per_partition_per_batch
+        ),
         "failOnDataLoss": "false",
         "kafka.security.protocol": kafka.security_protocol.value,
     }

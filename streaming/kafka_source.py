@@ -28,6 +28,10 @@ Options (strings; names are case-insensitive):
   picked up when they appear;
 * ``startingOffsets``: ``earliest`` or ``latest`` (default), for a query with no checkpoint;
 * ``maxOffsetsPerPartition``: most records per topic-partition per micro-batch (100000);
+* ``maxOffsetsPerTrigger``: most records per micro-batch over all topic-partitions (no
+  limit by default), shared out as Spark's Kafka source does (``KafkaMicroBatchStream``
+  ``rateLimit``): each partition gets its share of the limit in proportion to what it
+  has to read (rounded down; a partition whose share is below one record reads one);
 * ``kafkaOptions``: JSON object of kafka-python client settings (security protocol, SASL,
   SSL files, timeouts...), as ``KafkaSettings.kafka_python_options()`` without
   ``bootstrap_servers``;
@@ -68,6 +72,7 @@ import functools
 import gc
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -106,6 +111,7 @@ __all__ = [
     "OPTION_BOOTSTRAP_SERVERS",
     "OPTION_KAFKA_OPTIONS",
     "OPTION_MAX_OFFSETS_PER_PARTITION",
+    "OPTION_MAX_OFFSETS_PER_TRIGGER",
     "OPTION_READ_TIMEOUT_MS",
     "OPTION_RETRY_BACKOFF_MAX_MS",
     "OPTION_RETRY_BACKOFF_MS",
@@ -144,6 +150,7 @@ OPTION_BOOTSTRAP_SERVERS = "kafka.bootstrap.servers"
 OPTION_SUBSCRIBE = "subscribe"
 OPTION_STARTING_OFFSETS = "startingOffsets"
 OPTION_MAX_OFFSETS_PER_PARTITION = "maxOffsetsPerPartition"
+OPTION_MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 OPTION_KAFKA_OPTIONS = "kafkaOptions"
 OPTION_RETRY_BACKOFF_MS = "retryBackoffMs"
 OPTION_RETRY_BACKOFF_MAX_MS = "retryBackoffMaxMs"
@@ -197,6 +204,11 @@ def kafka_source_options(
             OPTION_SUBSCRIBE: ",".join(names),
             OPTION_STARTING_OFFSETS: kafka.starting_offsets.value,
             OPTION_MAX_OFFSETS_PER_PARTITION: str(kafka.max_records_per_partition_per_batch),
+            **(
+                {OPTION_MAX_OFFSETS_PER_TRIGGER: str(kafka.max_records_per_batch)}
+                if kafka.max_records_per_batch is not None
+                else {}
+            ),
             OPTION_KAFKA_OPTIONS: json.dumps(client, sort_keys=True),
             OPTION_RETRY_BACKOFF_MS: str(kafka.retry_backoff_ms),
             OPTION_RETRY_BACKOFF_MAX_MS: str(kafka.retry_backoff_max_ms),
@@ -285,6 +297,7 @@ class SourceSettings:
     topics: tuple[str, ...]
     starting_offsets: str = "latest"
     max_offsets_per_partition: int = DEFAULT_MAX_OFFSETS_PER_PARTITION
+    max_offsets_per_trigger: int | None = None  # over all partitions; None: no such limit
     client_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
@@ -330,6 +343,11 @@ class SourceSettings:
             starting_offsets=starting,
             max_offsets_per_partition=_positive_int(
                 lowered, OPTION_MAX_OFFSETS_PER_PARTITION, DEFAULT_MAX_OFFSETS_PER_PARTITION
+            ),
+            max_offsets_per_trigger=(
+                _positive_int(lowered, OPTION_MAX_OFFSETS_PER_TRIGGER, 1)
+                if OPTION_MAX_OFFSETS_PER_TRIGGER.lower() in lowered
+                else None
             ),
             client_options=client,
             retry_backoff_ms=backoff,
@@ -577,6 +595,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._succeeded()
             ends, beginnings, exact = snapshot.ends, snapshot.beginnings, snapshot.exact
         result = self._advance(start, ends, beginnings, exact, cap)
+        if cap is not None and self.settings.max_offsets_per_trigger is not None:
+            result = share_out(start, result, self.settings.max_offsets_per_trigger)
         # What is available (for an available-now run: up to its target), never behind
         # what is planned.
         self._latest = {key: max(end, ends.get(key, end)) for key, end in result.items()}
@@ -879,6 +899,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             os.replace(partial, target)  # readers never see half a file
         except OSError as error:
             log.warning("%s: cannot write the status file %s: %s", SOURCE_NAME, path, error)
+
+
+def share_out(start: Mapping[str, int], end: Mapping[str, int], limit: int) -> dict[str, int]:
+    """``end`` cut so that about ``limit`` records are read from ``start`` in all, as
+    Spark's Kafka source shares ``maxOffsetsPerTrigger`` (``KafkaMicroBatchStream``
+    ``rateLimit``): a partition with ``n`` of the ``total`` records to read gets
+    ``limit * n / total`` of them, rounded down, or one if that is below one (so no
+    partition starves; the sum may pass ``limit`` by at most one per partition).
+    Partitions with nothing to read (new, or going back to their beginning) are as in
+    ``end``."""
+    sizes = {key: stop - start[key] for key, stop in end.items()
+             if key in start and stop > start[key]}  # fmt: skip
+    total = sum(sizes.values())
+    if total <= limit:
+        return dict(end)
+    shared = dict(end)
+    for key, size in sizes.items():
+        share = limit * size / total
+        shared[key] = start[key] + min(size, math.ceil(share) if share < 1 else math.floor(share))
+    return shared
 
 
 # --------------------------------------------------------------------------- read

@@ -319,6 +319,18 @@ def test_read_limits(broker: EmbeddedBroker) -> None:
     finally:
         reader.stop()
 
+    # A total limit too: 7 + 7 to read, 10 in all: 10 x 7 / 14 = 5 each.
+    reader = reader_for(
+        options(broker, [topic], maxOffsetsPerPartition="7", maxOffsetsPerTrigger="10")
+    )
+    try:
+        start = reader.initialOffset()
+        assert reader.latestOffset(start, ReadMaxRows(7)) == {f"{topic}:0": 5, f"{topic}:1": 5}
+        everything = reader.latestOffset(start, ReadAllAvailable())
+        assert everything == {f"{topic}:0": 20, f"{topic}:1": 20}
+    finally:
+        reader.stop()
+
 
 def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_letters(
     broker: EmbeddedBroker,
@@ -488,6 +500,11 @@ def test_options_from_the_configuration() -> None:
     assert "s3cret" not in repr(settings)
     assert "s3cret" not in json.dumps(redacted_options(made))
     assert settings.route_shards is None
+    assert settings.max_offsets_per_trigger is None
+    limited = load_config(None, {"kafka.max_records_per_batch": 250_000}, environ={})
+    made = kafka_source_options(limited, ["fetch-responses"])
+    assert made["maxOffsetsPerTrigger"] == "250000"
+    assert SourceSettings.from_options(made).max_offsets_per_trigger == 250_000
 
     sources = {"controller-events": Source.CONTROLLER_EVENTS,
                "fetch-responses": Source.FETCH_RESPONSES}  # fmt: skip
@@ -506,6 +523,7 @@ def test_options_from_the_configuration() -> None:
         ({"subscribe": ""}, "subscribe"),
         ({"startingOffsets": "middle"}, "startingOffsets"),
         ({"maxOffsetsPerPartition": "0"}, "maxOffsetsPerPartition"),
+        ({"maxOffsetsPerTrigger": "-5"}, "maxOffsetsPerTrigger"),
         ({"kafkaOptions": "{not json"}, "kafkaOptions"),
         ({"kafkaOptions": '{"bootstrap_servers": ["x:1"]}'}, "bootstrap_servers"),
         ({"kafkaOptions": '{"no_such_setting": 1}'}, "no_such_setting"),
