@@ -119,6 +119,53 @@ def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds (user + system, with reaped children) of this process's descendants by
+    kind: the JVM, the Python workers (and the source's planner), this driver (which also
+    produces the input); the embedded broker is left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(pid)] = int(fields[1])
+        stats[int(pid)] = fields
+    me = os.getpid()
+    kinds = {"JVM": 0.0, "Python workers": 0.0, "driver": 0.0}
+    for pid, fields in stats.items():
+        ancestor, depth = pid, 0
+        while ancestor not in (me, 0, 1) and depth < 64:
+            ancestor, depth = parents.get(ancestor, 0), depth + 1
+        if ancestor != me:
+            continue
+        try:
+            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        # utime, stime, cutime, cstime: fields 14-17 of /proc/PID/stat (11-14 after the name)
+        seconds = sum(int(v) for v in fields[11:15]) / tick
+        if pid == me:
+            kinds["driver"] += seconds
+        elif b"java" in command:
+            kinds["JVM"] += seconds
+        elif b"pyspark" in command:
+            if not any(b"pyspark" in _cmdline(p) for p in (parents.get(pid, 0),)):
+                kinds["Python workers"] += seconds  # a daemon: its reaped workers count
+            else:
+                kinds["Python workers"] += sum(int(v) for v in fields[11:13]) / tick
+    return kinds
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
 def stages(spark: Any) -> list[dict[str, Any]]:
     """The completed stages (Spark's REST API)."""
     app = spark.sparkContext.applicationId
@@ -215,12 +262,14 @@ def main(argv: list[str] | None = None) -> None:
         warm = {p["batchId"] for p in query.recentProgress}
         first_stage = 1 + max((s["stageId"] for s in stages(spark)), default=-1)
         spy = profiler(args.py_spy)
+        cpu_before = cpu_by_kind()
         began = time.monotonic()
         produce_fetches(config, args.partitions, args.records)
         print(f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s",
               flush=True)  # fmt: skip
         print(f"\njob ({load()}):", flush=True)
         done = applied.wait(args.records + 2 * args.partitions, args.partitions, 3600)
+        cpu = {k: v - cpu_before[k] for k, v in cpu_by_kind().items()}
         time.sleep(2)
         if spy is not None:
             spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
@@ -237,6 +286,10 @@ def main(argv: list[str] | None = None) -> None:
               f"{busy:.1f} s busy; job read {rate:,.0f} fetch events/s "
               f"batch p50 {percentile(durations, 50):.1f} s, p99 {percentile(durations, 99):.1f} s",
               flush=True)  # fmt: skip
+        print("  CPU of the job's processes while it read them: " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in cpu.items()) + f"; JVM + Python workers "
+            f"{1e6 * (cpu['JVM'] + cpu['Python workers']) / args.records:.1f} us per fetch event",
+            flush=True)  # fmt: skip
         parts: dict[str, float] = {}
         for p in data:
             for name, ms in p["durationMs"].items():
