@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -159,6 +160,31 @@ def cpu_by_kind() -> dict[str, float]:
     return kinds
 
 
+def jvm_threads() -> dict[str, float]:
+    """CPU seconds of the JVM's threads (of this process's JVM child) by thread name,
+    digits dropped: task threads, GC, JIT compilers, RocksDB, the query's own thread..."""
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    found: dict[str, float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != me or b"java" not in _cmdline(int(pid)):
+                continue
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kind = re.sub(r"[0-9]+", "N", name)
+            found[kind] = found.get(kind, 0.0) + (int(stat[11]) + int(stat[12])) / tick
+    return found
+
+
 def _cmdline(pid: int) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
@@ -262,7 +288,7 @@ def main(argv: list[str] | None = None) -> None:
         warm = {p["batchId"] for p in query.recentProgress}
         first_stage = 1 + max((s["stageId"] for s in stages(spark)), default=-1)
         spy = profiler(args.py_spy)
-        cpu_before = cpu_by_kind()
+        cpu_before, threads_before = cpu_by_kind(), jvm_threads()
         began = time.monotonic()
         produce_fetches(config, args.partitions, args.records)
         print(f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s",
@@ -270,6 +296,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\njob ({load()}):", flush=True)
         done = applied.wait(args.records + 2 * args.partitions, args.partitions, 3600)
         cpu = {k: v - cpu_before[k] for k, v in cpu_by_kind().items()}
+        threads = {k: v - threads_before.get(k, 0.0) for k, v in jvm_threads().items()}
         time.sleep(2)
         if spy is not None:
             spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
@@ -290,6 +317,8 @@ def main(argv: list[str] | None = None) -> None:
             f"{k} {v:.1f} s" for k, v in cpu.items()) + f"; JVM + Python workers "
             f"{1e6 * (cpu['JVM'] + cpu['Python workers']) / args.records:.1f} us per fetch event",
             flush=True)  # fmt: skip
+        busiest = sorted(threads.items(), key=lambda item: -item[1])[:8]
+        print("  JVM threads (CPU s): " + ", ".join(f"{k} {v:.1f}" for k, v in busiest))
         parts: dict[str, float] = {}
         for p in data:
             for name, ms in p["durationMs"].items():
