@@ -136,24 +136,24 @@ def cpu_by_kind() -> dict[str, float]:
         stats[int(pid)] = fields
     me = os.getpid()
     kinds = {"JVM": 0.0, "Python workers": 0.0, "driver": 0.0}
-    for pid, fields in stats.items():
-        ancestor, depth = pid, 0
+    for number, fields in stats.items():
+        ancestor, depth = number, 0
         while ancestor not in (me, 0, 1) and depth < 64:
             ancestor, depth = parents.get(ancestor, 0), depth + 1
         if ancestor != me:
             continue
         try:
-            command = Path(f"/proc/{pid}/cmdline").read_bytes()
+            command = Path(f"/proc/{number}/cmdline").read_bytes()
         except OSError:
             continue
         # utime, stime, cutime, cstime: fields 14-17 of /proc/PID/stat (11-14 after the name)
         seconds = sum(int(v) for v in fields[11:15]) / tick
-        if pid == me:
+        if number == me:
             kinds["driver"] += seconds
         elif b"java" in command:
             kinds["JVM"] += seconds
         elif b"pyspark" in command:
-            if not any(b"pyspark" in _cmdline(p) for p in (parents.get(pid, 0),)):
+            if not any(b"pyspark" in _cmdline(p) for p in (parents.get(number, 0),)):
                 kinds["Python workers"] += seconds  # a daemon: its reaped workers count
             else:
                 kinds["Python workers"] += sum(int(v) for v in fields[11:13]) / tick
@@ -194,9 +194,9 @@ def _cmdline(pid: int) -> bytes:
 
 def stages(spark: Any) -> list[dict[str, Any]]:
     """The completed stages (Spark's REST API)."""
-    app = spark.sparkContext.applicationId
-    url = f"http://localhost:{UI_PORT}/api/v1/applications/{app}/stages?status=complete"
-    with urllib.request.urlopen(url, timeout=30) as answer:
+    context = spark.sparkContext  # the UI's own address: another run may hold UI_PORT
+    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(url, timeout=300) as answer:
         found: list[dict[str, Any]] = json.load(answer)
     return found
 

@@ -17,6 +17,7 @@ from state.events import Source
 from streaming.config import load_config
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.kafka_source import (
+    SCHEMA,
     SOURCE_NAME,
     KafkaInputPartition,
     KafkaSource,
@@ -256,7 +257,9 @@ def test_a_running_query_picks_up_new_records_and_new_topics(
 
 
 def reader_for(source_options: dict[str, str]) -> KafkaStreamReader:
-    reader = KafkaSource(source_options).streamReader(KafkaSource(source_options).schema())
+    source = KafkaSource(source_options)
+    source.schema()  # checks the options, as Spark does when the stream is made
+    reader = source.streamReader(SCHEMA)  # (the reader reads its columns from the options)
     assert isinstance(reader, KafkaStreamReader)
     return reader
 
