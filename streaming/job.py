@@ -3,13 +3,15 @@
 ```
 controller-events ─┐                     ┌─ partition-health (compacted)
                    ├─ route ─ shard state ┼─ isrwatch-dead-letters
-fetch-responses ───┘  (mapInArrow)        └─ /metrics, --health-out
+fetch-responses ───┘                      └─ /metrics, --health-out
                        applyInPandasWithState, grouped by shard
 ```
 
 The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
-(``streaming.kafka_source``), or Spark's JVM connector (``kafka.source_format: kafka``)
-where a deployment has it. State lives in the RocksDB state store by default; source
+(``streaming.kafka_source``), whose reader also routes what it reads, or Spark's JVM
+connector (``kafka.source_format: kafka``) where a deployment has it, routed by
+``mapInArrow`` (the same function, the same rows). Where the time goes and why:
+docs/pipeline.md. State lives in the RocksDB state store by default; source
 offsets and state are in the checkpoint, so a restarted job applies every event once.
 """
 
