@@ -233,6 +233,11 @@ class KafkaSettings(BaseModel):
     max_records_per_partition_per_batch: PositiveInt = Field(
         default=100000, description="most records read per topic-partition per micro-batch"
     )
+    max_records_per_batch: PositiveInt | None = Field(
+        default=None,
+        description="most records read per micro-batch over all topic-partitions, shared out "
+        "in proportion to their backlog (Spark's maxOffsetsPerTrigger); none: no such limit",
+    )
     request_timeout_ms: PositiveInt = Field(default=30000, description="client request timeout, ms")
     retry_backoff_ms: PositiveInt = Field(
         default=1000, description="first wait before retrying a failed request or connection, ms"

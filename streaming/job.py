@@ -3,13 +3,15 @@
 ```
 controller-events ─┐                     ┌─ partition-health (compacted)
                    ├─ route ─ shard state ┼─ isrwatch-dead-letters
-fetch-responses ───┘  (mapInArrow)        └─ /metrics, --health-out
+fetch-responses ───┘                      └─ /metrics, --health-out
                        applyInPandasWithState, grouped by shard
 ```
 
 The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
-(``streaming.kafka_source``), or Spark's JVM connector (``kafka.source_format: kafka``)
-where a deployment has it. State lives in the RocksDB state store by default; source
+(``streaming.kafka_source``), whose reader also routes what it reads, or Spark's JVM
+connector (``kafka.source_format: kafka``) where a deployment has it, routed by
+``mapInArrow`` (the same function, the same rows). Where the time goes and why:
+docs/pipeline.md. State lives in the RocksDB state store by default; source
 offsets and state are in the checkpoint, so a restarted job applies every event once.
 """
 
@@ -33,6 +35,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.metrics import HealthExporter
+from streaming.python_worker import freezing_imports
 from streaming.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.shard_state import (
     CLOCK_DELAY_MS,
@@ -70,14 +73,20 @@ def spark_session(config: IsrwatchConfig) -> Any:
     return spark
 
 
-def input_stream(spark: Any, config: IsrwatchConfig) -> Any:
+def input_stream(spark: Any, config: IsrwatchConfig, *, routed: bool = False) -> Any:
+    """The input records, with the columns of Spark's Kafka source; ``routed``: the
+    routed rows of them instead (``streaming.routing.ROUTED_SCHEMA``), which only this
+    project's source gives (its reader routes what it reads)."""
     topics = [config.topics.controller_events, config.topics.fetch_responses]
     if config.kafka.source_format is SourceFormat.KAFKA:
+        if routed:
+            raise ValueError("Spark's Kafka connector gives records, not routed rows")
         return spark.readStream.format("kafka").options(**jvm_kafka_options(config)).load()
     from streaming.kafka_source import kafka_source_options, register
 
     register(spark)
-    options = kafka_source_options(config, topics, str(source_status_file(config)))
+    route = input_sources(config) if routed else None
+    options = kafka_source_options(config, topics, str(source_status_file(config)), route)
     return spark.readStream.format("isrwatch_kafka").options(**options).load()
 
 
@@ -166,7 +175,9 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "subscribe": f"{config.topics.controller_events},{config.topics.fetch_responses}",
         "startingOffsets": kafka.starting_offsets.value,
-        "maxOffsetsPerTrigger": str(kafka.max_records_per_partition_per_batch),
+        "maxOffsetsPerTrigger": str(
+            kafka.max_records_per_batch or kafka.max_records_per_partition_per_batch
+        ),
         "failOnDataLoss": "false",
         "kafka.security.protocol": kafka.security_protocol.value,
     }
@@ -195,9 +206,19 @@ def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
 
 def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> Any:
     """The input records (by default the Kafka input stream; the columns of Spark's Kafka
-    source in any case) parsed and routed to their shards (``streaming.routing``)."""
+    source in any case) parsed and routed to their shards (``streaming.routing``).
+
+    This project's source routes in its reader (the records are in Python there: no round
+    trip of every raw value through the JVM to another Python worker); Spark's connector
+    and the ``records`` given are routed by ``mapInArrow``. Both run
+    ``route_arrow_batches``: the rows are the same.
+    """
+    if records is None and config.kafka.source_format is SourceFormat.PYTHON:
+        return input_stream(spark, config, routed=True)
     route = partial(
-        route_arrow_batches, sources=input_sources(config), shards=config.streaming.state_shards
+        freezing_imports(route_arrow_batches),
+        sources=input_sources(config),
+        shards=config.streaming.state_shards,
     )
     records = input_stream(spark, config) if records is None else records
     return records.mapInArrow(route, ROUTED_SCHEMA)
@@ -222,7 +243,7 @@ def start_query(
         config.rules, shards, config.streaming.watermark_delay_ms, snapshot_when_idle
     )
     health = clocked.groupBy("shard").applyInPandasWithState(
-        make_shard_function(settings), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+        freezing_imports(make_shard_function(settings)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
         GroupStateTimeout.ProcessingTimeTimeout,
     )  # fmt: skip
     return (

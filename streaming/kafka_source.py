@@ -28,13 +28,23 @@ Options (strings; names are case-insensitive):
   picked up when they appear;
 * ``startingOffsets``: ``earliest`` or ``latest`` (default), for a query with no checkpoint;
 * ``maxOffsetsPerPartition``: most records per topic-partition per micro-batch (100000);
+* ``maxOffsetsPerTrigger``: most records per micro-batch over all topic-partitions (no
+  limit by default), shared out as Spark's Kafka source does (``KafkaMicroBatchStream``
+  ``rateLimit``): each partition gets its share of the limit in proportion to what it
+  has to read (rounded down; a partition whose share is below one record reads one);
 * ``kafkaOptions``: JSON object of kafka-python client settings (security protocol, SASL,
   SSL files, timeouts...), as ``KafkaSettings.kafka_python_options()`` without
   ``bootstrap_servers``;
 * ``retryBackoffMs`` / ``retryBackoffMaxMs``: back-off after failed offset requests (1000 /
   30000);
 * ``readTimeoutMs``: a read task with no progress for this long fails (default twice the
-  client's request_timeout_ms).
+  client's request_timeout_ms);
+* ``routeToShards``: JSON ``{"shards": n, "sources": {"<topic>": "<source>"}}``: the reader
+  decodes and routes what it reads itself (``streaming.routing.route_arrow_batches``, the
+  function the job otherwise runs with ``mapInArrow``) and the source's columns are the
+  routed rows (``streaming.routing.ROUTED_SCHEMA``). The records are in Python already:
+  routing them there saves handing every raw value to the JVM and back to another
+  Python worker (``bench/pipeline_bench.py``).
 
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
 starts, in micro-batches capped by ``maxOffsetsPerPartition``.
@@ -59,8 +69,10 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import gc
 import json
 import logging
+import math
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -88,6 +100,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from state.events import Source
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -97,9 +111,11 @@ __all__ = [
     "OPTION_BOOTSTRAP_SERVERS",
     "OPTION_KAFKA_OPTIONS",
     "OPTION_MAX_OFFSETS_PER_PARTITION",
+    "OPTION_MAX_OFFSETS_PER_TRIGGER",
     "OPTION_READ_TIMEOUT_MS",
     "OPTION_RETRY_BACKOFF_MAX_MS",
     "OPTION_RETRY_BACKOFF_MS",
+    "OPTION_ROUTE_TO_SHARDS",
     "OPTION_STARTING_OFFSETS",
     "OPTION_SUBSCRIBE",
     "SCHEMA",
@@ -134,11 +150,13 @@ OPTION_BOOTSTRAP_SERVERS = "kafka.bootstrap.servers"
 OPTION_SUBSCRIBE = "subscribe"
 OPTION_STARTING_OFFSETS = "startingOffsets"
 OPTION_MAX_OFFSETS_PER_PARTITION = "maxOffsetsPerPartition"
+OPTION_MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 OPTION_KAFKA_OPTIONS = "kafkaOptions"
 OPTION_RETRY_BACKOFF_MS = "retryBackoffMs"
 OPTION_RETRY_BACKOFF_MAX_MS = "retryBackoffMaxMs"
 OPTION_READ_TIMEOUT_MS = "readTimeoutMs"
 OPTION_STATUS_FILE = "statusFile"
+OPTION_ROUTE_TO_SHARDS = "routeToShards"
 
 DEFAULT_MAX_OFFSETS_PER_PARTITION = 100_000
 DEFAULT_RETRY_BACKOFF_MS = 1000
@@ -163,9 +181,13 @@ _SECRET_WORDS = ("password", "secret", "token")
 
 
 def kafka_source_options(
-    config: IsrwatchConfig, topics: Sequence[str], status_file: str | None = None
+    config: IsrwatchConfig,
+    topics: Sequence[str],
+    status_file: str | None = None,
+    route: Mapping[str, Source] | None = None,
 ) -> dict[str, str]:
-    """The options of this source for ``config`` reading ``topics``.
+    """The options of this source for ``config`` reading ``topics``; with ``route`` (what
+    each topic carries), the reader routes the records to ``config``'s state shards.
 
     The ``kafkaOptions`` value holds the SASL password in clear when one is configured:
     pass the dict to ``DataStreamReader.options(**...)``, never log it (see
@@ -176,15 +198,36 @@ def kafka_source_options(
     kafka = config.kafka
     client = kafka.kafka_python_options()
     client.pop("bootstrap_servers", None)
-    return {
-        OPTION_BOOTSTRAP_SERVERS: kafka.bootstrap_servers,
-        OPTION_SUBSCRIBE: ",".join(names),
-        OPTION_STARTING_OFFSETS: kafka.starting_offsets.value,
-        OPTION_MAX_OFFSETS_PER_PARTITION: str(kafka.max_records_per_partition_per_batch),
-        OPTION_KAFKA_OPTIONS: json.dumps(client, sort_keys=True),
-        OPTION_RETRY_BACKOFF_MS: str(kafka.retry_backoff_ms),
-        OPTION_RETRY_BACKOFF_MAX_MS: str(kafka.retry_backoff_max_ms),
-    } | ({OPTION_STATUS_FILE: status_file} if status_file else {})
+    return (
+        {
+            OPTION_BOOTSTRAP_SERVERS: kafka.bootstrap_servers,
+            OPTION_SUBSCRIBE: ",".join(names),
+            OPTION_STARTING_OFFSETS: kafka.starting_offsets.value,
+            OPTION_MAX_OFFSETS_PER_PARTITION: str(kafka.max_records_per_partition_per_batch),
+            **(
+                {OPTION_MAX_OFFSETS_PER_TRIGGER: str(kafka.max_records_per_batch)}
+                if kafka.max_records_per_batch is not None
+                else {}
+            ),
+            OPTION_KAFKA_OPTIONS: json.dumps(client, sort_keys=True),
+            OPTION_RETRY_BACKOFF_MS: str(kafka.retry_backoff_ms),
+            OPTION_RETRY_BACKOFF_MAX_MS: str(kafka.retry_backoff_max_ms),
+        }
+        | ({OPTION_STATUS_FILE: status_file} if status_file else {})
+        | (
+            {OPTION_ROUTE_TO_SHARDS: route_option(route, config.streaming.state_shards)}
+            if route is not None
+            else {}
+        )
+    )
+
+
+def route_option(sources: Mapping[str, Source], shards: int) -> str:
+    """The ``routeToShards`` option: route to ``shards`` shards, ``sources`` by topic."""
+    return json.dumps(
+        {"shards": shards, "sources": {topic: source.value for topic, source in sources.items()}},
+        sort_keys=True,
+    )
 
 
 def redacted_options(options: Mapping[str, str]) -> dict[str, str]:
@@ -254,11 +297,14 @@ class SourceSettings:
     topics: tuple[str, ...]
     starting_offsets: str = "latest"
     max_offsets_per_partition: int = DEFAULT_MAX_OFFSETS_PER_PARTITION
+    max_offsets_per_trigger: int | None = None  # over all partitions; None: no such limit
     client_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
     retry_backoff_max_ms: int = DEFAULT_RETRY_BACKOFF_MAX_MS
     read_timeout_ms: int = 2 * DEFAULT_REQUEST_TIMEOUT_MS
     status_file: str | None = None  # where the reader publishes its health (JSON)
+    route_shards: int | None = None  # routeToShards: the reader routes to this many shards
+    route_sources: Mapping[str, Source] = field(default_factory=dict)
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> SourceSettings:
@@ -298,12 +344,37 @@ class SourceSettings:
             max_offsets_per_partition=_positive_int(
                 lowered, OPTION_MAX_OFFSETS_PER_PARTITION, DEFAULT_MAX_OFFSETS_PER_PARTITION
             ),
+            max_offsets_per_trigger=(
+                _positive_int(lowered, OPTION_MAX_OFFSETS_PER_TRIGGER, 1)
+                if OPTION_MAX_OFFSETS_PER_TRIGGER.lower() in lowered
+                else None
+            ),
             client_options=client,
             retry_backoff_ms=backoff,
             retry_backoff_max_ms=backoff_max,
             read_timeout_ms=_positive_int(lowered, OPTION_READ_TIMEOUT_MS, 2 * request_timeout),
             status_file=lowered.get(OPTION_STATUS_FILE.lower()) or None,
+            **cls._routing(lowered.get(OPTION_ROUTE_TO_SHARDS.lower()), topics),
         )
+
+    @staticmethod
+    def _routing(text: str | None, topics: Sequence[str]) -> dict[str, Any]:
+        if text is None or not text.strip():
+            return {}
+        bad = (
+            f"{SOURCE_NAME}: option {OPTION_ROUTE_TO_SHARDS}: must be a JSON object "
+            '{"shards": <positive integer>, "sources": {"<topic>": "<source>"}} naming '
+            f"every subscribed topic ({', '.join(topics)})"
+        )
+        try:
+            routing = json.loads(text)
+            shards, sources = routing["shards"], routing["sources"]
+            by_topic = {str(topic): Source(kind) for topic, kind in sources.items()}
+        except (ValueError, TypeError, KeyError, AttributeError):
+            raise ValueError(bad) from None
+        if type(shards) is not int or shards <= 0 or set(by_topic) != set(topics):
+            raise ValueError(bad)
+        return {"route_shards": shards, "route_sources": by_topic}
 
     @staticmethod
     def _client_options(text: str | None) -> dict[str, Any]:
@@ -396,9 +467,13 @@ class KafkaSource(DataSource):
     def name(cls) -> str:
         return SOURCE_NAME
 
-    def schema(self) -> StructType:
-        SourceSettings.from_options(self.options)  # report bad options when the stream is made
-        return SCHEMA
+    def schema(self) -> StructType | str:
+        # Parsing reports bad options when the stream is made.
+        if SourceSettings.from_options(self.options).route_shards is None:
+            return SCHEMA
+        from streaming.routing import ROUTED_SCHEMA
+
+        return ROUTED_SCHEMA
 
     def streamReader(self, schema: StructType) -> KafkaStreamReader:  # noqa: N802 (Spark's API)
         return KafkaStreamReader(SourceSettings.from_options(self.options))
@@ -520,6 +595,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             self._succeeded()
             ends, beginnings, exact = snapshot.ends, snapshot.beginnings, snapshot.exact
         result = self._advance(start, ends, beginnings, exact, cap)
+        if cap is not None and self.settings.max_offsets_per_trigger is not None:
+            result = share_out(start, result, self.settings.max_offsets_per_trigger)
         # What is available (for an available-now run: up to its target), never behind
         # what is planned.
         self._latest = {key: max(end, ends.get(key, end)) for key, end in result.items()}
@@ -542,7 +619,13 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, KafkaInputPartition):
             raise TypeError(f"{SOURCE_NAME}: unexpected input partition {partition!r}")
-        return read_partition(self.settings, partition)
+        gc.freeze()  # the imported modules: see streaming.python_worker
+        records = read_partition(self.settings, partition)
+        if self.settings.route_shards is None:
+            return records
+        from streaming.routing import route_arrow_batches
+
+        return route_arrow_batches(records, self.settings.route_sources, self.settings.route_shards)
 
     def commit(self, end: dict[str, int]) -> None:
         pass
@@ -816,6 +899,26 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             os.replace(partial, target)  # readers never see half a file
         except OSError as error:
             log.warning("%s: cannot write the status file %s: %s", SOURCE_NAME, path, error)
+
+
+def share_out(start: Mapping[str, int], end: Mapping[str, int], limit: int) -> dict[str, int]:
+    """``end`` cut so that about ``limit`` records are read from ``start`` in all, as
+    Spark's Kafka source shares ``maxOffsetsPerTrigger`` (``KafkaMicroBatchStream``
+    ``rateLimit``): a partition with ``n`` of the ``total`` records to read gets
+    ``limit * n / total`` of them, rounded down, or one if that is below one (so no
+    partition starves; the sum may pass ``limit`` by at most one per partition).
+    Partitions with nothing to read (new, or going back to their beginning) are as in
+    ``end``."""
+    sizes = {key: stop - start[key] for key, stop in end.items()
+             if key in start and stop > start[key]}  # fmt: skip
+    total = sum(sizes.values())
+    if total <= limit:
+        return dict(end)
+    shared = dict(end)
+    for key, size in sizes.items():
+        share = limit * size / total
+        shared[key] = start[key] + min(size, math.ceil(share) if share < 1 else math.floor(share))
+    return shared
 
 
 # --------------------------------------------------------------------------- read

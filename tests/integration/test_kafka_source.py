@@ -13,9 +13,11 @@ import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from state.events import Source
 from streaming.config import load_config
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.kafka_source import (
+    SCHEMA,
     SOURCE_NAME,
     KafkaInputPartition,
     KafkaSource,
@@ -255,7 +257,9 @@ def test_a_running_query_picks_up_new_records_and_new_topics(
 
 
 def reader_for(source_options: dict[str, str]) -> KafkaStreamReader:
-    reader = KafkaSource(source_options).streamReader(KafkaSource(source_options).schema())
+    source = KafkaSource(source_options)
+    source.schema()  # checks the options, as Spark does when the stream is made
+    reader = source.streamReader(SCHEMA)  # (the reader reads its columns from the options)
     assert isinstance(reader, KafkaStreamReader)
     return reader
 
@@ -317,6 +321,65 @@ def test_read_limits(broker: EmbeddedBroker) -> None:
         ]
     finally:
         reader.stop()
+
+    # A total limit too: 7 + 7 to read, 10 in all: 10 x 7 / 14 = 5 each.
+    reader = reader_for(
+        options(broker, [topic], maxOffsetsPerPartition="7", maxOffsetsPerTrigger="10")
+    )
+    try:
+        start = reader.initialOffset()
+        assert reader.latestOffset(start, ReadMaxRows(7)) == {f"{topic}:0": 5, f"{topic}:1": 5}
+        everything = reader.latestOffset(start, ReadAllAvailable())
+        assert everything == {f"{topic}:0": 20, f"{topic}:1": 20}
+    finally:
+        reader.stop()
+
+
+def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_letters(
+    broker: EmbeddedBroker,
+) -> None:
+    """``routeToShards``: the reader decodes and routes (16 shards). Expected by hand:
+    crc32("orders:3") % 16 == 12 (``state.sharding.shard_of``); a dead letter goes to
+    shard 0 with its raw text; the one part of a LeaderAndIsr goes to its owner, counted,
+    with its raw text."""
+    controller, fetches = unique("ctl"), unique("fetch")
+    broker.create_topics([controller, fetches])
+    fetch = (
+        b'{"ts":1000,"topic":"orders","partition":3,"leader":1,"follower":2,'
+        b'"leader_epoch":4,"fetch_offset":100,"leader_leo":120,"high_watermark":100}'
+    )
+    election = (
+        b'{"type":"LeaderAndIsr","ts":900,"topic":"orders","partition":3,"leader":1,'
+        b'"leader_epoch":4,"isr":[1,2],"replicas":[1,2],"partition_epoch":7}'
+    )
+    produce(broker, [(fetches, 0, None, fetch), (fetches, 0, None, b'{"ts": 5'),
+                     (controller, 0, None, election)])  # fmt: skip
+    route = json.dumps({"shards": 16, "sources": {controller: "controller-events",
+                                                  fetches: "fetch-responses"}})  # fmt: skip
+    source = KafkaSource(options(broker, [controller, fetches], routeToShards=route))
+    assert "kind string" in str(source.schema())
+    reader = reader_for(options(broker, [controller, fetches], routeToShards=route))
+    try:
+        start = {f"{controller}:0": 0, f"{fetches}:0": 0}
+        end = reader.latestOffset(start, ReadAllAvailable())
+        rows = [row for part in reader.partitions(start, end) for batch in reader.read(part)
+                for row in batch.to_pylist()]  # fmt: skip
+    finally:
+        reader.stop()
+    by_kind = {row["kind"]: row for row in rows}
+    assert sorted(row["kind"] for row in rows) == ["controller", "dead", "fetch"]
+    assert {k: v for k, v in by_kind["fetch"].items() if v is not None} == {
+        "shard": 12, "kind": "fetch", "ts": 1000, "src_topic": fetches, "src_partition": 0,
+        "src_offset": 0, "topic": "orders", "partition": 3, "leader": 1, "follower": 2,
+        "leader_epoch": 4, "fetch_offset": 100, "leader_leo": 120, "high_watermark": 100,
+        "error": "NONE",
+    }  # fmt: skip
+    dead = by_kind["dead"]
+    assert (dead["shard"], dead["src_offset"], dead["source"], dead["value"], dead["reason"]) == (
+        0, 1, "fetch-responses", '{"ts": 5', "invalid_json")  # fmt: skip
+    part = by_kind["controller"]
+    assert (part["shard"], part["ts"], part["counted"], part["value"], part["source"]) == (
+        12, 900, True, election.decode(), "controller-events")  # fmt: skip
 
 
 def test_a_broker_that_is_down_gives_no_new_data_and_no_error(tmp_path: Path) -> None:
@@ -439,6 +502,22 @@ def test_options_from_the_configuration() -> None:
     assert (settings.retry_backoff_ms, settings.retry_backoff_max_ms) == (200, 4000)
     assert "s3cret" not in repr(settings)
     assert "s3cret" not in json.dumps(redacted_options(made))
+    assert settings.route_shards is None
+    assert settings.max_offsets_per_trigger is None
+    limited = load_config(None, {"kafka.max_records_per_batch": 250_000}, environ={})
+    made = kafka_source_options(limited, ["fetch-responses"])
+    assert made["maxOffsetsPerTrigger"] == "250000"
+    assert SourceSettings.from_options(made).max_offsets_per_trigger == 250_000
+
+    sources = {"controller-events": Source.CONTROLLER_EVENTS,
+               "fetch-responses": Source.FETCH_RESPONSES}  # fmt: skip
+    routed = kafka_source_options(config, ["controller-events", "fetch-responses"], route=sources)
+    assert json.loads(routed["routeToShards"]) == {
+        "shards": 64,  # streaming.state_shards' default
+        "sources": {"controller-events": "controller-events", "fetch-responses": "fetch-responses"},
+    }
+    routing = SourceSettings.from_options(routed)
+    assert (routing.route_shards, dict(routing.route_sources)) == (64, sources)
 
 
 @pytest.mark.parametrize(
@@ -447,10 +526,15 @@ def test_options_from_the_configuration() -> None:
         ({"subscribe": ""}, "subscribe"),
         ({"startingOffsets": "middle"}, "startingOffsets"),
         ({"maxOffsetsPerPartition": "0"}, "maxOffsetsPerPartition"),
+        ({"maxOffsetsPerTrigger": "-5"}, "maxOffsetsPerTrigger"),
         ({"kafkaOptions": "{not json"}, "kafkaOptions"),
         ({"kafkaOptions": '{"bootstrap_servers": ["x:1"]}'}, "bootstrap_servers"),
         ({"kafkaOptions": '{"no_such_setting": 1}'}, "no_such_setting"),
         ({"retryBackoffMs": "100", "retryBackoffMaxMs": "10"}, "retryBackoffMaxMs"),
+        ({"routeToShards": "{not json"}, "routeToShards"),
+        ({"routeToShards": '{"shards": 0, "sources": {"t": "fetch-responses"}}'}, "routeToShards"),
+        ({"routeToShards": '{"shards": 4, "sources": {"u": "fetch-responses"}}'}, "routeToShards"),
+        ({"routeToShards": '{"shards": 4, "sources": {"t": "no-such-source"}}'}, "routeToShards"),
     ],
 )
 def test_bad_options_are_named(bad: dict[str, str], message: str) -> None:

@@ -1,0 +1,351 @@
+"""Where the streaming job's time goes: a fixed backlog read to the end, per-stage split.
+
+    python bench/pipeline_bench.py [--partitions 100000] [--records 1000000] [--shards 16]
+                                   [--trigger-ms 5000] [--max-per-partition 100000]
+                                   [--conf key=value ...] [--source-format python|kafka]
+
+On the embedded broker, ``local[2]``: one LeaderAndIsr per partition and ``--records``
+fetch responses (every follower of every partition in turn, 4 Kafka partitions) are
+produced *before* the query starts; the job (``streaming.job.start_query``, the shipped
+pipeline) then reads them to the end. Printed, next to a baseline measured in the same
+run (a plain confluent-kafka consumer decoding each value, the "source floor"):
+
+* events/s the job read (fetches / sum of the data batches' ``triggerExecution``), the
+  micro-batch p50/p99;
+* the sum of each ``durationMs`` part (addBatch, getBatch, latestOffset, queryPlanning,
+  walCommit, commitOffsets) and of the stateful operator's metrics (commit time, rows,
+  state bytes);
+* per-stage executor run time and CPU time from Spark's REST API (the UI is enabled for
+  this run only): the map stage (source read + routing + shuffle write) and the reduce
+  stage (shuffle read + the shard step + what the sink collects), and the driver's own
+  CPU in the sink.
+
+Nothing is asserted; the machine is shared: CPU figures are the ones to read, the load
+average is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from sustained_bench import (  # bench/ is on the path
+    BROKERS,
+    FETCH_PARTITIONS,
+    bench_config,
+    controller_values,
+    load,
+    percentile,
+    producer,
+    send,
+    source_floor,
+    topic_of,
+)
+
+from streaming.config import IsrwatchConfig, load_config
+from streaming.embedded_broker import EmbeddedBroker
+from streaming.job import make_sink, spark_session, start_query
+from streaming.metrics import HealthExporter
+from streaming.sinks import shard_stats_of
+
+UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it disabled)
+
+
+def produce_fetches(config: IsrwatchConfig, partitions: int, records: int) -> None:
+    prod, topic = producer(config), config.topics.fetch_responses
+    template = (
+        b'{"ts":%d,"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
+        b'"leader_epoch":0,"fetch_offset":%d,"leader_leo":%d,"high_watermark":%d}'
+    )
+    now = int(time.time() * 1000)
+    names = [topic_of(p)[0].encode() for p in range(partitions)]
+    for i in range(records):
+        p, k = (i // 2) % partitions, i % 2
+        leo = 10 * (i // (2 * partitions))
+        leader = p % BROKERS
+        value = template % (now + i // 1000, names[p], p % 1000, leader,
+                            (leader + 1 + k) % BROKERS, leo, leo, leo)  # fmt: skip
+        send(prod, topic, value, (p * 2 + k) % FETCH_PARTITIONS)
+        if i % 100_000 == 0:
+            prod.poll(0)
+    prod.flush(300)
+
+
+class Applied:
+    """The sink's hook: fetches and LeaderAndIsr applied so far, driver CPU in the sink."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.fetches = 0
+        self.leader_and_isr = 0
+
+    def __call__(self, _batch_id: int, rows: pd.DataFrame) -> None:
+        stats = shard_stats_of(rows)
+        with self.lock:
+            self.fetches = sum(
+                s.applied_total.get("FetchResponse", 0) + s.fetch_error_responses_total
+                for s in stats
+            )
+            self.leader_and_isr = sum(s.applied_total.get("LeaderAndIsr", 0) for s in stats)
+
+    def wait(self, fetches: int, partitions: int, timeout_s: float) -> bool:
+        began = time.monotonic()
+        while time.monotonic() - began < timeout_s:
+            with self.lock:
+                if self.fetches >= fetches and self.leader_and_isr >= partitions:
+                    return True
+            time.sleep(0.5)
+        return False
+
+
+def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
+    """py-spy of this process and its descendants (the Python workers), active samples."""
+    if output is None:
+        return None
+    spy = Path(sys.executable).with_name("py-spy")
+    command = [str(spy), "record", "--subprocesses", "--nonblocking", "--format", "raw",
+               "--rate", "50", "--output", output, "--pid", str(os.getpid())]  # fmt: skip
+    return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def cpu_by_kind() -> dict[str, float]:
+    """CPU seconds (user + system, with reaped children) of this process's descendants by
+    kind: the JVM, the Python workers (and the source's planner), this driver (which also
+    produces the input); the embedded broker is left out."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    stats: dict[int, list[str]] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parents[int(pid)] = int(fields[1])
+        stats[int(pid)] = fields
+    me = os.getpid()
+    kinds = {"JVM": 0.0, "Python workers": 0.0, "driver": 0.0}
+    for number, fields in stats.items():
+        ancestor, depth = number, 0
+        while ancestor not in (me, 0, 1) and depth < 64:
+            ancestor, depth = parents.get(ancestor, 0), depth + 1
+        if ancestor != me:
+            continue
+        try:
+            command = Path(f"/proc/{number}/cmdline").read_bytes()
+        except OSError:
+            continue
+        # utime, stime, cutime, cstime: fields 14-17 of /proc/PID/stat (11-14 after the name)
+        seconds = sum(int(v) for v in fields[11:15]) / tick
+        if number == me:
+            kinds["driver"] += seconds
+        elif b"java" in command:
+            kinds["JVM"] += seconds
+        elif b"pyspark" in command:
+            if not any(b"pyspark" in _cmdline(p) for p in (parents.get(number, 0),)):
+                kinds["Python workers"] += seconds  # a daemon: its reaped workers count
+            else:
+                kinds["Python workers"] += sum(int(v) for v in fields[11:13]) / tick
+    return kinds
+
+
+def jvm_threads() -> dict[str, float]:
+    """CPU seconds of the JVM's threads (of this process's JVM child) by thread name,
+    digits dropped: task threads, GC, JIT compilers, RocksDB, the query's own thread..."""
+    tick = os.sysconf("SC_CLK_TCK")
+    me = os.getpid()
+    found: dict[str, float] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            if int(fields[1]) != me or b"java" not in _cmdline(int(pid)):
+                continue
+            threads = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in threads:
+            try:
+                name = Path(f"/proc/{pid}/task/{tid}/comm").read_text().strip()
+                stat = Path(f"/proc/{pid}/task/{tid}/stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            kind = re.sub(r"[0-9]+", "N", name)
+            found[kind] = found.get(kind, 0.0) + (int(stat[11]) + int(stat[12])) / tick
+    return found
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def stages(spark: Any) -> list[dict[str, Any]]:
+    """The completed stages (Spark's REST API)."""
+    context = spark.sparkContext  # the UI's own address: another run may hold UI_PORT
+    url = f"{context.uiWebUrl}/api/v1/applications/{context.applicationId}/stages?status=complete"
+    with urllib.request.urlopen(url, timeout=300) as answer:
+        found: list[dict[str, Any]] = json.load(answer)
+    return found
+
+
+def stage_split(spark: Any, first_stage: int) -> list[dict[str, Any]]:
+    """Completed stages from ``first_stage`` on: run time and CPU per kind of stage."""
+    kinds: dict[str, dict[str, Any]] = {}
+    for stage in stages(spark):
+        if stage["stageId"] < first_stage:
+            continue
+        if stage.get("shuffleWriteRecords", 0) > 0:
+            kind = "map: source + routing + shuffle write"
+        elif stage.get("shuffleReadRecords", 0) > 0:
+            kind = "reduce: shuffle read + shard step + sink collect"
+        else:
+            kind = "other (no shuffle)"
+        empty = {"kind": kind, "stages": 0, "tasks": 0, "run_s": 0.0, "cpu_s": 0.0,
+                 "gc_s": 0.0, "in": 0, "shuffle_mb": 0.0}  # fmt: skip
+        row = kinds.setdefault(kind, empty)
+        row["stages"] += 1
+        row["tasks"] += stage["numCompleteTasks"]
+        row["run_s"] += stage["executorRunTime"] / 1000
+        row["cpu_s"] += stage["executorCpuTime"] / 1e9
+        row["gc_s"] += stage.get("jvmGcTime", 0) / 1000
+        row["in"] += stage.get("inputRecords", 0)
+        row["shuffle_mb"] += stage.get("shuffleWriteBytes", 0) / 2**20
+    return list(kinds.values())
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--records", type=int, default=1_000_000)
+    parser.add_argument("--shards", type=int, default=16)
+    parser.add_argument("--trigger-ms", type=int, default=5000)
+    parser.add_argument("--max-per-partition", type=int, default=100_000)
+    parser.add_argument("--source-format", choices=["python", "kafka"], default="python")
+    parser.add_argument("--py-spy", help="record py-spy (raw stacks) of all Python processes here")
+    parser.add_argument("--conf", nargs="*", default=[], help="isrwatch settings key=value")
+    parser.add_argument("--spark-conf", nargs="*", default=[], help="Spark settings key=value")
+    args = parser.parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
+    print(f"pipeline bench: {args.partitions:,} partitions, {args.records:,} fetches, "
+          f"{args.shards} shards, trigger {args.trigger_ms} ms; {load()}", flush=True)  # fmt: skip
+    with EmbeddedBroker() as broker:
+        broker.start()
+        base = bench_config(broker, workdir, args.shards, args.trigger_ms)
+        overrides = dict(item.split("=", 1) for item in args.conf)
+        config = load_config(None, {
+            **{f"topics.{k}": getattr(base.topics, k) for k in (
+                "controller_events", "fetch_responses", "partition_health", "dead_letters")},
+            "kafka.bootstrap_servers": broker.bootstrap_servers,
+            "kafka.starting_offsets": "earliest",
+            "kafka.source_format": args.source_format,
+            "streaming.checkpoint_location": str(base.streaming.checkpoint_location),
+            "streaming.state_shards": args.shards,
+            "streaming.trigger_interval_ms": args.trigger_ms,
+            "kafka.max_records_per_partition_per_batch": args.max_per_partition,
+            "metrics.enabled": False, **overrides,
+        }, environ={})  # fmt: skip
+        prod = producer(config)
+        for value in controller_values(args.partitions, int(time.time() * 1000) - 60_000):
+            send(prod, config.topics.controller_events, value)
+        prod.flush(120)
+        from pyspark.sql import SparkSession
+
+        os.environ["PYSPARK_PYTHON"] = sys.executable  # as spark_session does
+        builder = SparkSession.builder.master(config.streaming.spark_master)
+        builder = builder.config("spark.ui.enabled", "true").config("spark.ui.port", UI_PORT)
+        builder = builder.config("spark.ui.showConsoleProgress", "false")
+        for item in args.spark_conf:
+            key, value = item.split("=", 1)
+            builder = builder.config(key, value)
+        builder.getOrCreate()
+        spark = spark_session(config)
+        applied = Applied()
+        sink = make_sink(config, HealthExporter(), None, applied)
+        began = time.monotonic()
+        query = start_query(spark, config, sink, snapshot_when_idle=False)
+        applied.wait(0, args.partitions, 3600)
+        print(f"  cold start: {args.partitions:,} LeaderAndIsr applied in "
+              f"{time.monotonic() - began:.0f} s", flush=True)  # fmt: skip
+        # Warm-up: one round of fetches, read in as many tasks at once as the measured ones
+        # (each new Python worker imports pandas, numba, the model: seconds of CPU once).
+        produce_fetches(config, args.partitions, 2 * args.partitions)
+        applied.wait(2 * args.partitions, args.partitions, 3600)
+        print(f"  warm-up: {2 * args.partitions:,} fetches applied", flush=True)
+        time.sleep(2 * args.trigger_ms / 1000)  # a batch with no data, to start clean
+        warm = {p["batchId"] for p in query.recentProgress}
+        first_stage = 1 + max((s["stageId"] for s in stages(spark)), default=-1)
+        spy = profiler(args.py_spy)
+        cpu_before, threads_before = cpu_by_kind(), jvm_threads()
+        began = time.monotonic()
+        produce_fetches(config, args.partitions, args.records)
+        print(f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s",
+              flush=True)  # fmt: skip
+        print(f"\njob ({load()}):", flush=True)
+        done = applied.wait(args.records + 2 * args.partitions, args.partitions, 3600)
+        cpu = {k: v - cpu_before[k] for k, v in cpu_by_kind().items()}
+        threads = {k: v - threads_before.get(k, 0.0) for k, v in jvm_threads().items()}
+        time.sleep(2)
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)  # py-spy writes its output on SIGINT
+            spy.wait(60)
+        progress = [p for p in query.recentProgress if p["batchId"] not in warm]
+        query.stop()
+        sink.close()
+        data = [p for p in progress if p["numInputRows"] > 0]
+        durations = [p["durationMs"]["triggerExecution"] / 1000 for p in data]
+        busy = sum(durations)
+        rows = sum(p["numInputRows"] for p in data)
+        rate = args.records / busy if busy else 0.0
+        print(f"  {'done' if done else 'NOT DONE'}: {rows:,} input rows in {len(data)} batches, "
+              f"{busy:.1f} s busy; job read {rate:,.0f} fetch events/s "
+              f"batch p50 {percentile(durations, 50):.1f} s, p99 {percentile(durations, 99):.1f} s",
+              flush=True)  # fmt: skip
+        print("  CPU of the job's processes while it read them: " + ", ".join(
+            f"{k} {v:.1f} s" for k, v in cpu.items()) + f"; JVM + Python workers "
+            f"{1e6 * (cpu['JVM'] + cpu['Python workers']) / args.records:.1f} us per fetch event",
+            flush=True)  # fmt: skip
+        busiest = sorted(threads.items(), key=lambda item: -item[1])[:8]
+        print("  JVM threads (CPU s): " + ", ".join(f"{k} {v:.1f}" for k, v in busiest))
+        parts: dict[str, float] = {}
+        for p in data:
+            for name, ms in p["durationMs"].items():
+                parts[name] = parts.get(name, 0) + ms / 1000
+        print(
+            "  durationMs sums (s): " + ", ".join(f"{k} {v:.1f}" for k, v in sorted(parts.items()))
+        )
+        ops = [p["stateOperators"][0] for p in data if p.get("stateOperators")]
+        if ops:
+            commit = sum(o.get("commitTimeMs", 0) for o in ops) / 1000
+            custom = ops[-1].get("customMetrics") or {}
+            print(f"  state operator: commit {commit:.1f} s total, rows {ops[-1]['numRowsTotal']}, "
+                  f"memoryUsedBytes {ops[-1].get('memoryUsedBytes')}, "
+                  f"rocksdbSstFileSize {custom.get('rocksdbSstFileSize')}, "
+                  f"allUpdatesTimeMs {sum(o.get('allUpdatesTimeMs', 0) for o in ops) / 1000:.1f} s",
+                  flush=True)  # fmt: skip
+        for row in stage_split(spark, first_stage):
+            print(f"  {row['kind']:48s} {row['stages']:4d} stages {row['tasks']:5d} tasks  "
+                  f"run {row['run_s']:7.1f} s  CPU {row['cpu_s']:7.1f} s (JVM threads)  "
+                  f"GC {row['gc_s']:5.1f} s  shuffle {row['shuffle_mb']:7.1f} MiB",
+                  flush=True)  # fmt: skip
+        print(f"\nreference ({load()}):", flush=True)
+        floor = source_floor(config, args.records)
+        print(f"\njob {rate:,.0f} events/s; job / source floor {rate / floor if floor else 0:.2f}",
+              flush=True)  # fmt: skip
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
