@@ -44,8 +44,10 @@ import pandas as pd
 from sustained_bench import (  # bench/ is on the path
     BROKERS,
     FETCH_PARTITIONS,
+    Summary,
     bench_config,
     controller_values,
+    fetch_values,
     load,
     percentile,
     producer,
@@ -64,7 +66,7 @@ UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it di
 
 
 def produce_fetches(config: IsrwatchConfig, partitions: int, records: int) -> None:
-    prod, topic = producer(config), config.topics.fetch_responses
+    prod, topic = producer(config.kafka.bootstrap_servers), config.topics.fetch_responses
     template = (
         b'{"ts":%d,"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
         b'"leader_epoch":0,"fetch_offset":%d,"leader_leo":%d,"high_watermark":%d}'
@@ -257,7 +259,7 @@ def main(argv: list[str] | None = None) -> None:
             "kafka.max_records_per_partition_per_batch": args.max_per_partition,
             "metrics.enabled": False, **overrides,
         }, environ={})  # fmt: skip
-        prod = producer(config)
+        prod = producer(config.kafka.bootstrap_servers)
         for value in controller_values(args.partitions, int(time.time() * 1000) - 60_000):
             send(prod, config.topics.controller_events, value)
         prod.flush(120)
@@ -341,7 +343,9 @@ def main(argv: list[str] | None = None) -> None:
                   f"GC {row['gc_s']:5.1f} s  shuffle {row['shuffle_mb']:7.1f} MiB",
                   flush=True)  # fmt: skip
         print(f"\nreference ({load()}):", flush=True)
-        floor = source_floor(config, args.records)
+        summary = Summary()
+        values = fetch_values(args.partitions, args.records, int(time.time() * 1000))
+        floor = source_floor(config, values, 300.0, summary)
         print(f"\njob {rate:,.0f} events/s; job / source floor {rate / floor if floor else 0:.2f}",
               flush=True)  # fmt: skip
         spark.stop()

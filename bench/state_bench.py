@@ -95,13 +95,21 @@ def fetch_frames(partitions: int, events: int, batch: int, seed: int = 1) -> lis
     return [frame.iloc[i : i + batch].reset_index(drop=True) for i in range(0, events, batch)]
 
 
-def elections(partitions: int) -> Iterator[tuple[int, LeaderAndIsr]]:
+ELECTION_TS = 1_700_000_000_000
+
+
+def assignments(partitions: int) -> Iterator[tuple[str, int, int, tuple[int, ...]]]:
+    """(topic, partition, leader, replicas) of every partition: RF 3 over 6 brokers."""
     topics, numbers = topic_partitions(partitions)
     for i in range(partitions):
         leader = i % 6
-        replicas = (leader, (leader + 1) % 6, (leader + 2) % 6)
+        yield topics[i], int(numbers[i]), leader, (leader, (leader + 1) % 6, (leader + 2) % 6)
+
+
+def elections(partitions: int) -> Iterator[tuple[int, LeaderAndIsr]]:
+    for i, (topic, partition, leader, replicas) in enumerate(assignments(partitions)):
         yield i, LeaderAndIsr(
-            ts=1_700_000_000_000, topic=topics[i], partition=int(numbers[i]), leader=leader,
+            ts=ELECTION_TS, topic=topic, partition=partition, leader=leader,
             leader_epoch=0, isr=replicas, replicas=replicas, partition_epoch=0,
         )  # fmt: skip
 
@@ -114,19 +122,20 @@ BROKERS = 6
 def election_values(partitions: int) -> list[bytes]:
     """The cold start's LeaderAndIsr of :func:`elections`, as record values."""
     return [
-        json.dumps({"type": "LeaderAndIsr", "ts": e.ts, "topic": e.topic,
-                    "partition": e.partition, "leader": e.leader, "leader_epoch": 0,
-                    "isr": list(e.isr), "replicas": list(e.replicas),
+        json.dumps({"type": "LeaderAndIsr", "ts": ELECTION_TS, "topic": topic,
+                    "partition": partition, "leader": leader, "leader_epoch": 0,
+                    "isr": list(replicas), "replicas": list(replicas),
                     "partition_epoch": 0}).encode()
-        for _, e in elections(partitions)
+        for topic, partition, leader, replicas in assignments(partitions)
     ]  # fmt: skip
 
 
 def failover_values(partitions: int, per_event: int = 1000) -> list[bytes]:
     """A new controller's UpdateMetadata of every partition to every broker."""
-    states = [{"topic": e.topic, "partition": e.partition, "leader": e.leader,
-               "leader_epoch": 0, "isr": list(e.isr), "replicas": list(e.replicas),
-               "offline_replicas": []} for _, e in elections(partitions)]  # fmt: skip
+    states = [{"topic": topic, "partition": partition, "leader": leader,
+               "leader_epoch": 0, "isr": list(replicas), "replicas": list(replicas),
+               "offline_replicas": []}
+              for topic, partition, leader, replicas in assignments(partitions)]  # fmt: skip
     return [
         json.dumps({"type": "UpdateMetadata", "ts": 1_700_000_001_000, "broker": broker,
                     "controller_id": 0, "controller_epoch": 1,
@@ -228,12 +237,10 @@ class Partition:
 
 def baseline_state(partitions: int) -> dict[tuple[str, int], Partition]:
     state = {}
-    for _, e in elections(partitions):
-        assert e.replicas is not None
-        assert e.leader_epoch is not None
-        followers = {b: Follower(last_fetch_time_ms=e.ts, last_caught_up_ms=e.ts)
-                     for b in e.replicas if b != e.leader}  # fmt: skip
-        state[(e.topic, e.partition)] = Partition(e.leader, e.leader_epoch, followers)
+    for topic, partition, leader, replicas in assignments(partitions):
+        followers = {b: Follower(last_fetch_time_ms=ELECTION_TS, last_caught_up_ms=ELECTION_TS)
+                     for b in replicas if b != leader}  # fmt: skip
+        state[(topic, partition)] = Partition(leader, 0, followers)
     return state
 
 

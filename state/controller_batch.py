@@ -27,7 +27,7 @@ Only events with every field present go here (:func:`takes_in_bulk`); a deletion
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -68,6 +68,24 @@ def takes_in_bulk(event: object) -> bool:
         and event.isr is not None
         and event.replicas is not None
     )
+
+
+class StatedState(NamedTuple):
+    """The four state fields of a full LeaderAndIsr, none of them None."""
+
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+
+
+def stated_state(event: LeaderAndIsr) -> StatedState:
+    """The state a full LeaderAndIsr states (the bulk path takes no partial one)."""
+    leader_epoch, partition_epoch = event.leader_epoch, event.partition_epoch
+    isr, replicas = event.isr, event.replicas
+    if leader_epoch is None or partition_epoch is None or isr is None or replicas is None:
+        raise ValueError(f"a partial LeaderAndIsr cannot take the bulk path: {event}")
+    return StatedState(leader_epoch, partition_epoch, isr, replicas)
 
 
 def segments(run: Sequence[tuple[int, LeaderAndIsr]]) -> list[Sequence[tuple[int, LeaderAndIsr]]]:
@@ -151,8 +169,9 @@ def _apply_segment(
     events = [event for _, event in segment]
     topics = Topics([e.topic for e in events])
     partitions = _int_column([e.partition for e in events])
-    leader_epoch = _int_column([e.leader_epoch for e in events])
-    partition_epoch = _int_column([e.partition_epoch for e in events])
+    states = [stated_state(e) for e in events]
+    leader_epoch = _int_column([state.leader_epoch for state in states])
+    partition_epoch = _int_column([state.partition_epoch for state in states])
 
     admitted, raises = _admitted_by_controller(model, events)
     for i in raises.tolist():
@@ -185,38 +204,42 @@ def _apply_segment(
     accepted = np.flatnonzero(owned & (verdict == _ACCEPTED))
     if len(accepted):
         report.applied["LeaderAndIsr"] += len(accepted)
-        _write(model, [events[i] for i in accepted.tolist()], rows[accepted], report)
+        taken = accepted.tolist()
+        _write(model, [events[i] for i in taken], [states[i] for i in taken], rows[accepted],
+               report)  # fmt: skip
 
 
 def _write(
-    model: ReplicationModel, events: list[LeaderAndIsr], rows: I64, report: ApplyReport
-) -> None:
+    model: ReplicationModel, events: list[LeaderAndIsr], states: list[StatedState], rows: I64,
+    report: ApplyReport,
+) -> None:  # fmt: skip
     """The reference's writes of accepted events of distinct partitions (-1: a new row)."""
     table = model.table
     capacity = np.empty(len(events), dtype=np.int64)  # replica slots when each is applied
-    for i, event in enumerate(events):  # in order: each growth is to max(rf, 2 x capacity)
-        table.ensure_replica_capacity(len(event.replicas))
+    for i, state in enumerate(states):  # in order: each growth is to max(rf, 2 x capacity)
+        table.ensure_replica_capacity(len(state.replicas))
         capacity[i] = table.replica_capacity
     new = np.flatnonzero(rows < 0)
     if len(new):
-        fresh = [events[i] for i in new.tolist()]
-        rows[new] = table.create_rows([e.topic for e in fresh], [e.partition for e in fresh],
-                                      [e.replicas for e in fresh])  # fmt: skip
+        fresh = new.tolist()
+        rows[new] = table.create_rows([events[i].topic for i in fresh],
+                                      [events[i].partition for i in fresh],
+                                      [states[i].replicas for i in fresh])  # fmt: skip
     row_list = rows.tolist()
     if model._epoch_floors:  # an epoch is known again for each of them
         for event in events:
             model.clear_epoch_floor(event.topic, event.partition)
     old_isr = [table.isr[row] for row in row_list]
-    for row, event in zip(row_list, events, strict=True):
-        if event.replicas != table.replicas[row]:
-            table.set_replicas(row, event.replicas)
+    for row, state in zip(row_list, states, strict=True):
+        if state.replicas != table.replicas[row]:
+            table.set_replicas(row, state.replicas)
     leader = _int_column([e.leader for e in events])
-    leader_epoch = _int_column([e.leader_epoch for e in events])
+    leader_epoch = _int_column([state.leader_epoch for state in states])
     ts = _int_column([e.ts for e in events])
     new_epoch = leader_epoch > table.leader_epoch[rows]
     new_leader = leader != table.leader[rows]
 
-    isrs = [e.isr for e in events]
+    isrs = [state.isr for state in states]
     table.set_isr_rows(rows, isrs)
     # A follower that stays in the ISR keeps its entry time (README, re-entry).
     before, before_counts = padded(old_isr)
@@ -225,7 +248,7 @@ def _write(
     table.isr_since_ms[rows[which], slot] = ts[which]
     table.leader[rows] = leader
     table.leader_epoch[rows] = leader_epoch
-    table.partition_epoch[rows] = _int_column([e.partition_epoch for e in events])
+    table.partition_epoch[rows] = _int_column([state.partition_epoch for state in states])
 
     after, after_counts = padded(isrs)
     changed = ~(_contained(after, after_counts, before, before_counts)
@@ -241,7 +264,7 @@ def _write(
             model._track_metadata_offset(row, event.metadata_offset, old_isr[i])
         if old_isr[i]:
             report.isr_transitions.append(
-                model._transition(row, old_isr[i], event.isr, event.ts, by_controller=True)
+                model._transition(row, old_isr[i], isrs[i], event.ts, by_controller=True)
             )
     elected = new_epoch & (leader != NO_LEADER)
     reset_rows_on_become_leader(table, rows[elected], ts[elected], new_leader[elected])

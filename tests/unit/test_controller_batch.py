@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import state.model
-from state.controller_batch import segments, takes_in_bulk
+from state.controller_batch import segments, stated_state, takes_in_bulk
 from state.events import (
     BrokerChange,
     BrokerRegistration,
@@ -116,8 +116,9 @@ def sequences(draw: st.DrawFn) -> list[Event]:
             named = draw(st.lists(st.sampled_from(burst), max_size=4))
             states = tuple(
                 MetadataPartitionState(topic=e.topic, partition=e.partition, leader=e.leader,
-                                       leader_epoch=e.leader_epoch, isr=draw(brokers.map(tuple)),
-                                       replicas=e.replicas, offline_replicas=())
+                                       leader_epoch=stated_state(e).leader_epoch,
+                                       isr=draw(brokers.map(tuple)),
+                                       replicas=stated_state(e).replicas, offline_replicas=())
                 for e in named
             )  # fmt: skip
             sequence.append(UpdateMetadata(ts=draw(ts), broker=draw(st.sampled_from((1, 2, 3))),
