@@ -304,19 +304,23 @@ class KafkaSettings(BaseModel):
     def librdkafka_options(self) -> dict[str, object]:
         """The same settings for a confluent-kafka (librdkafka) client, by librdkafka's
         names (CONFIGURATION.md of librdkafka). Holds the SASL password: never log it."""
-        client = self.kafka_python_options()
-        options: dict[str, object] = {
+        return {
             "bootstrap.servers": self.bootstrap_servers,
             "socket.timeout.ms": self.request_timeout_ms,
+            **librdkafka_names(self.kafka_python_options()),
         }
-        for name, key in _LIBRDKAFKA_NAMES.items():
-            if client.get(name) is not None:
-                options[key] = client[name]
-        if "ssl_check_hostname" in client:
-            options["ssl.endpoint.identification.algorithm"] = (
-                "https" if client["ssl_check_hostname"] else "none"
-            )
-        return options
+
+
+def librdkafka_names(client: Mapping[str, object]) -> dict[str, object]:
+    """kafka-python client options (``KafkaSettings.kafka_python_options``) by librdkafka's
+    names: one table for the source's readers and the sinks' producer."""
+    options = {key: client[name] for name, key in _LIBRDKAFKA_NAMES.items()
+               if client.get(name) is not None}  # fmt: skip
+    if "ssl_check_hostname" in client:
+        options["ssl.endpoint.identification.algorithm"] = (
+            "https" if client["ssl_check_hostname"] else "none"
+        )
+    return options
 
 
 class TopicSettings(BaseModel):

@@ -101,6 +101,7 @@ from pyspark.sql.types import (
 )
 
 from state.events import Source
+from streaming.config import librdkafka_names
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -954,7 +955,6 @@ def _to_arrow(topic: str, partition: int, records: Sequence[Any]) -> pa.RecordBa
 def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
     """The reader's consumer settings for confluent-kafka (librdkafka), from the same
     kafka-python client options the driver's clients use (``KafkaSettings``)."""
-    client = settings.client_options
     config: dict[str, Any] = {
         "bootstrap.servers": ",".join(settings.bootstrap_servers),
         # librdkafka wants a group for a consumer; offsets are assigned, never committed.
@@ -968,21 +968,7 @@ def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
         "queued.max.messages.kbytes": 262144,
         "log_level": 3,  # errors only: the reader reports its own failures
     }
-    renamed = {
-        "client_id": "client.id", "security_protocol": "security.protocol",
-        "sasl_mechanism": "sasl.mechanism", "sasl_plain_username": "sasl.username",
-        "sasl_plain_password": "sasl.password", "ssl_cafile": "ssl.ca.location",
-        "ssl_certfile": "ssl.certificate.location", "ssl_keyfile": "ssl.key.location",
-        "retry_backoff_ms": "retry.backoff.ms",
-        "reconnect_backoff_max_ms": "reconnect.backoff.max.ms",
-    }  # fmt: skip
-    for name, key in renamed.items():
-        if client.get(name) is not None:
-            config[key] = client[name]
-    if "ssl_check_hostname" in client:
-        config["ssl.endpoint.identification.algorithm"] = (
-            "https" if client["ssl_check_hostname"] else "none"
-        )
+    config.update(librdkafka_names(settings.client_options))
     return config
 
 
