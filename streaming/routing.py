@@ -2,7 +2,12 @@
 
 * Fetch responses are decoded and validated as a whole batch (``state.fetch_decoder``)
   and travel as typed columns, without their raw value, to the shard that owns their
-  partition.
+  partition: packed, one routed row (kind ``fetches``) per shard per input batch, whose
+  ``event`` is an Arrow IPC stream of the fetch columns (:func:`pack_fetches`). Spark
+  then moves, shuffles and converts a few rows per micro-batch instead of one per fetch
+  (each of its per-row steps cost more than the shard's work on that fetch:
+  ``docs/pipeline.md``); the shard unpacks them into one row per fetch
+  (:func:`unpack_fetches`) before anything else reads them.
 * Controller events are parsed and validated here, once; each shard receives the part
   of an event it needs (``state.controller_routing``), pickled, with a digest of the
   record for duplicate detection. Only the copy that counts the event carries its raw
@@ -21,6 +26,7 @@ import pickle
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
@@ -32,6 +38,8 @@ from state.fetch_decoder import decode_fetches
 from state.sharding import shard_lookup
 
 FETCH = "fetch"
+FETCHES = "fetches"
+"""A pack of fetch rows for one shard (``event``: :func:`pack_fetches`)."""
 CONTROLLER = "controller"
 DEAD = "dead"
 
@@ -93,6 +101,70 @@ def route_arrow(
     return [batch for batch in out if batch.num_rows]
 
 
+FETCH_PACK_COLUMNS = (
+    "ts", "src_topic", "src_partition", "src_offset", "topic", "partition", "leader",
+    "follower", "leader_epoch", "fetch_offset", "leader_leo", "high_watermark", "error",
+)  # fmt: skip
+"""The routed columns a fetch row fills (the others are null on it)."""
+_FETCH_PACK_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
+
+
+def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
+    """Fetch rows (routed, kind ``fetch``) as one row per shard: kind ``fetches``, ``ts``
+    the latest event time of the pack (what Spark's watermark reads: the stream's clock
+    is the same as with one row per fetch), ``event`` the pack's fetch columns as an
+    Arrow IPC stream, in input order."""
+    if not fetches.num_rows:
+        return fetches
+    shard = fetches.column("shard")
+    order = pc.sort_indices(shard)  # stable: a shard's rows keep their input order
+    columns = fetches.select(list(FETCH_PACK_COLUMNS)).take(order)
+    sorted_shards = shard.take(order).to_numpy()
+    starts = np.flatnonzero(np.r_[True, sorted_shards[1:] != sorted_shards[:-1]])
+    ends = np.r_[starts[1:], len(sorted_shards)]
+    packs: list[bytes] = []
+    latest: list[int] = []
+    for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
+        part = columns.slice(start, end - start)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, _FETCH_PACK_SCHEMA) as writer:
+            writer.write_batch(part)
+        packs.append(sink.getvalue().to_pybytes())
+        latest.append(pc.max(part.column("ts")).as_py())
+    count = len(packs)
+    return _batch(count, {
+        "shard": pa.array(sorted_shards[starts], pa.int32()), "kind": [FETCHES] * count,
+        "ts": latest, "event": packs,
+    })  # fmt: skip
+
+
+def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` with every pack (kind ``fetches``) replaced by its fetch rows, one per
+    fetch (kind ``fetch``, the routed columns a fetch leaves empty null), after the
+    other rows; the column types those Spark hands to the state function."""
+    packed = (rows["kind"] == FETCHES).to_numpy(dtype=np.bool_)
+    if not packed.any():
+        return rows
+    tables = [pa.ipc.open_stream(blob).read_all() for blob in rows["event"][packed]]
+    fetches = pa.concat_tables(tables)
+    count = fetches.num_rows
+    shards = rows["shard"][packed].to_numpy(dtype=np.int32)
+    filled = {
+        **{name: fetches.column(name) for name in FETCH_PACK_COLUMNS},
+        "shard": pa.array(np.repeat(shards, [table.num_rows for table in tables]), pa.int32()),
+        "kind": pa.repeat(pa.scalar(FETCH), count),
+    }
+    table = pa.table(
+        [filled.get(f.name, pa.nulls(count, f.type)) for f in ROUTED_ARROW_SCHEMA],
+        schema=ROUTED_ARROW_SCHEMA,
+    )
+    frame: pd.DataFrame = table.to_pandas(types_mapper=_pandas_type)
+    if packed.all():
+        return frame
+    others = rows[~packed].astype(frame.dtypes.to_dict())
+    return pd.concat([others, frame], ignore_index=True)
+
+
 def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
     decoded = decode_fetches(records.column("value").to_pylist())
     position = pa.array(decoded.position)
@@ -106,7 +178,7 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
         "src_offset": records.column("offset").take(position),
         "topic": decoded.topic, "error": decoded.error, **decoded.ints,
     }  # fmt: skip
-    return [_batch(count, columns), _dead_batch(records, decoded.dead)]
+    return [pack_fetches(_batch(count, columns)), _dead_batch(records, decoded.dead)]
 
 
 def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]]) -> pa.RecordBatch:

@@ -4,8 +4,9 @@ It is what ``applyInPandasWithState`` runs, written over plain pandas and bytes 
 it is tested without Spark. Per call it:
 
 1. restores the shard's ``ReplicationModel`` (pickled in the group state);
-2. dead-letters late events (older than the shard's event-time watermark: the largest
-   event time seen minus ``watermark_delay_ms``) and duplicate controller events;
+2. unpacks the fetch rows (routing sends them packed per shard), dead-letters late
+   events (older than the shard's event-time watermark: the largest event time seen
+   minus ``watermark_delay_ms``) and duplicate controller events;
 3. applies the rest in event-time order (ties: Kafka topic, partition, offset);
 4. evaluates every partition of the shard at ``now`` = the largest event time seen in
    the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
@@ -46,7 +47,14 @@ from state.settings import RuleSettings
 from state.sharding import Shard
 from state.shrink_rule import STATUS_NAMES, FollowerStatus
 from streaming import shard_stats
-from streaming.routing import DEAD, FETCH, conform, signed_digest, stable_hash
+from streaming.routing import (
+    DEAD,
+    FETCH,
+    conform,
+    signed_digest,
+    stable_hash,
+    unpack_fetches,
+)
 from streaming.shard_stats import (
     BrokerGauges,
     IsrTransitionCount,
@@ -234,6 +242,7 @@ def _process(
     report = ApplyReport()
     late = duplicates = 0
     if rows is not None:
+        rows = unpack_fetches(rows)
         out += _dead_rows(rows[rows["kind"] == DEAD])
         events = (
             rows[rows["kind"] != DEAD]

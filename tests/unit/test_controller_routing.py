@@ -24,7 +24,7 @@ from state.events import (
     UpdateMetadata,
 )
 from state.sharding import shard_of
-from streaming.routing import CONTROLLER, DEAD, FETCH, route
+from streaming.routing import CONTROLLER, DEAD, FETCH, FETCHES, route, unpack_fetches
 from tests.unit.test_shard_state import kafka_records
 
 SHARDS = 4
@@ -108,7 +108,9 @@ def test_a_cold_start_routes_one_row_per_partition_not_one_per_shard() -> None:
     assert len(controller) == 100
     assert controller["counted"].all()
     assert (controller["shard"] == [shard_of("t", p, 64) for p in range(100)]).all()
-    fetches = routed[routed["kind"] == FETCH]
+    assert (routed["kind"] == FETCHES).sum() == 1  # one fetch, one shard: one pack
+    unpacked = unpack_fetches(routed)
+    fetches = unpacked[unpacked["kind"] == FETCH]
     assert fetches[["shard", "topic", "partition", "fetch_offset"]].values.tolist() == [
         [shard_of("t", 4, 64), "t", 4, 1]
     ]
