@@ -340,13 +340,17 @@ class Watch:
         self.probe_keys = {"{}:{}".format(*topic_of(p)): p for p in probes}
         self.detected: dict[int, Detection] = {}
         self.ends: list[tuple[float, int]] = []  # (wall s, fetches taken) at each batch's end
+        # Fetches taken by each batch: Spark's numInputRows counts the source's rows,
+        # and fetches travel packed, one row per shard (streaming.routing.pack_fetches).
+        self.taken_in_batch: dict[int, int] = {}
         self.since_ms = 0  # a probe counts when the model's caught-up time is this late
 
-    def __call__(self, _batch_id: int, rows: pd.DataFrame) -> None:
+    def __call__(self, batch_id: int, rows: pd.DataFrame) -> None:
         wall = time.time()
         stats = shard_stats_of(rows)
         health = rows[(rows["kind"] == HEALTH) & rows["key"].isin(self.probe_keys.keys())]
         with self.lock:
+            taken_before = self._taken()
             # Totals per shard, kept: a shard with nothing to do in a batch may not report.
             for shard in stats:
                 self.shard_totals[shard.shard] = (
@@ -365,6 +369,7 @@ class Watch:
             clock = max((s.clock_ms for s in stats), default=-1)
             self.batches.append((wall, clock, len(rows)))
             self.ends.append((wall, self._taken()))
+            self.taken_in_batch[batch_id] = self._taken() - taken_before
             for key, value in zip(health["key"], health["value"], strict=True):
                 p = self.probe_keys[key]
                 for follower in json.loads(value)["followers"]:
@@ -767,7 +772,9 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     collect()
     data = [p for p in progress.values() if p["numInputRows"] > 0]
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in data]
-    busy_rate = sum(p["numInputRows"] for p in data) / sum(durations) if durations else 0.0
+    with watch.lock:
+        events = [watch.taken_in_batch.get(p["batchId"], 0) for p in data]
+    busy_rate = sum(events) / sum(durations) if durations else 0.0
     ends = [(wall, taken - applied_before) for wall, taken in watch.ends[first_end:]]
     slope, fitted_on = backlog_slope(samples, ends, outcome["began_wall"], phase_s)
     bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
@@ -828,7 +835,7 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     if not drained:
         print(f"    the backlog did not drain within {args.drain_seconds:.0f} s: no further rate",
               flush=True)  # fmt: skip
-    sizes = [(int(p["numInputRows"]), p["durationMs"]["triggerExecution"] / 1000) for p in data]
+    sizes = list(zip(events, durations, strict=True))
     return RateResult(rate, bounded, busy_rate, percentile(detection, 99), drained, sizes)
 
 
