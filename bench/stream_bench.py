@@ -46,7 +46,7 @@ from streaming.job import (
     start_query,
 )
 from streaming.metrics import HealthExporter
-from streaming.routing import FETCH, ROUTED_SCHEMA, conform, route
+from streaming.routing import FETCH, ROUTED_SCHEMA, conform, route, unpack_fetches
 from streaming.shard_state import (
     CLOCK_DELAY_MS,
     OUTPUT_SCHEMA,
@@ -158,7 +158,7 @@ def per_partition(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]
 
     def routed(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         for records in batches:
-            frame = route(records, sources, 1)
+            frame = unpack_fetches(route(records, sources, 1))  # a row per fetch, to group
             controller = frame["kind"] != FETCH
             parsed = [json.loads(v) for v in frame.loc[controller, "value"]]
             frame.loc[controller, "topic"] = [e.get("topic") for e in parsed]

@@ -31,3 +31,4 @@ def test_short_mode_prints_every_figure() -> None:
     missing = [figure for figure in FIGURES if figure not in done.stdout]
     assert missing == [], done.stdout
     assert "NOT within" not in done.stdout, done.stdout
+    assert "query failed" not in done.stdout, done.stdout  # every reference ran to a figure
