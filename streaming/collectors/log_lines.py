@@ -37,7 +37,7 @@ __all__ = ["CONTINUATION", "Continuation"]
 
 Record = StateChangeRecord | IsrRecord | ControllerRecord
 
-RECORD_KINDS: Final[Mapping[type[Record], str]] = {
+RECORD_KINDS: Final[Mapping[type[object], str]] = {
     **state_changes.RECORD_KINDS,
     **isr_changes.RECORD_KINDS,
     **controller.RECORD_KINDS,

@@ -113,7 +113,7 @@ ControllerRecord = (
     | TopicDeleted
 )
 
-RECORD_KINDS: Final[Mapping[type[ControllerRecord], str]] = {
+RECORD_KINDS: Final[Mapping[type[object], str]] = {
     ControllerElected: "controller_elected",
     ControllerSeen: "controller_seen",
     PreferredLeaderElected: "preferred_leader_elected",

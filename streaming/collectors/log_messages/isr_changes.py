@@ -77,7 +77,7 @@ class IsrUpdateFailed:
 
 IsrRecord = IsrProposal | IsrCommitted | IsrUpdateFailed
 
-RECORD_KINDS: Final[Mapping[type[IsrRecord], str]] = {
+RECORD_KINDS: Final[Mapping[type[object], str]] = {
     IsrProposal: "isr_proposal",
     IsrCommitted: "isr_committed",
     IsrUpdateFailed: "isr_update_failed",

@@ -69,7 +69,7 @@ class LeaderAndIsrReceived:
 
 StateChangeRecord = CachedLeaderInfo | DeletedFromCache | LeaderAndIsrReceived
 
-RECORD_KINDS: Final[Mapping[type[StateChangeRecord], str]] = {
+RECORD_KINDS: Final[Mapping[type[object], str]] = {
     CachedLeaderInfo: "cached_leader_info",
     DeletedFromCache: "deleted_from_cache",
     LeaderAndIsrReceived: "leader_and_isr",
