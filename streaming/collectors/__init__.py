@@ -1,8 +1,9 @@
 """Collectors: the bridges that feed the two input topics from a real Kafka cluster.
 
-* ``isrwatch collect logs`` tails broker log files (``log_lines`` parses them,
-  ``log_translator`` turns the parsed lines into controller events, ``log_follower``
-  reads the files across rotation and restarts, ``log_collector`` runs them);
+* ``isrwatch collect logs`` tails broker log files (``log_lines`` parses them, with the
+  wordings of each Kafka version in ``log_messages``; ``log_translator`` turns the parsed
+  lines into controller events, ``log_follower`` reads the files across rotation and
+  restarts, ``log_collector`` runs them);
 * ``isrwatch collect admin`` polls a cluster with kafka-python's admin client
   (``admin_source`` takes snapshots, ``admin_poller`` turns two snapshots into events);
 * ``isrwatch collect metadata-log`` replays a KRaft cluster's ``__cluster_metadata`` log

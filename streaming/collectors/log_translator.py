@@ -71,24 +71,28 @@ from dataclasses import dataclass
 from typing import Any
 
 from state.events import LEADER_DURING_DELETE, Source
-from streaming.collectors.log_lines import (
+from streaming.collectors.log_lines import Record
+from streaming.collectors.log_messages.controller import (
     BrokerEpochsInitialized,
     BrokerRegistered,
     BrokerSetChanged,
-    CachedLeaderInfo,
-    CommitLogging,
     ControllerElected,
     ControllerSeen,
-    DeletedFromCache,
+    PreferredLeaderElected,
+    TopicDeleted,
+    TopicsCreated,
+)
+from streaming.collectors.log_messages.isr_changes import (
+    CommitLogging,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
+)
+from streaming.collectors.log_messages.state_changes import (
+    CachedLeaderInfo,
+    DeletedFromCache,
     LeaderAndIsrReceived,
     PartitionState,
-    PreferredLeaderElected,
-    Record,
-    TopicDeleted,
-    TopicsCreated,
 )
 from streaming.input_records import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
 

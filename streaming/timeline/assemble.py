@@ -10,14 +10,9 @@ from dataclasses import dataclass
 
 from state.partition_health import HealthRecord
 from state.settings import RuleSettings
+from streaming.timeline.builder import TimelineBuilder
 from streaming.timeline.capture import DEFAULT_STEP_MS, CaptureReplay
-from streaming.timeline.facts import (
-    Timeline,
-    TimelineBuilder,
-    TimelineFilter,
-    TimelineItem,
-    item_time,
-)
+from streaming.timeline.facts import Timeline, TimelineFilter, TimelineItem, item_time
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from streaming.timeline.facts import Timeline
-from streaming.timeline.report import Table, at, detail_tables, moments, summary, title
+from streaming.timeline.moments import moments
+from streaming.timeline.report import Table, detail_tables, summary, title
+from streaming.timeline.words import at
 
 
 def table_markdown(table: Table, level: int = 2) -> list[str]:

@@ -1,8 +1,9 @@
-"""The words of a timeline: its summary, per-broker figures, key moments and detail tables.
+"""The tables of a timeline: its summary, per-broker figures and detail tables.
 
 Each section is a :class:`Table` of strings built from a :class:`~facts.Timeline` alone;
-the Markdown report and the HTML page lay out the same tables, so they say the same.
-Long tables are cut, worst first, with a line saying how many rows were left out.
+the Markdown report and the HTML page lay out the same tables (and the same ``moments``),
+so they say the same. Long tables are cut, worst first, with a line saying how many rows
+were left out.
 """
 
 from __future__ import annotations
@@ -11,25 +12,20 @@ import statistics
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
-from streaming.timeline.facts import (
-    SEVERITY,
-    FollowerEpisode,
-    MetadataBlackout,
-    Shrink,
-    Timeline,
+from streaming.timeline.facts import SEVERITY, FollowerEpisode, Timeline
+from streaming.timeline.words import (
+    cause_text,
+    clock,
+    propagation_verdict,
+    seconds,
+    shrink_actor,
+    stamp,
+    tp_name,
 )
 
 MAX_ROWS = 20
 """Rows of a detail table; the rest is counted, not listed."""
-
-MAX_MOMENTS = 40
-MOMENT_GROUP_MS = 1_000
-"""Moments of one kind about one broker within this much time are told as one."""
-
-MAX_NAMES = 4
-"""Partitions named in one grouped moment; the rest are counted."""
 
 
 @dataclass(frozen=True)
@@ -39,58 +35,6 @@ class Table:
     rows: Sequence[tuple[str, ...]]
     left_out: int = 0  # rows not shown
     note: str = ""
-
-
-@dataclass(frozen=True)
-class Moment:
-    ts: int
-    text: str
-
-
-# ---------------------------------------------------------------------- text
-
-
-def clock(ms: int) -> str:
-    """UTC wall-clock time to the millisecond."""
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%H:%M:%S.%f")[:-3]
-
-
-def stamp(ms: int) -> str:
-    return datetime.fromtimestamp(ms / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
-
-
-def seconds(ms: int) -> str:
-    """A duration: ``9.9 s``, ``2 min 05 s``."""
-    if abs(ms) < 120_000:
-        return f"{ms / 1000:.1f} s"
-    whole = round(ms / 1000)
-    return f"{whole // 60} min {whole % 60:02d} s"
-
-
-def at(timeline: Timeline, ms: int) -> str:
-    """A moment as wall-clock time and offset from the start of the range."""
-    return f"{clock(ms)} (+{(ms - timeline.start_ms) / 1000:.1f} s)"
-
-
-def tp_name(topic: str, partition: int) -> str:
-    return f"{topic}-{partition}"
-
-
-def names(tps: Iterable[tuple[str, int]]) -> str:
-    unique = sorted(set(tps))
-    shown = ", ".join(tp_name(*tp) for tp in unique[:MAX_NAMES])
-    more = len(unique) - MAX_NAMES
-    return shown + (f" and {more} more" if more > 0 else "")
-
-
-def plural(n: int, word: str) -> str:
-    return f"{n} {word}" + ("" if n == 1 else "s")
-
-
-def cause_text(cause: object) -> str:
-    if isinstance(cause, dict) and cause.get("text"):
-        return str(cause["text"])
-    return ""
 
 
 # ---------------------------------------------------------------------- summary
@@ -235,144 +179,7 @@ def broker_time_away(timeline: Timeline) -> dict[int, int]:
     return away
 
 
-# ---------------------------------------------------------------------- moments
-
-
-def moments(timeline: Timeline) -> tuple[list[Moment], int]:
-    """The key moments in time order, grouped; and how many were left out."""
-    raw: list[tuple[int, tuple[object, ...], tuple[str, int], str, int | None]] = []
-    start, end = timeline.start_ms, timeline.end_ms
-
-    def add(
-        ts: int | None,
-        key: tuple[object, ...],
-        tp: tuple[str, int],
-        text: str,
-        value: int | None = None,
-    ) -> None:
-        if ts is not None and start <= ts <= end:
-            raw.append((ts, key, tp, text, value))
-
-    for e in timeline.episodes:
-        tp = (e.topic, e.partition)
-        if e.behind_since_ms is not None:
-            add(
-                e.behind_since_ms,
-                ("behind", e.broker),
-                tp,
-                f"broker {e.broker} last caught up, then fell behind, on {{tps}}",
-            )
-        add(
-            e.predicted_ms,
-            ("predicted", e.broker),
-            tp,
-            f"isrwatch predicted that Kafka will remove broker {e.broker} from {{tps}}",
-        )
-    for s in timeline.shrinks:
-        who = shrink_actor(s)
-        if s.lead_ms is not None:
-            how = ", predicted {values} before"
-        else:
-            how = "" if s.by_controller is True else ", not predicted"
-        add(
-            s.ts,
-            ("shrink", who, s.follower, how),
-            (s.topic, s.partition),
-            f"{who} removed broker {s.follower} from the ISR of {{tps}}{how}",
-            s.lead_ms,
-        )
-        if s.late_by_ms:
-            add(
-                s.ts,
-                ("late", who, s.follower),
-                (s.topic, s.partition),
-                f"{who} acted {{values}} past the deadline on {{tps}}",
-                s.late_by_ms,
-            )
-    for o in timeline.overdue:
-        tp = (o.topic, o.partition)
-        add(
-            o.seen_ms,
-            ("overdue", o.leader, o.follower),
-            tp,
-            f"overdue: leader {o.leader} should have removed broker {o.follower} from {{tps}} "
-            f"by {clock(o.deadline_ms)}",
-        )
-    for c in timeline.isr_changes:
-        for b in c.added:
-            add(
-                c.ts,
-                ("expand", c.leader, b),
-                (c.topic, c.partition),
-                f"broker {b} back in the ISR of {{tps}}",
-            )
-    labels = {"offline": "offline", "under_min_isr": "under min ISR"}
-    for p in timeline.periods:
-        if p.kind not in labels:
-            continue
-        tp = (p.topic, p.partition)
-        add(p.start_ms, (p.kind, "start"), tp, f"{{tps}} {labels[p.kind]}")
-        add(p.end_ms, (p.kind, "end"), tp, f"{{tps}} no longer {labels[p.kind]}")
-    for blackout in timeline.blackouts:
-        verdict, detail = propagation_verdict(timeline, blackout)
-        if verdict in ("late", "still stale"):
-            add(
-                blackout.observed_ms or blackout.changed_ms,
-                ("propagation", verdict),
-                (blackout.topic, blackout.partition),
-                f"metadata caches of {{tps}}: {detail}",
-            )
-    raw.sort(key=lambda item: item[0])
-    grouped: list[tuple[int, tuple[object, ...], list[tuple[str, int]], str, list[int]]] = []
-    open_groups: dict[tuple[object, ...], int] = {}
-    for ts, key, tp, text, value in raw:
-        index = open_groups.get(key)
-        if index is not None and ts - grouped[index][0] <= MOMENT_GROUP_MS:
-            grouped[index][2].append(tp)
-            if value is not None:
-                grouped[index][4].append(value)
-            continue
-        open_groups[key] = len(grouped)
-        grouped.append((ts, key, [tp], text, [] if value is None else [value]))
-    told = [
-        Moment(ts, text.replace("{tps}", names(tps)).replace("{values}", _range(values)))
-        for ts, _, tps, text, values in grouped
-    ]
-    return told[:MAX_MOMENTS], max(0, len(told) - MAX_MOMENTS)
-
-
-def _range(values: Sequence[int]) -> str:
-    if not values:
-        return ""
-    low, high = min(values), max(values)
-    return seconds(low) if low == high else f"{seconds(low)} to {seconds(high)}"
-
-
 # ---------------------------------------------------------------------- details
-
-
-def propagation_verdict(timeline: Timeline, blackout: MetadataBlackout) -> tuple[str, str]:
-    """(verdict, words) of one propagation against its predicted window."""
-    slack = timeline.overdue_slack_ms
-    if blackout.latest_ms is None:
-        if blackout.observed_ms is None:
-            return "still stale", "still stale at the end, no window predicted"
-        return "no window", "no window predicted"
-    if blackout.observed_ms is None:
-        late = blackout.late_by_ms(slack, timeline.end_ms)
-        return "still stale", f"still stale at the end, {seconds(late)} past the window"
-    late = blackout.late_by_ms(slack, timeline.end_ms)
-    if late > 0:
-        return "late", f"took the change {seconds(late)} after the window (+ slack) closed"
-    if blackout.earliest_ms is not None and blackout.observed_ms <= blackout.earliest_ms:
-        return "early", "before the predicted earliest (the leader's last propagation unseen)"
-    return "within", "within the predicted window"
-
-
-def shrink_actor(shrink: Shrink) -> str:
-    if shrink.by_controller is None:  # inferred from health records
-        return f"Kafka (leader {shrink.leader})"
-    return "the controller" if shrink.by_controller else f"leader {shrink.leader}"
 
 
 def shrink_table(timeline: Timeline) -> Table:

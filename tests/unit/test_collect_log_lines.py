@@ -1,4 +1,4 @@
-"""streaming.collectors.log_lines: Kafka broker log lines of every supported kind.
+"""streaming.collectors.log_lines and log_messages: Kafka broker log lines of every supported kind.
 
 The message formats are Kafka's own (the class that logs each one is named next to its
 sample; tests/unit/data/kafka_logs/README.md lists them). Expected values are written by
@@ -12,27 +12,28 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from streaming.collectors.log_lines import (
-    CONTINUATION,
-    IGNORED,
+from streaming.collectors.log_lines import CONTINUATION, IGNORED, Unparseable, parse_line
+from streaming.collectors.log_messages.controller import (
     BrokerEpochsInitialized,
     BrokerRegistered,
     BrokerSetChanged,
-    CachedLeaderInfo,
-    CommitLogging,
     ControllerElected,
-    DeletedFromCache,
+    TopicDeleted,
+    TopicsCreated,
+)
+from streaming.collectors.log_messages.isr_changes import (
+    CommitLogging,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
+)
+from streaming.collectors.log_messages.state_changes import (
+    CachedLeaderInfo,
+    DeletedFromCache,
     LeaderAndIsrReceived,
     PartitionState,
-    TopicDeleted,
-    TopicsCreated,
-    Unparseable,
-    parse_line,
-    split_topic_partition,
 )
+from streaming.collectors.log_messages.wording import split_topic_partition
 
 UTC_ZONE = ZoneInfo("UTC")
 PARTITION_LOGGER = "kafka.cluster.Partition"

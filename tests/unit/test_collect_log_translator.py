@@ -13,23 +13,27 @@ import pytest
 
 from state.event_parser import parse_json_line
 from state.events import DeadLetter, Source
-from streaming.collectors.log_lines import (
+from streaming.collectors.log_messages.controller import (
     BrokerEpochsInitialized,
     BrokerRegistered,
     BrokerSetChanged,
-    CachedLeaderInfo,
-    CommitLogging,
     ControllerElected,
     ControllerSeen,
-    DeletedFromCache,
-    IsrCommitted,
-    IsrProposal,
-    IsrUpdateFailed,
-    LeaderAndIsrReceived,
-    PartitionState,
     PreferredLeaderElected,
     TopicDeleted,
     TopicsCreated,
+)
+from streaming.collectors.log_messages.isr_changes import (
+    CommitLogging,
+    IsrCommitted,
+    IsrProposal,
+    IsrUpdateFailed,
+)
+from streaming.collectors.log_messages.state_changes import (
+    CachedLeaderInfo,
+    DeletedFromCache,
+    LeaderAndIsrReceived,
+    PartitionState,
 )
 from streaming.collectors.log_translator import (
     CANCEL_WINDOW_MS,

@@ -23,11 +23,8 @@ import pytest
 
 from state.settings import RuleSettings
 from streaming.timeline.assemble import TimelineRange, assemble
-from streaming.timeline.facts import (
-    IsrChange,
-    TimelineBuilder,
-    TimelineFilter,
-)
+from streaming.timeline.builder import TimelineBuilder
+from streaming.timeline.facts import IsrChange, TimelineFilter
 from streaming.timeline.health_records import HealthInput
 
 T = 10_000

@@ -18,7 +18,7 @@ from streaming.simulator import ClusterSimulator, load_scenario
 from streaming.simulator.publish import envelope_line
 from streaming.timeline.assemble import assemble
 from streaming.timeline.facts import Timeline
-from streaming.timeline.report import propagation_verdict
+from streaming.timeline.words import propagation_verdict
 
 START_MS = 1_700_000_000_000
 STEP_MS = 1_000

@@ -28,16 +28,9 @@ from streaming.timeline.facts import (
     Timeline,
 )
 from streaming.timeline.markdown import render_markdown
-from streaming.timeline.picture import (
-    DEADLINE_MARK,
-    LANE,
-    MAX_LANES,
-    T_MARK,
-    render_figure,
-    render_html,
-    render_png,
-)
-from streaming.timeline.report import clock
+from streaming.timeline.picture import render_figure, render_html, render_png
+from streaming.timeline.picture_drawing import DEADLINE_MARK, LANE, MAX_LANES, T_MARK
+from streaming.timeline.words import clock
 
 START = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 T = 30_000
