@@ -27,8 +27,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import Any, NamedTuple
 
-from state.partition_health import HealthRecord
-from state.shrink_rule import FollowerStatus
+from state import FollowerStatus, HealthRecord
 
 IN_SYNC = FollowerStatus.IN_SYNC.name
 LAGGING = FollowerStatus.LAGGING.name
