@@ -46,7 +46,8 @@ from state.propagation_window import controller_change_origin
 from state.sharding import shard_lookup
 
 if TYPE_CHECKING:
-    from state.model import ApplyReport, ReplicationModel
+    from state.apply_report import ApplyReport
+    from state.model import ReplicationModel
 
 NO_EPOCH = -1
 """The controller epoch column of an event that carries none (epochs are >= 0)."""

@@ -2,7 +2,11 @@
 
 Events are applied in the order given. Consecutive fetch responses are applied as one
 vectorised batch (follower_fetch_state); controller events, which are rare, one at a
-time. The result is the same for any batching of the same sequence.
+time (runs of LeaderAndIsr in bulk: controller_batch). The result is the same for any
+batching of the same sequence. The model routes each event to the rules it concerns:
+the caught-up rule (caught_up), the leader's own ISR changes (isr_change), the
+propagation window (propagation_window) and the brokers' caches (metadata_cache); its
+health is evaluated by partition_health.
 """
 
 from __future__ import annotations
