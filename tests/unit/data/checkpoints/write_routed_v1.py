@@ -1,13 +1,12 @@
-"""Write a checkpoint fixture with the code of the release that wrote it.
+"""Write the routed-v1 checkpoint fixture with the code of the release that wrote it.
 
-Run from a checkout of that release (routed-v1: commit 544a4fd), with this file and a
-capture::
+Run from a checkout of that release (commit 544a4fd), with this file and a capture::
 
     git worktree add /tmp/isrwatch-544a4fd 544a4fd && cd /tmp/isrwatch-544a4fd
     make .venv/.installed
     .venv/bin/isrwatch simulate --scenario isr-churn-storm --seconds 20 --seed 1 \\
         --start-ms 1700000000000 --out /tmp/capture.jsonl
-    .venv/bin/python <this repo>/tests/unit/data/checkpoints/write_checkpoint.py \\
+    .venv/bin/python <this repo>/tests/unit/data/checkpoints/write_routed_v1.py \\
         /tmp/capture.jsonl <this repo>/tests/unit/data/checkpoints/routed-v1
 
 It imports ``streaming`` and ``state`` from the working directory (the old release):
