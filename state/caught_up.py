@@ -50,6 +50,8 @@ def update_fetch_state(
     """Kafka's ``Replica.updateFetchState`` on one follower's record (module docstring).
 
     Compiled: the fetch pass (``state.follower_fetch_state``) calls it for every fetch.
+    numba's on-disk cache of that pass is invalidated by changes to its own file only,
+    not to this one: after changing this function, delete ``state/__pycache__/*.nb[ic]``.
     """
     if fetch_offset >= leader_leo:
         replica[LAST_CAUGHT_UP] = max(replica[LAST_CAUGHT_UP], fetch_time_ms)
