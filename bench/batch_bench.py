@@ -39,16 +39,22 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from state.causes import with_causes
+from state import (
+    UNKNOWN_OFFSET,
+    FollowerStatus,
+    HealthFrame,
+    HealthRecord,
+    LagTimeUnknown,
+    MetadataState,
+    ReplicationModel,
+    Shard,
+    caught_up_known,
+    shard_of,
+    time_or_none,
+    with_causes,
+)
 from state.events import LeaderAndIsr
-from state.lag_time import LagTimeUnknown, caught_up_known, time_or_none
-from state.metadata_cache import MetadataState
-from state.model import ReplicationModel
-from state.partition_health import HealthFrame, HealthRecord
-from state.partition_table import UNKNOWN_OFFSET
 from state.settings import RuleSettings
-from state.sharding import Shard, shard_of
-from state.shrink_rule import FollowerStatus
 from streaming import shard_state
 from streaming.attribution import CauseAnnotator, attribute_shards
 from streaming.metrics import HealthExporter

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from state.causes import ClusterShape, UnhealthyPartitions, attribute
+from state import ClusterShape, UnhealthyPartitions, attribute
 
 
 def cluster(partitions: int, brokers: int, shards: int) -> tuple[list[str], list[str]]:

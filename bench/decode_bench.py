@@ -35,9 +35,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 import pyarrow.json as pj  # type: ignore[import-untyped]
 
-from state.event_parser import parse_record
+from state import WireFetch, decode_fetches, parse_record
 from state.events import Source
-from state.fetch_decoder import WireFetch, decode_fetches
 
 
 def values(count: int, bad: float, seed: int = 1) -> list[bytes]:

@@ -20,10 +20,8 @@ from typing import Any, cast
 import pandas as pd
 from state_bench import Follower, Partition, baseline_apply, state_bytes
 
-from state.event_parser import parse_json_line
+from state import ApplyReport, FetchBatch, ReplicationModel, parse_json_line
 from state.events import DeadLetter, Event, FetchResponse, LeaderAndIsr, Source
-from state.follower_fetch_state import FetchBatch
-from state.model import ApplyReport, ReplicationModel
 from state.settings import RuleSettings
 from streaming.simulator import ClusterSimulator, load_scenario
 

@@ -36,15 +36,17 @@ import numpy as np
 import pandas as pd
 
 import state.model as model_module
-from state.controller_decoder import decode_controller_events
-from state.controller_routing import route_controller_events
-from state.event_parser import parse_record
+from state import (
+    ApplyReport,
+    FetchBatch,
+    ReplicationModel,
+    Shard,
+    decode_controller_events,
+    parse_record,
+    route_controller_events,
+)
 from state.events import ControllerEvent, DeadLetter, FetchResponse, LeaderAndIsr, Source
-from state.follower_fetch_state import FetchBatch
-from state.model import ApplyReport, ReplicationModel
-from state.partition_table import PartitionTable
 from state.settings import RuleSettings
-from state.sharding import Shard
 
 REPLICAS = 3
 TOPICS = 100
@@ -273,13 +275,7 @@ def baseline_apply(state: dict[tuple[str, int], Partition], fetches: list[FetchR
 
 
 def state_bytes(model: ReplicationModel) -> int:
-    table = model.table
-    return sum(getattr(table, name).nbytes for name in PartitionTable_columns())
-
-
-def PartitionTable_columns() -> tuple[str, ...]:  # noqa: N802 - mirrors the class name
-
-    return PartitionTable._ROW_ARRAYS + PartitionTable._REPLICA_ARRAYS
+    return model.table.array_bytes()
 
 
 def main() -> None:

@@ -32,8 +32,8 @@ import numpy as np
 import pandas as pd
 from kafka import KafkaProducer
 
+from state import ReplicationModel
 from state.events import Source
-from state.model import ReplicationModel
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.embedded_broker import EmbeddedBroker

@@ -72,7 +72,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from state.fetch_decoder import WireFetch
+from state import WireFetch
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.embedded_broker import EmbeddedBroker

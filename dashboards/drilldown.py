@@ -32,7 +32,7 @@ from dashboards.panels import (
     value_map,
 )
 from dashboards.promql import label_eq, series
-from state.shrink_rule import FollowerStatus
+from state import FollowerStatus
 
 UID = "isrwatch-partition"
 TITLE = "isrwatch / Partition drill-down"

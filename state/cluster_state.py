@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
+from state.arrays import BOOL, I64
 from state.events import BrokerChange
-from state.partition_table import BOOL, I64
 
 
 @dataclass(frozen=True)

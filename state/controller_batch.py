@@ -32,6 +32,8 @@ from typing import TYPE_CHECKING, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from state.arrays import BOOL, I64
+from state.caught_up import reset_rows_on_become_leader
 from state.events import (
     LEADER_DURING_DELETE,
     NO_LEADER,
@@ -39,12 +41,13 @@ from state.events import (
     LeaderAndIsr,
     UpdateMetadata,
 )
-from state.follower_fetch_state import reset_rows_on_become_leader
-from state.partition_table import BOOL, I64, ChangeOrigin, PartitionTable, is_member, padded
+from state.partition_table import PartitionTable, is_member, padded
+from state.propagation_window import controller_change_origin
 from state.sharding import shard_lookup
 
 if TYPE_CHECKING:
-    from state.model import ApplyReport, ReplicationModel
+    from state.apply_report import ApplyReport
+    from state.model import ReplicationModel
 
 NO_EPOCH = -1
 """The controller epoch column of an event that carries none (epochs are >= 0)."""
@@ -256,7 +259,7 @@ def _write(
     moved = rows[changed]
     table.isr_changed_ms[moved] = ts[changed]
     table.change_broker[moved] = leader[changed]
-    table.change_origin[moved] = ChangeOrigin.CONTROLLER if model._zk else ChangeOrigin.METADATA_LOG
+    table.change_origin[moved] = controller_change_origin(model.windows)
     for i in np.flatnonzero(changed).tolist():
         row, event = row_list[i], events[i]
         if not model._zk and (event.metadata_offset is not None
@@ -272,7 +275,7 @@ def _write(
     # later event's growth started fresh.
     slots = np.arange(table.replica_capacity)
     for i in np.flatnonzero(elected & (capacity < table.replica_capacity)).tolist():
-        table._reset_replica_state(row_list[i], slots >= capacity[i])
+        table.reset_replica_state(row_list[i], slots >= capacity[i])
     for row in row_list:
         if table.cached_isr[row]:
             model.caches.refresh(row)

@@ -1,9 +1,11 @@
-"""The leader's view of each follower: fetch offset, last fetch, last caught-up time.
+"""Fetch responses applied to the leader's view of each follower, fenced as the leader would.
 
-semantics.md section 2. A batch of fetch responses arrives as columns and is applied by
-one compiled pass (numba) over them in order: each fetch compares itself with the
-previous fetch of the same follower, so order matters, and a compiled loop over the
-columns beats sorting them by follower with numpy (bench/state_bench.py measured both).
+A batch of fetch responses arrives as columns and is applied by one compiled pass
+(numba) over them in order: each fetch that the leader would serve updates its
+follower's record by the caught-up rule (``state.caught_up.update_fetch_state``), which
+compares it with the previous fetch of the same follower, so order matters, and a
+compiled loop over the columns beats sorting them by follower with numpy
+(bench/state_bench.py measured both).
 """
 
 from __future__ import annotations
@@ -17,17 +19,10 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from state.arrays import I64
+from state.caught_up import update_fetch_state
 from state.events import FETCH_ERROR_NONE, DeadLetterReason, FetchResponse
-from state.partition_table import (
-    I64,
-    LAST_CAUGHT_UP,
-    LAST_FETCH_LEADER_LEO,
-    LAST_FETCH_TIME,
-    LOG_END_OFFSET,
-    NEVER,
-    UNKNOWN_OFFSET,
-    PartitionTable,
-)
+from state.partition_table import PartitionTable
 
 Column = npt.NDArray[Any]
 """Any numpy column handed to the compiled kernel (numba types them at the call)."""
@@ -120,11 +115,9 @@ class FetchOutcome:
 def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
     """Apply a batch of fetch responses, in batch order, to the follower state.
 
-    Per follower, a successful fetch at ``t`` with offset ``o`` while the leader's LEO
-    is ``L`` does (Kafka's Replica.updateFetchState, semantics.md section 2): ``o >= L``
-    -> caught up at ``t``; else ``o >= previous L`` -> caught up at the previous fetch
-    time; then ``previous L, previous t, LEO := L, t, o``. The partition's leader LEO and
-    HW become those of its latest applied fetch. Fetches answered with an error change
+    Per follower, a successful fetch updates its record by the caught-up rule
+    (``state.caught_up.update_fetch_state``). The partition's leader LEO and HW become
+    those of its latest applied fetch. Fetches answered with an error change
     nothing. Stale fetches are fenced, as the leader would (see ``_fetch_kernel``).
     """
     topic_base = np.full(len(batch.topic_names), -1, dtype=np.int64)
@@ -190,48 +183,8 @@ def _fetch_kernel(
         if not error_free[i]:
             error_responses += 1
             continue
-        t, o, leo = ts[i], fetch_offset[i], fetch_leader_leo[i]
-        state = fetch_state[row, k]
-        if o >= leo:
-            state[LAST_CAUGHT_UP] = max(state[LAST_CAUGHT_UP], t)
-        elif o >= state[LAST_FETCH_LEADER_LEO]:
-            state[LAST_CAUGHT_UP] = max(state[LAST_CAUGHT_UP], state[LAST_FETCH_TIME])
-        state[LAST_FETCH_LEADER_LEO] = leo
-        state[LAST_FETCH_TIME] = t
-        state[LOG_END_OFFSET] = o
+        leo = fetch_leader_leo[i]
+        update_fetch_state(fetch_state[row, k], ts[i], fetch_offset[i], leo)
         progress[row, 0] = leo
         progress[row, 1] = fetch_high_watermark[i]
     return error_responses
-
-
-def reset_on_become_leader(
-    table: PartitionTable, row: int, now_ms: int, *, new_leader: bool
-) -> None:
-    """Kafka's Partition.makeLeader on a new leader epoch: reset every remote replica.
-
-    ``last_fetch_time = now``, ``last_fetch_leader_leo`` = the leader's LEO at election
-    (the latest ``leader_leo`` seen, 0 if none), ``last_caught_up = now`` for ISR members
-    and never for the others (semantics.md section 2). When leadership moved to another
-    broker, the followers' fetch offsets become unknown until they fetch from it too
-    (makeLeader's ``isNewLeader``: 2.x updateFetchState with UnknownOffsetMetadata,
-    3.x resetReplicaState): a silent follower is then not at the leader's LEO.
-    """
-    reset_rows_on_become_leader(
-        table, np.asarray([row], dtype=np.int64), np.asarray([now_ms], dtype=np.int64),
-        np.asarray([new_leader], dtype=np.bool_),
-    )  # fmt: skip
-
-
-def reset_rows_on_become_leader(
-    table: PartitionTable, rows: npt.NDArray[np.int64], now_ms: npt.NDArray[np.int64],
-    new_leader: npt.NDArray[np.bool_],
-) -> None:  # fmt: skip
-    """:func:`reset_on_become_leader` of distinct ``rows`` at once (``now_ms`` and
-    ``new_leader`` per row)."""
-    leo = table.leader_leo[rows]
-    now = now_ms[:, None]
-    table.epoch_start_offset[rows] = leo
-    table.last_fetch_time_ms[rows] = now
-    table.last_fetch_leader_leo[rows] = leo[:, None]
-    table.last_caught_up_ms[rows] = np.where(table.in_isr[rows], now, NEVER)
-    table.log_end_offset[rows[new_leader]] = UNKNOWN_OFFSET

@@ -29,8 +29,8 @@ from itertools import chain
 import numpy as np
 import numpy.typing as npt
 
+from state.arrays import BOOL
 from state.partition_health import HealthFrame
-from state.partition_table import BOOL
 
 U64 = npt.NDArray[np.uint64]
 

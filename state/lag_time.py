@@ -31,7 +31,8 @@ from enum import StrEnum
 
 import numpy as np
 
-from state.partition_table import BOOL, I64, NEVER
+from state.arrays import BOOL, I64
+from state.caught_up import NEVER
 
 
 class LagTimeUnknown(StrEnum):

@@ -2,18 +2,21 @@
 
 Events are applied in the order given. Consecutive fetch responses are applied as one
 vectorised batch (follower_fetch_state); controller events, which are rare, one at a
-time. The result is the same for any batching of the same sequence.
+time (runs of LeaderAndIsr in bulk: controller_batch). The result is the same for any
+batching of the same sequence. The model routes each event to the rules it concerns:
+the caught-up rule (caught_up), the leader's own ISR changes (isr_change), the
+propagation window (propagation_window) and the brokers' caches (metadata_cache); its
+health is evaluated by partition_health.
 """
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from enum import StrEnum
 
 import numpy as np
 
+from state.apply_report import ApplyReport, IsrTransition, isr_change_kind
+from state.caught_up import reset_on_become_leader
 from state.cluster_state import ClusterState
 from state.controller_batch import apply_leader_and_isr_run, apply_metadata_states, takes_in_bulk
 from state.controller_routing import ControllerEpochSeen
@@ -37,23 +40,23 @@ from state.events import (
     UpdateMetadata,
 )
 from state.flapping import FlapHistory
-from state.follower_fetch_state import (
-    REJECT_REASONS,
-    FetchBatch,
-    apply_fetches,
-    reset_on_become_leader,
-)
+from state.follower_fetch_state import REJECT_REASONS, FetchBatch, apply_fetches
+from state.isr_change import apply_isr_change
 from state.maintenance import MaintenanceLog
-from state.metadata_cache import MetadataCaches
+from state.metadata_cache import (
+    MetadataCaches,
+    apply_quorum_report,
+    apply_update_metadata,
+    track_metadata_offset,
+)
 from state.partition_health import HealthFrame, evaluate
-from state.partition_table import NO_TIME, ChangeOrigin, PartitionTable
+from state.partition_table import PartitionTable
 from state.propagation_window import (
-    DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
-    BlackoutWindow,
     PropagationWindows,
     QuorumProgress,
-    applied_by_ms,
-    has_applied,
+    observe_propagated,
+    record_isr_change,
+    record_propagation,
 )
 from state.settings import PropagationMode, RuleSettings
 from state.sharding import Shard
@@ -62,58 +65,6 @@ BULK_MIN_EVENTS = 2
 """Runs of fewer consecutive LeaderAndIsr go one at a time (the explaining reference)."""
 BULK_MIN_STATES = 2
 """An UpdateMetadata of fewer partition states goes one at a time (the reference)."""
-
-
-class IsrChangeKind(StrEnum):
-    SHRINK = "shrink"
-    EXPAND = "expand"
-    OTHER = "other"  # neither a subset nor a superset (a controller reassignment, say)
-
-
-@dataclass(frozen=True)
-class IsrTransition:
-    """An ISR change the model applied."""
-
-    topic: str
-    partition: int
-    leader: int
-    kind: IsrChangeKind
-    by_controller: bool  # LeaderAndIsr; else the leader's own shrink/expand (IsrChange)
-    ts: int
-    removed: tuple[int, ...] = ()  # brokers that left the ISR
-    added: tuple[int, ...] = ()  # brokers that entered it
-
-
-@dataclass
-class ApplyReport:
-    """What one :meth:`ReplicationModel.apply` did, for metrics and dead letters."""
-
-    # By event type: events that were applied to the state. A fetch answered with an
-    # error is valid but changes nothing: it is counted in fetch_error_responses only.
-    applied: Counter[str] = field(default_factory=Counter)
-    rejected_ids: list[int] = field(default_factory=list)
-    rejected_reasons: list[DeadLetterReason] = field(default_factory=list)
-    fetch_error_responses: int = 0
-    isr_transitions: list[IsrTransition] = field(default_factory=list)
-    propagation_delays_ms: list[int] = field(default_factory=list)
-    bounced_brokers: list[int] = field(default_factory=list)
-    ignored_metadata_entries: int = 0  # UpdateMetadata states of partitions not known
-
-    def reject(self, source_id: int, reason: DeadLetterReason) -> None:
-        self.rejected_ids.append(source_id)
-        self.rejected_reasons.append(reason)
-
-    def rejections_by_reason(self) -> Counter[DeadLetterReason]:
-        return Counter(self.rejected_reasons)
-
-
-def isr_change_kind(old: Sequence[int], new: Sequence[int]) -> IsrChangeKind:
-    before, after = set(old), set(new)
-    if after < before:
-        return IsrChangeKind.SHRINK
-    if after > before:
-        return IsrChangeKind.EXPAND
-    return IsrChangeKind.OTHER
 
 
 class ReplicationModel:
@@ -265,9 +216,9 @@ class ReplicationModel:
             case LeaderAndIsr():
                 reason = self._leader_and_isr(event, report)
             case IsrChange():
-                reason = self._isr_change(event, report)
+                reason = apply_isr_change(self, event, report)
             case IsrChangePropagation():
-                self._propagation(event)
+                record_propagation(self.table, self.windows, event)
             case UpdateMetadata():
                 self._update_metadata(event, partition_report)
             case BrokerChange():
@@ -331,7 +282,8 @@ class ReplicationModel:
         table.leader_epoch[row] = leader_epoch
         table.partition_epoch[row] = partition_epoch
         if set(old_isr) != set(isr):
-            self._record_isr_change(row, event.ts, ChangeOrigin.CONTROLLER, event.leader)
+            record_isr_change(table, self.windows, row, event.ts, by_leader=False,
+                              leader=event.leader)  # fmt: skip
             self._track_metadata_offset(row, event.metadata_offset, old_isr)
             if old_isr:
                 report.isr_transitions.append(
@@ -388,81 +340,6 @@ class ReplicationModel:
         self.caches.refresh(row)
         return None
 
-    def _isr_change(self, event: IsrChange, report: ApplyReport) -> DeadLetterReason | None:
-        if not self.owns(event.topic, event.partition):
-            # Another shard holds the partition; its leader's window still moves. This
-            # shard cannot fence the change by leader epoch: a stale IsrChange that the
-            # owner rejects still widens the leader's window here (README).
-            if self._zk and event.leader != NO_LEADER:
-                tp = TopicPartition(event.topic, event.partition)
-                self._freeze_windows(self.windows.record_isr_change(event.leader, tp, event.ts))
-            return None
-        table = self.table
-        row = table.live_row_of(event.topic, event.partition)
-        if row < 0:
-            return DeadLetterReason.UNKNOWN_PARTITION
-        if event.leader_epoch is not None:
-            if event.leader_epoch < self._epoch_floor(event.topic, event.partition, row):
-                return DeadLetterReason.STALE_LEADER_EPOCH
-            if event.leader_epoch > table.leader_epoch[row]:
-                return DeadLetterReason.UNKNOWN_LEADER_EPOCH
-        if event.partition_epoch is not None and event.partition_epoch < table.partition_epoch[row]:
-            return DeadLetterReason.STALE_PARTITION_EPOCH
-        if event.leader != table.leader[row] or event.leader == NO_LEADER:
-            return DeadLetterReason.NOT_LEADER
-        old_isr = table.isr[row]
-        if event.old_isr is None:
-            self._isr_committed(row, event, report)
-            return None
-        # Entered at ts: added by the change, or new to the ISR the monitor held.
-        stayed = set(old_isr) & set(event.old_isr)
-        table.set_isr(row, event.new_isr)
-        table.mark_isr_entries(row, set(event.new_isr) - stayed, event.ts)
-        if event.partition_epoch is not None:
-            table.partition_epoch[row] = event.partition_epoch
-        self._record_isr_change(row, event.ts, ChangeOrigin.LEADER, event.leader)
-        self._track_metadata_offset(row, event.metadata_offset, old_isr)
-        report.isr_transitions.append(
-            self._transition(row, event.old_isr, event.new_isr, event.ts, by_controller=False)
-        )
-        self.caches.refresh(row)
-        return None
-
-    def _isr_committed(self, row: int, event: IsrChange, report: ApplyReport) -> None:
-        """The partial IsrChange: the new ISR, the one before it not stated.
-
-        Kafka's leader changes the ISR it holds (Partition.maybeShrinkIsr /
-        maybeExpandIsr, then handleAlterPartitionUpdate on commit), so the ISR before is
-        the one the model holds for the partition. When the model holds none (a
-        partition known only from its assignment) the change cannot be classified: the
-        ISR is set with no shrink/expand and no entry times for its members (when they
-        entered is not known). The commit time itself is stated: it is when Kafka queued
-        the change for propagation (ZooKeeper: ReplicaManager.recordIsrChange after the
-        write; KRaft: the AlterPartition commit), so the propagation window starts then.
-        An ISR equal to the one held changes nothing but the partition epoch; its
-        leader's pending propagation is still recorded, as the shards that do not own
-        the partition record it (the leader's window must not depend on the sharding).
-        """
-        table = self.table
-        old_isr = table.isr[row]
-        if event.partition_epoch is not None:
-            table.partition_epoch[row] = event.partition_epoch
-        if set(old_isr) == set(event.new_isr):
-            if self._zk:
-                tp = TopicPartition(event.topic, event.partition)
-                self._freeze_windows(self.windows.record_isr_change(event.leader, tp, event.ts))
-            return
-        table.set_isr(row, event.new_isr)
-        if old_isr:
-            table.mark_isr_entries(row, set(event.new_isr) - set(old_isr), event.ts)
-        self._record_isr_change(row, event.ts, ChangeOrigin.LEADER, event.leader)
-        self._track_metadata_offset(row, event.metadata_offset, old_isr)
-        if old_isr:
-            report.isr_transitions.append(
-                self._transition(row, old_isr, event.new_isr, event.ts, by_controller=False)
-            )
-        self.caches.refresh(row)
-
     def _transition(
         self, row: int, old: Sequence[int], new: Sequence[int], ts: int, *, by_controller: bool
     ) -> IsrTransition:
@@ -480,132 +357,30 @@ class ReplicationModel:
             tp.topic, tp.partition, leader, kind, by_controller, ts, removed, added
         )
 
-    def _record_isr_change(self, row: int, ts: int, origin: int, leader: int) -> None:
-        table = self.table
-        tp = table.topic_partition(row)
-        table.isr_changed_ms[row] = ts
-        table.change_broker[row] = leader
-        if not self._zk:
-            table.change_origin[row] = ChangeOrigin.METADATA_LOG
-        elif origin == ChangeOrigin.LEADER:
-            table.change_origin[row] = ChangeOrigin.LEADER
-            self._freeze_windows(self.windows.record_isr_change(leader, tp, ts))
-        else:
-            # The controller sends UpdateMetadata along with its own LeaderAndIsr; a change
-            # the leader made before stays in that leader's isrChangeSet until propagated.
-            table.change_origin[row] = ChangeOrigin.CONTROLLER
-
-    def _track_metadata_offset(self, row: int, offset: int | None, old_isr: Sequence[int]) -> None:
-        """KRaft: the change is the record at ``offset`` of the metadata log. Each broker
-        the newest DescribeQuorum report shows not past it still holds ``old_isr``."""
+    def _metadata_log_progress(self, event: MetadataLogProgress, report: ApplyReport) -> None:
+        quorum = QuorumProgress.of(event, self.settings.propagation.kraft_propagation_max_ms)
+        self.windows.quorum = quorum
         if self._zk:
             return
-        if offset is None:
-            if set(old_isr) != set(self.table.isr[row]) and self.table.isr_change_offset[row] >= 0:
-                # A change of unknown offset (collect admin): what the reports said of the
-                # brokers' caches no longer tells anything about this partition.
-                self.table.isr_change_offset[row] = -1
-                self.table.cached_isr[row] = {}
-                self.caches.refresh(row)
-            return
-        self.table.isr_change_offset[row] = offset
-        quorum = self.windows.quorum
-        if quorum is None:
-            return
-        new_isr = frozenset(self.table.isr[row])
-        for broker, log_end_offset in quorum.log_end_offsets.items():
-            if has_applied(log_end_offset, offset):
-                self.caches.store(row, broker, new_isr)
-            elif broker not in self.table.cached_isr[row]:
-                self.caches.store(row, broker, frozenset(old_isr))
-        self.caches.refresh(row)
-
-    def _metadata_log_progress(self, event: MetadataLogProgress, report: ApplyReport) -> None:
-        """KRaft: each broker holds every change whose record it has fetched."""
-        fetch_timeout = event.fetch_timeout_ms or DEFAULT_QUORUM_FETCH_TIMEOUT_MS
-        interval = event.interval_ms or self.settings.propagation.kraft_propagation_max_ms
-        quorum = QuorumProgress(
-            report_ms=event.ts,
-            log_end_offsets={r.broker: r.log_end_offset for r in event.replicas
-                             if r.log_end_offset >= 0},
-            last_caught_up_ms={r.broker: r.last_caught_up_ms for r in event.replicas
-                               if r.last_caught_up_ms is not None and r.last_caught_up_ms >= 0},
-            fetch_timeout_ms=fetch_timeout,
-            next_report_ms=event.ts + interval,
-        )  # fmt: skip
-        self.windows.quorum = quorum
-        if self._zk or not quorum.log_end_offsets:
-            return
-        table = self.table
-        # A broker that is gone (fenced, dead) holds nothing back: only live ones count.
-        live_ends = [e for b, e in quorum.log_end_offsets.items() if self.cluster.is_live(b)]
-        lowest = min(live_ends, default=min(quorum.log_end_offsets.values()))
-        pending = np.nonzero(table.exists & (table.isr_change_offset >= lowest))[0].tolist()
-        for row in sorted(set(pending) | self.caches.mismatched):
-            offset = int(table.isr_change_offset[row])
-            if offset < 0:
-                continue
-            stale_before = self.caches.stale_brokers(row, self.cluster)
-            isr = frozenset(table.isr[row])
-            for broker, log_end_offset in quorum.log_end_offsets.items():
-                if has_applied(log_end_offset, offset):
-                    self.caches.store(row, broker, isr)
-            self.caches.refresh(row)
-            if stale_before and not self.caches.stale_brokers(row, self.cluster):
-                changed = int(table.isr_changed_ms[row])
-                done = max(applied_by_ms(changed, event.ts, quorum.last_caught_up_ms.get(b))
-                           for b in stale_before)  # fmt: skip
-                self._observe_propagated(row, done, report)
-
-    def _propagation(self, event: IsrChangePropagation) -> None:
-        self._freeze_windows(
-            self.windows.record_propagation(event.broker, event.partitions, event.ts)
-        )
-
-    def _freeze_windows(self, frozen: dict[TopicPartition, BlackoutWindow]) -> None:
-        """These partitions left their leader's pending set: keep the window they had."""
-        for tp, window in frozen.items():
-            row = self.table.live_row_of(tp.topic, tp.partition)
-            if row >= 0 and self.table.change_origin[row] == ChangeOrigin.LEADER:
-                self.table.change_origin[row] = ChangeOrigin.PROPAGATED
-                self.table.frozen_earliest_ms[row] = window.earliest_ms
-                self.table.frozen_latest_ms[row] = window.latest_ms
+        for row, ms in apply_quorum_report(self.caches, self.cluster, quorum):
+            self._observe_propagated(row, ms, report)
 
     def _update_metadata(self, event: UpdateMetadata, report: ApplyReport) -> None:
         if len(event.partitions) >= BULK_MIN_STATES and apply_metadata_states(self, event, report):
             return
-        was_stale: dict[int, bool] = {}  # rows touched -> stale for a live broker before
-        stored: set[int] = set()  # rows this broker now caches (not evicted)
-        for state in event.partitions:
-            if not self.owns(state.topic, state.partition):
-                continue
-            row = self.table.live_row_of(state.topic, state.partition)
-            if row < 0:
-                report.ignored_metadata_entries += 1
-                continue
-            if row not in was_stale:
-                was_stale[row] = bool(self.caches.stale_brokers(row, self.cluster))
-            if state.leader == LEADER_DURING_DELETE:
-                self.caches.evict(row, event.broker)
-                stored.discard(row)
-            else:
-                self.caches.store(row, event.broker, frozenset(state.isr))
-                stored.add(row)
-        for row, stale_before in was_stale.items():
-            self.caches.refresh(row)
-            # The change reached every cache only if this broker took it (an eviction
-            # for a topic deletion is no propagation).
-            if stale_before and row in stored and not self.caches.stale_brokers(row, self.cluster):
-                self._observe_propagated(row, event.ts, report)
+        propagated, ignored = apply_update_metadata(self.caches, self.cluster, event, self.owns)
+        report.ignored_metadata_entries += ignored
+        for row in propagated:
+            self._observe_propagated(row, event.ts, report)
 
     def _observe_propagated(self, row: int, ts: int, report: ApplyReport) -> None:
-        """The observed end of the blackout: every live cache now has the change."""
-        changed = int(self.table.isr_changed_ms[row])
-        if changed != NO_TIME:
-            report.propagation_delays_ms.append(ts - changed)
-        if self.table.change_origin[row] == ChangeOrigin.LEADER:
-            # Its propagation happened though no IsrChangePropagation event said so.
-            self.windows.forget(self.table.topic_partition(row))
+        delay = observe_propagated(self.table, self.windows, row, ts)
+        if delay is not None:
+            report.propagation_delays_ms.append(delay)
+
+    def _track_metadata_offset(self, row: int, offset: int | None, old_isr: Sequence[int]) -> None:
+        if not self._zk:
+            track_metadata_offset(self.caches, self.windows.quorum, row, offset, old_isr)
 
     def _topic_change(self, event: TopicChange) -> None:
         for topic, partitions in event.created.items():

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from state.arrays import BOOL, I64
+from state.caught_up import UNKNOWN_OFFSET
 from state.cluster_state import ClusterState
 from state.events import NO_LEADER
 from state.lag_time import (
@@ -21,14 +23,9 @@ from state.lag_time import (
     lag_time_known,
     shrink_deadline_known,
 )
-from state.metadata_cache import (
-    MetadataCaches,
-    MetadataState,
-    blackout_window_of,
-    metadata_state,
-)
-from state.partition_table import BOOL, I64, UNKNOWN_OFFSET, PartitionTable
-from state.propagation_window import PropagationWindows
+from state.metadata_cache import MetadataCaches, MetadataState, metadata_state
+from state.partition_table import PartitionTable
+from state.propagation_window import PropagationWindows, blackout_window_of
 from state.settings import RuleSettings
 from state.shrink_rule import (
     STATUS_NAMES,

@@ -17,36 +17,19 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from state.arrays import BOOL, I64
+from state.caught_up import (
+    FETCH_STATE_FIELDS,
+    LAST_CAUGHT_UP,
+    LAST_FETCH_LEADER_LEO,
+    LAST_FETCH_TIME,
+    LOG_END_OFFSET,
+    NEVER,
+    UNKNOWN_OFFSET,
+)
 from state.events import NO_LEADER, TopicPartition
-
-I64 = npt.NDArray[np.int64]
-I32 = npt.NDArray[np.int32]
-BOOL = npt.NDArray[np.bool_]
-
-UNKNOWN_OFFSET = -1
-"""``log_end_offset`` of a follower whose fetch offset has not been seen (since election)."""
-
-NEVER = 0
-"""``last_caught_up_ms`` of a follower that was never caught up (semantics.md section 2),
-and ``isr_since_ms`` of a replica whose entry into the ISR was not seen."""
-
-NO_TIME = -1
-"""Any other time column that has no value."""
-
-
-FETCH_STATE_FIELDS = ("log_end_offset", "last_fetch_time_ms", "last_fetch_leader_leo",
-                      "last_caught_up_ms")  # fmt: skip
-LOG_END_OFFSET, LAST_FETCH_TIME, LAST_FETCH_LEADER_LEO, LAST_CAUGHT_UP = range(4)
-
-
-class ChangeOrigin:
-    """Who made the latest change of a partition's ISR; decides its propagation window."""
-
-    NONE = 0
-    CONTROLLER = 1  # LeaderAndIsr: the controller sends UpdateMetadata itself
-    LEADER = 2  # IsrChange by the leader, waiting in its isrChangeSet (zk mode)
-    PROPAGATED = 3  # IsrChange whose propagation was seen: window frozen at that moment
-    METADATA_LOG = 4  # kraft mode: any change, applied by brokers replaying the log
+from state.propagation_window import NO_TIME, ChangeOrigin
+from state.table_columns import Column, ListColumn, Scope, columns_of
 
 
 @dataclass
@@ -57,7 +40,52 @@ class TopicSlots:
 
 
 class PartitionTable:
-    """Partition rows and replica slots of one shard; see the module docstring."""
+    """Partition rows and replica slots of one shard; see the module docstring.
+
+    The columns are the class attributes below, each declared once (state.table_columns).
+    """
+
+    exists = Column(np.bool_)
+    topic_id = Column(np.int32, -1, cleared=False)  # the row's identity, kept for reuse
+    partition = Column(np.int32, -1, cleared=False)
+    # Read together on every fetch (fencing), so kept side by side.
+    leadership = Column(np.int32, record=2)
+    leader = leadership.field(0, NO_LEADER)
+    leader_epoch = leadership.field(1, -1)
+    partition_epoch = Column(np.int32, -1)
+    progress = Column(np.int64, record=2)
+    leader_leo = progress.field(0, 0)
+    high_watermark = progress.field(1, 0)
+    epoch_start_offset = Column(np.int64)
+    n_replicas = Column(np.int32)
+    n_isr = Column(np.int32)
+    # The latest ISR change and its propagation window (state.propagation_window).
+    isr_changed_ms = Column(np.int64, NO_TIME)
+    change_origin = Column(np.int32, ChangeOrigin.NONE)
+    change_broker = Column(np.int32, -1)
+    frozen_earliest_ms = Column(np.int64, NO_TIME)
+    frozen_latest_ms = Column(np.int64, NO_TIME)
+    # KRaft: offset in __cluster_metadata of the latest ISR change (-1: not known).
+    isr_change_offset = Column(np.int64, -1)
+    isr = ListColumn[tuple[int, ...]](tuple)
+    replicas = ListColumn[tuple[int, ...]](tuple)
+    # Per broker: the ISR its MetadataCache holds (UpdateMetadata), per row.
+    cached_isr = ListColumn[dict[int, frozenset[int]]](dict)
+
+    replica_broker = Column(np.int32, -1, scope=Scope.REPLICA)
+    # Derived from the ISR and the assignment (set_isr), which every new row sets.
+    in_isr = Column(np.bool_, scope=Scope.REPLICA, cleared=False)
+    # The fetch state of a replica is read and written together on every fetch: one
+    # record of FETCH_STATE_FIELDS per replica keeps it in one cache line.
+    fetch_state = Column(np.int64, scope=Scope.REPLICA, record=len(FETCH_STATE_FIELDS),
+                         follows_replica=True)  # fmt: skip
+    log_end_offset = fetch_state.field(LOG_END_OFFSET, UNKNOWN_OFFSET)
+    last_fetch_time_ms = fetch_state.field(LAST_FETCH_TIME, 0)
+    last_fetch_leader_leo = fetch_state.field(LAST_FETCH_LEADER_LEO, 0)
+    last_caught_up_ms = fetch_state.field(LAST_CAUGHT_UP, NEVER)
+    # When the replica last entered the ISR as the monitor saw it (NEVER: not seen).
+    # Not read by the fetch pass, so kept out of the fetch state records.
+    isr_since_ms = Column(np.int64, NEVER, scope=Scope.REPLICA, follows_replica=True)
 
     def __init__(self, partition_capacity: int = 8, replica_capacity: int = 4) -> None:
         self.size = 0
@@ -65,93 +93,24 @@ class PartitionTable:
         self.topic_names: list[str] = []
         self._slot_to_row: I64 = np.full(0, -1, dtype=np.int64)
         self._deleted_rows: dict[tuple[str, int], int] = {}
-        self._alloc(partition_capacity, replica_capacity)
+        for column in COLUMNS:
+            self.__dict__[column.name] = column.allocate(partition_capacity, replica_capacity)
+        for listed in LIST_COLUMNS:
+            self.__dict__[listed.name] = listed.allocate(partition_capacity)
 
     # ----------------------------------------------------------------- storage
 
-    def _alloc(self, p_cap: int, r_cap: int) -> None:
-        self.exists: BOOL = np.zeros(p_cap, dtype=np.bool_)
-        self.topic_id: I32 = np.full(p_cap, -1, dtype=np.int32)
-        self.partition: I32 = np.full(p_cap, -1, dtype=np.int32)
-        # Read together on every fetch (fencing), so kept side by side.
-        self.leadership: I32 = np.empty((p_cap, 2), dtype=np.int32)
-        self.leader[:], self.leader_epoch[:] = NO_LEADER, -1
-        self.partition_epoch: I32 = np.full(p_cap, -1, dtype=np.int32)
-        self.progress: I64 = np.zeros((p_cap, 2), dtype=np.int64)  # leader LEO, HW
-        self.epoch_start_offset: I64 = np.zeros(p_cap, dtype=np.int64)
-        self.n_replicas: I32 = np.zeros(p_cap, dtype=np.int32)
-        self.n_isr: I32 = np.zeros(p_cap, dtype=np.int32)
-        self.isr_changed_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
-        self.change_origin: I32 = np.zeros(p_cap, dtype=np.int32)
-        self.change_broker: I32 = np.full(p_cap, -1, dtype=np.int32)
-        self.frozen_earliest_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
-        self.frozen_latest_ms: I64 = np.full(p_cap, NO_TIME, dtype=np.int64)
-        # KRaft: offset in __cluster_metadata of the latest ISR change (-1: not known).
-        self.isr_change_offset: I64 = np.full(p_cap, -1, dtype=np.int64)
-        self.isr: list[tuple[int, ...]] = [() for _ in range(p_cap)]
-        self.replicas: list[tuple[int, ...]] = [() for _ in range(p_cap)]
-        # Per broker: the ISR its MetadataCache holds (UpdateMetadata), per row.
-        self.cached_isr: list[dict[int, frozenset[int]]] = [{} for _ in range(p_cap)]
-        shape = (p_cap, r_cap)
-        self.replica_broker: I32 = np.full(shape, -1, dtype=np.int32)
-        self.in_isr: BOOL = np.zeros(shape, dtype=np.bool_)
-        # The fetch state of a replica is read and written together on every fetch: one
-        # record of FETCH_STATE_FIELDS per replica keeps it in one cache line.
-        self.fetch_state: I64 = np.zeros((*shape, len(FETCH_STATE_FIELDS)), dtype=np.int64)
-        self.log_end_offset[:] = UNKNOWN_OFFSET
-        self.last_caught_up_ms[:] = NEVER
-        # When the replica last entered the ISR as the monitor saw it (NEVER: not seen).
-        # Not read by the fetch pass, so kept out of the fetch state records.
-        self.isr_since_ms: I64 = np.full(shape, NEVER, dtype=np.int64)
-
-    @property
-    def leader(self) -> I32:
-        return self.leadership[:, 0]
-
-    @property
-    def leader_epoch(self) -> I32:
-        return self.leadership[:, 1]
-
-    @property
-    def leader_leo(self) -> I64:
-        return self.progress[:, 0]
-
-    @property
-    def high_watermark(self) -> I64:
-        return self.progress[:, 1]
-
-    @property
-    def log_end_offset(self) -> I64:
-        return self.fetch_state[:, :, LOG_END_OFFSET]
-
-    @property
-    def last_fetch_time_ms(self) -> I64:
-        return self.fetch_state[:, :, LAST_FETCH_TIME]
-
-    @property
-    def last_fetch_leader_leo(self) -> I64:
-        return self.fetch_state[:, :, LAST_FETCH_LEADER_LEO]
-
-    @property
-    def last_caught_up_ms(self) -> I64:
-        return self.fetch_state[:, :, LAST_CAUGHT_UP]
-
-    _ROW_ARRAYS = (
-        "exists", "topic_id", "partition", "leadership", "partition_epoch",
-        "progress", "epoch_start_offset", "n_replicas", "n_isr",
-        "isr_changed_ms", "change_origin", "change_broker", "frozen_earliest_ms",
-        "frozen_latest_ms", "isr_change_offset",
-    )  # fmt: skip
-    _ROW_LISTS = ("isr", "replicas", "cached_isr")
-    _REPLICA_ARRAYS = ("replica_broker", "in_isr", "fetch_state", "isr_since_ms")
-
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle; a table pickled before ``isr_since_ms`` existed gets NEVER there."""
-        if "isr_since_ms" not in state:
-            state["isr_since_ms"] = np.full(state["replica_broker"].shape, NEVER, dtype=np.int64)
-        if "isr_change_offset" not in state:
-            state["isr_change_offset"] = np.full(len(state["exists"]), -1, dtype=np.int64)
+        """Unpickle; a column the pickled table did not have yet holds its fills."""
+        partitions, replicas = len(state["exists"]), state["replica_broker"].shape[1]
+        for column in COLUMNS:
+            if column.name not in state:
+                state[column.name] = column.allocate(partitions, replicas)
         self.__dict__.update(state)
+
+    def array_bytes(self) -> int:
+        """The memory of the numpy columns."""
+        return sum(self.__dict__[column.name].nbytes for column in COLUMNS)
 
     @property
     def partition_capacity(self) -> int:
@@ -162,16 +121,11 @@ class PartitionTable:
         return int(self.replica_broker.shape[1])
 
     def _grow(self, p_cap: int, r_cap: int) -> None:
-        old = {name: getattr(self, name) for name in self._ROW_ARRAYS + self._REPLICA_ARRAYS}
-        old_lists = {name: getattr(self, name) for name in self._ROW_LISTS}
-        old_p, old_r = self.partition_capacity, self.replica_capacity
-        self._alloc(p_cap, r_cap)
-        for name in self._ROW_ARRAYS:
-            getattr(self, name)[:old_p] = old[name]
-        for name in self._REPLICA_ARRAYS:
-            getattr(self, name)[:old_p, :old_r] = old[name]
-        for name in self._ROW_LISTS:
-            getattr(self, name)[:old_p] = old_lists[name]
+        for column in COLUMNS:
+            self.__dict__[column.name] = column.grown(self.__dict__[column.name], p_cap, r_cap)
+        for listed in LIST_COLUMNS:
+            rows: list[Any] = self.__dict__[listed.name]
+            rows.extend(listed.allocate(p_cap - len(rows)))
 
     def ensure_replica_capacity(self, replication_factor: int) -> None:
         if replication_factor > self.replica_capacity:
@@ -280,18 +234,12 @@ class PartitionTable:
 
     def _clear_rows(self, rows: I64) -> None:
         """:meth:`_clear` of several rows."""
-        for name, default in self._ROW_DEFAULTS.items():
-            getattr(self, name)[rows] = default
-        for row in rows.tolist():
-            self.isr[row] = ()
-            self.replicas[row] = ()
-            self.cached_isr[row] = {}
-        self.replica_broker[rows] = -1
-        self.log_end_offset[rows] = UNKNOWN_OFFSET
-        self.last_fetch_time_ms[rows] = 0
-        self.last_fetch_leader_leo[rows] = 0
-        self.last_caught_up_ms[rows] = NEVER
-        self.isr_since_ms[rows] = NEVER
+        for column in CLEARED:
+            column.reset(self.__dict__[column.name], rows)
+        for listed in LIST_COLUMNS:
+            values: list[Any] = self.__dict__[listed.name]
+            for row in rows.tolist():
+                values[row] = listed.empty()
 
     def delete(self, row: int) -> None:
         """The partition is gone: its slot no longer maps to it; the row waits for reuse."""
@@ -302,28 +250,16 @@ class PartitionTable:
         self._clear(row)
 
     def _clear(self, row: int) -> None:
-        for name, default in self._ROW_DEFAULTS.items():
-            getattr(self, name)[row] = default
-        self.isr[row] = ()
-        self.replicas[row] = ()
-        self.cached_isr[row] = {}
-        self.replica_broker[row] = -1
-        self._reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
+        """The row as a new one: every column but the row's identity at its fills."""
+        for column in CLEARED:
+            column.reset(self.__dict__[column.name], row)
+        for listed in LIST_COLUMNS:
+            self.__dict__[listed.name][row] = listed.empty()
 
-    _ROW_DEFAULTS: dict[str, int] = {  # noqa: RUF012 - read-only table of defaults
-        "exists": 0, "leader": NO_LEADER, "leader_epoch": -1, "partition_epoch": -1,
-        "leader_leo": 0, "high_watermark": 0, "epoch_start_offset": 0, "n_replicas": 0,
-        "n_isr": 0, "isr_changed_ms": NO_TIME, "change_origin": ChangeOrigin.NONE,
-        "change_broker": -1, "frozen_earliest_ms": NO_TIME, "frozen_latest_ms": NO_TIME,
-        "isr_change_offset": -1,
-    }  # fmt: skip
-
-    def _reset_replica_state(self, row: int, slots: BOOL) -> None:
-        self.log_end_offset[row, slots] = UNKNOWN_OFFSET
-        self.last_fetch_time_ms[row, slots] = 0
-        self.last_fetch_leader_leo[row, slots] = 0
-        self.last_caught_up_ms[row, slots] = NEVER
-        self.isr_since_ms[row, slots] = NEVER
+    def reset_replica_state(self, row: int, slots: BOOL) -> None:
+        """The state of the replicas in ``slots`` of the row, as a new replica's."""
+        for column in REPLICA_STATE:
+            column.reset(self.__dict__[column.name], (row, slots))
 
     # ------------------------------------------------------ assignment, ISR
 
@@ -334,15 +270,14 @@ class PartitionTable:
         self.ensure_replica_capacity(len(replicas))
         old_slot = {int(b): k for k, b in enumerate(self.replica_broker[row]) if b >= 0}
         kept = [old_slot.get(b, -1) for b in replicas]
-        saved = self.fetch_state[row].copy()
-        saved_since = self.isr_since_ms[row].copy()
+        saved = {column.name: self.__dict__[column.name][row].copy() for column in REPLICA_STATE}
         self.replica_broker[row] = -1
-        self._reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
+        self.reset_replica_state(row, np.ones(self.replica_capacity, dtype=np.bool_))
         for k, (broker, old_k) in enumerate(zip(replicas, kept, strict=True)):
             self.replica_broker[row, k] = broker
             if old_k >= 0:
-                self.fetch_state[row, k] = saved[old_k]
-                self.isr_since_ms[row, k] = saved_since[old_k]
+                for name, values in saved.items():
+                    self.__dict__[name][row, k] = values[old_k]
         self.replicas[row] = replicas
         self.n_replicas[row] = len(replicas)
         self.set_isr(row, self.isr[row])
@@ -404,3 +339,10 @@ def is_member(
     valid = np.arange(members.shape[1]) < counts[:, None]
     hits: BOOL = ((brokers[:, :, None] == members[:, None, :]) & valid[:, None, :]).any(axis=2)
     return hits
+
+
+COLUMNS, LIST_COLUMNS = columns_of(PartitionTable)
+CLEARED: tuple[Column[Any], ...] = tuple(c for c in COLUMNS if c.cleared)
+REPLICA_STATE: tuple[Column[Any], ...] = tuple(c for c in COLUMNS if c.follows_replica)
+"""A replica's own state: it moves with the replica when the assignment changes, and a
+new replica starts from the fills."""

@@ -15,14 +15,39 @@ normally catches up with the leader at least once per ``controller.quorum.fetch.
 timeout``; it is overdue once a report taken after that still shows a live broker
 behind it. Until such a report, the change is expected, as long as reports keep coming.
 Without reports (no DescribeQuorum) the fixed bound ``kraft_propagation_max_ms`` stands.
+
+Each partition's window follows from who made its latest ISR change (``ChangeOrigin``,
+kept in the partition table): the controller's LeaderAndIsr comes with its own
+UpdateMetadata (no window); a leader's IsrChange waits in that leader's isrChangeSet
+(its window moves with the leader's churn, and is frozen once the propagation is seen);
+in KRaft mode, the metadata log. The window ends, as observed, when every live broker's
+cache holds the change (``state.metadata_cache``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from state.events import TopicPartition
-from state.settings import PropagationSettings
+from state.events import IsrChangePropagation, MetadataLogProgress, TopicPartition
+from state.settings import PropagationMode, PropagationSettings
+
+if TYPE_CHECKING:
+    from state.partition_table import PartitionTable
+
+NO_TIME = -1
+"""A window bound that has no value (``PartitionTable.frozen_earliest_ms`` and the like)."""
+
+
+class ChangeOrigin:
+    """Who made the latest change of a partition's ISR; decides its propagation window
+    (``PartitionTable.change_origin``)."""
+
+    NONE = 0
+    CONTROLLER = 1  # LeaderAndIsr: the controller sends UpdateMetadata itself
+    LEADER = 2  # IsrChange by the leader, waiting in its isrChangeSet (zk mode)
+    PROPAGATED = 3  # IsrChange whose propagation was seen: window frozen at that moment
+    METADATA_LOG = 4  # kraft mode: any change, applied by brokers replaying the log
 
 
 @dataclass(frozen=True)
@@ -103,6 +128,21 @@ class QuorumProgress:
     fetch_timeout_ms: int
     next_report_ms: int
 
+    @staticmethod
+    def of(event: MetadataLogProgress, default_interval_ms: int) -> QuorumProgress:
+        """The report an event carries; without its interval, the next is due after
+        ``default_interval_ms``."""
+        interval = event.interval_ms or default_interval_ms
+        return QuorumProgress(
+            report_ms=event.ts,
+            log_end_offsets={r.broker: r.log_end_offset for r in event.replicas
+                             if r.log_end_offset >= 0},
+            last_caught_up_ms={r.broker: r.last_caught_up_ms for r in event.replicas
+                               if r.last_caught_up_ms is not None and r.last_caught_up_ms >= 0},
+            fetch_timeout_ms=event.fetch_timeout_ms or DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
+            next_report_ms=event.ts + interval,
+        )  # fmt: skip
+
 
 def controller_blackout_window(change_ms: int) -> BlackoutWindow:
     """A LeaderAndIsr change in zk mode: the controller sends UpdateMetadata with it."""
@@ -134,6 +174,11 @@ class PropagationWindows:
         self.settings = settings
         self.leaders: dict[int, LeaderPropagationState] = {}
         self.quorum = None
+
+    @property
+    def zk_mode(self) -> bool:
+        """ZooKeeper mode: leaders propagate their ISR changes with the 5 s / 60 s rule."""
+        return self.settings.mode is PropagationMode.ZK
 
     def record_isr_change(
         self, leader: int, tp: TopicPartition, ts: int
@@ -197,3 +242,101 @@ class PropagationWindows:
         """The partition's change reached every cache: it is no longer waiting anywhere."""
         for state in self.leaders.values():
             state.pending.pop(tp, None)
+
+
+# --------------------------------------------- each partition's window (partition table)
+
+
+def record_isr_change(
+    table: PartitionTable, windows: PropagationWindows, row: int, ts: int, *, by_leader: bool,
+    leader: int,
+) -> None:  # fmt: skip
+    """The row's ISR changed at ``ts``: by its ``leader`` (IsrChange) or by the controller
+    (LeaderAndIsr). Its origin decides its window (:func:`blackout_window_of`)."""
+    table.isr_changed_ms[row] = ts
+    table.change_broker[row] = leader
+    if not windows.zk_mode:
+        table.change_origin[row] = ChangeOrigin.METADATA_LOG
+    elif by_leader:
+        table.change_origin[row] = ChangeOrigin.LEADER
+        record_pending_change(table, windows, leader, table.topic_partition(row), ts)
+    else:
+        # The controller sends UpdateMetadata along with its own LeaderAndIsr; a change
+        # the leader made before stays in that leader's isrChangeSet until propagated.
+        table.change_origin[row] = ChangeOrigin.CONTROLLER
+
+
+def controller_change_origin(windows: PropagationWindows) -> int:
+    """The origin :func:`record_isr_change` gives a change by the controller."""
+    return ChangeOrigin.CONTROLLER if windows.zk_mode else ChangeOrigin.METADATA_LOG
+
+
+def record_pending_change(
+    table: PartitionTable, windows: PropagationWindows, leader: int, tp: TopicPartition, ts: int
+) -> None:
+    """ZooKeeper mode: ``leader`` put ``tp`` in its isrChangeSet at ``ts`` (the partition
+    may be another shard's: the leader's window depends on every partition it leads)."""
+    _freeze(table, windows.record_isr_change(leader, tp, ts))
+
+
+def record_propagation(
+    table: PartitionTable, windows: PropagationWindows, event: IsrChangePropagation
+) -> None:
+    """ZooKeeper mode: the broker's isr-change-propagation task fired."""
+    _freeze(table, windows.record_propagation(event.broker, event.partitions, event.ts))
+
+
+def _freeze(table: PartitionTable, frozen: dict[TopicPartition, BlackoutWindow]) -> None:
+    """These partitions left their leader's pending set: keep the window they had."""
+    for tp, window in frozen.items():
+        row = table.live_row_of(tp.topic, tp.partition)
+        if row >= 0 and table.change_origin[row] == ChangeOrigin.LEADER:
+            table.change_origin[row] = ChangeOrigin.PROPAGATED
+            table.frozen_earliest_ms[row] = window.earliest_ms
+            table.frozen_latest_ms[row] = window.latest_ms
+
+
+def observe_propagated(
+    table: PartitionTable, windows: PropagationWindows, row: int, ts: int
+) -> int | None:
+    """The observed end of the row's window: every live cache has its change at ``ts``.
+    Returns the propagation delay (None when the change time is not known)."""
+    if table.change_origin[row] == ChangeOrigin.LEADER:
+        # Its propagation happened though no IsrChangePropagation event said so.
+        windows.forget(table.topic_partition(row))
+    changed = int(table.isr_changed_ms[row])
+    return None if changed == NO_TIME else ts - changed
+
+
+def blackout_window_of(
+    table: PartitionTable, row: int, windows: PropagationWindows, settings: PropagationSettings
+) -> BlackoutWindow | None:
+    """When the latest ISR change of this partition should reach every cache."""
+    origin = int(table.change_origin[row])
+    changed = int(table.isr_changed_ms[row])
+    if origin == ChangeOrigin.CONTROLLER:
+        return controller_blackout_window(changed)
+    if origin == ChangeOrigin.METADATA_LOG:
+        offset = int(table.isr_change_offset[row])
+        if windows.quorum is None or offset < 0:
+            return kraft_blackout_window(changed, settings)
+        return kraft_observed_window(changed, windows.quorum.fetch_timeout_ms,
+                                     reported_behind_ms(table, row, windows.quorum),
+                                     windows.quorum.next_report_ms)  # fmt: skip
+    if origin == ChangeOrigin.LEADER:
+        return windows.window_of(int(table.change_broker[row]))
+    if origin == ChangeOrigin.PROPAGATED and table.frozen_latest_ms[row] != NO_TIME:
+        return BlackoutWindow(int(table.frozen_earliest_ms[row]), int(table.frozen_latest_ms[row]))
+    return None
+
+
+def reported_behind_ms(table: PartitionTable, row: int, quorum: QuorumProgress) -> int | None:
+    """The time of the newest report if it shows a broker that holds an older ISR still
+    behind the row's latest ISR change; else None."""
+    offset = int(table.isr_change_offset[row])
+    current = frozenset(table.isr[row])
+    for broker, isr in table.cached_isr[row].items():
+        leo = quorum.log_end_offsets.get(broker)
+        if isr != current and leo is not None and not has_applied(leo, offset):
+            return quorum.report_ms
+    return None

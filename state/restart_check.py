@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from state.arrays import BOOL
 from state.partition_health import HealthFrame
-from state.partition_table import BOOL
 from state.shrink_rule import FollowerStatus
 
 GOING = frozenset({FollowerStatus.SHRINK_ELIGIBLE.name, FollowerStatus.SHRINK_OVERDUE.name})

@@ -22,7 +22,7 @@ from fractions import Fraction
 import numpy as np
 import numpy.typing as npt
 
-from state.partition_table import BOOL, I64
+from state.arrays import BOOL, I64
 
 
 class FollowerStatus(IntEnum):

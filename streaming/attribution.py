@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import pandas as pd
 
-from state.causes import Attribution, ClusterShape, UnhealthyPartitions, attribute, with_causes
+from state import Attribution, ClusterShape, UnhealthyPartitions, attribute, with_causes
 from streaming.shard_state import HEALTH, TOMBSTONE
 from streaming.shard_stats import ShardStats
 

@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 
 import click
 
-from state.restart_check import RestartCheck, check_restart
+from state import RestartCheck, check_restart
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.config import IsrwatchConfig
 

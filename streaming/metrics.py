@@ -25,7 +25,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import ThreadingWSGIServer
 from prometheus_client.registry import Collector
 
-from state.causes import NO_BROKER, Attribution, CauseCount
+from state import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
 from streaming.check_restart import http_answer
 from streaming.shard_stats import ShardStats

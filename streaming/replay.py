@@ -14,11 +14,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from state.causes import annotate, shape_of_model
-from state.event_parser import parse_json_line
+from state import (
+    ApplyReport,
+    HealthRecord,
+    ReplicationModel,
+    annotate,
+    parse_json_line,
+    shape_of_model,
+)
 from state.events import DeadLetter, DeadLetterReason, Event, FetchResponse, Source
-from state.model import ApplyReport, ReplicationModel
-from state.partition_health import HealthRecord
 from state.settings import RuleSettings
 from streaming.shard_state import is_unhealthy
 

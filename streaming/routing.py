@@ -31,11 +31,15 @@ import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
-from state.controller_decoder import decode_controller_events
-from state.controller_routing import CLUSTER_SHARD, ControllerEpochSeen, route_controller_events
+from state import (
+    CLUSTER_SHARD,
+    ControllerEpochSeen,
+    decode_controller_events,
+    decode_fetches,
+    route_controller_events,
+    shard_lookup,
+)
 from state.events import DeadLetter, Source
-from state.fetch_decoder import decode_fetches
-from state.sharding import shard_lookup
 
 FETCH = "fetch"
 FETCHES = "fetches"

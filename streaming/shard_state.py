@@ -33,19 +33,25 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
-from state.causes import shape_of_model
-from state.controller_routing import RoutedControllerEvent
+from state import (
+    BOOL,
+    STATUS_NAMES,
+    WIRE_COLUMNS,
+    ApplyReport,
+    FetchBatch,
+    FollowerStatus,
+    HealthFrame,
+    HealthRecord,
+    MetadataState,
+    ReplicationModel,
+    RoutedControllerEvent,
+    Shard,
+    fragile_entries,
+    health_signatures,
+    shape_of_model,
+)
 from state.events import DeadLetterReason, Source
-from state.follower_fetch_state import WIRE_COLUMNS, FetchBatch
-from state.health_signature import health_signatures
-from state.metadata_cache import MetadataState
-from state.model import ApplyReport, ReplicationModel
-from state.partition_health import HealthFrame, HealthRecord
-from state.partition_table import BOOL
-from state.restart_check import fragile_entries
 from state.settings import RuleSettings
-from state.sharding import Shard
-from state.shrink_rule import STATUS_NAMES, FollowerStatus
 from streaming import shard_stats
 from streaming.routing import (
     DEAD,

@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from state.flapping import Flap
+from state import Flap
 
 
 class TopicGauges(msgspec.Struct, frozen=True, kw_only=True):

@@ -11,11 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from state.event_parser import parse_json_line
+from state import BlackoutWindow, HealthFrame, HealthRecord, ReplicationModel, parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, IsrChange, IsrChangePropagation
-from state.model import ReplicationModel
-from state.partition_health import HealthFrame, HealthRecord
-from state.propagation_window import BlackoutWindow
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
 from streaming.metrics import PARTITION_FLAGS
 from streaming.simulator import ClusterSimulator, load_scenario

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Sequence
 from typing import Protocol, TextIO
 
-from state.event_parser import parse_json_line
+from state import parse_json_line
 from state.events import DeadLetter
 from streaming.collectors.metrics import CollectorMetrics
 from streaming.input_records import InputRecord, encode

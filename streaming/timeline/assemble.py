@@ -8,7 +8,7 @@ import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from state.partition_health import HealthRecord
+from state import HealthRecord
 from state.settings import RuleSettings
 from streaming.timeline.builder import TimelineBuilder
 from streaming.timeline.capture import DEFAULT_STEP_MS, CaptureReplay

@@ -20,6 +20,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from state import (
+    NEVER,
+    NO_TIME,
+    ApplyReport,
+    HealthFrame,
+    ReplicationModel,
+    blackout_window_of,
+    shrink_deadline_ms,
+)
 from state.events import (
     BrokerChange,
     DeadLetter,
@@ -28,12 +37,7 @@ from state.events import (
     LeaderAndIsr,
     UpdateMetadata,
 )
-from state.metadata_cache import blackout_window_of
-from state.model import ApplyReport, ReplicationModel
-from state.partition_health import HealthFrame
-from state.partition_table import NEVER, NO_TIME
 from state.settings import RuleSettings
-from state.shrink_rule import shrink_deadline_ms
 from streaming.replay import read_envelope
 from streaming.timeline import facts
 from streaming.timeline.facts import TimelineItem

@@ -28,8 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from state.partition_health import HealthRecord
-from state.shrink_rule import FollowerStatus
+from state import FollowerStatus, HealthRecord
 
 IN_SYNC = FollowerStatus.IN_SYNC.name
 LAGGING = FollowerStatus.LAGGING.name

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from state.partition_health import HealthRecord
+from state import HealthRecord
 from streaming.config import IsrwatchConfig
 
 REQUIRED = ("topic", "partition", "as_of_ms", "isr", "leader")

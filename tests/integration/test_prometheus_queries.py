@@ -44,10 +44,9 @@ from prometheus_client.registry import Collector
 from dashboards.defaults import RULES_FILE
 from dashboards.generate import dashboards, render
 from dashboards.promql import substitute, variables
+from state import ReplicationModel, Shard
 from state.events import Source
-from state.model import ReplicationModel
 from state.settings import RuleSettings
-from state.sharding import Shard
 from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
 from streaming.routing import route

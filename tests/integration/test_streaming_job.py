@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 from kafka import KafkaProducer
 
+from state import shard_of
 from state.settings import RuleSettings
-from state.sharding import shard_of
 from streaming.config import IsrwatchConfig
 from streaming.embedded_broker import EmbeddedBroker
 from streaming.job import run

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from state import ApplyReport, HealthRecord, ReplicationModel
 from state.events import (
     BrokerChange,
     BrokerRegistration,
@@ -14,8 +15,6 @@ from state.events import (
     MetadataPartitionState,
     UpdateMetadata,
 )
-from state.model import ApplyReport, ReplicationModel
-from state.partition_health import HealthRecord
 from state.settings import RuleSettings
 
 TOPIC = "orders"

@@ -8,7 +8,7 @@ from typing import Any, cast
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from state.controller_routing import route_controller_events
+from state import HealthRecord, ReplicationModel, Shard, route_controller_events, shard_of
 from state.events import (
     BrokerChange,
     BrokerConfig,
@@ -25,10 +25,7 @@ from state.events import (
     TopicPartition,
     UpdateMetadata,
 )
-from state.model import ReplicationModel
-from state.partition_health import HealthRecord
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from state.sharding import Shard, shard_of
 
 TOPICS = ("a", "b")
 BROKERS = (1, 2, 3)

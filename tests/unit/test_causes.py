@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from state.causes import (
+from state import (
     ClusterShape,
     UnhealthyPartitions,
     annotate,

@@ -9,12 +9,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from state.causes import Attribution, UnhealthyPartitions, attribute, shape_of_model
-from state.event_parser import parse_json_line
+from state import (
+    Attribution,
+    ReplicationModel,
+    Shard,
+    UnhealthyPartitions,
+    attribute,
+    parse_json_line,
+    shape_of_model,
+    shard_of,
+)
 from state.events import DeadLetter, Event, FetchResponse
-from state.model import ReplicationModel
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from state.sharding import Shard, shard_of
 from streaming.attribution import attribute_shards
 from streaming.shard_state import is_unhealthy
 from streaming.shard_stats import ShardStats

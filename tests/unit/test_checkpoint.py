@@ -46,7 +46,7 @@ def test_the_layout_is_recorded_and_a_changed_one_refused(tmp_path: Path) -> Non
 
 
 def test_restored_state_is_judged_by_the_current_rules() -> None:
-    from state.model import ReplicationModel
+    from state import ReplicationModel
     from state.settings import PropagationSettings, RuleSettings
 
     model = ReplicationModel(RuleSettings())

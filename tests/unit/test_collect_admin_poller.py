@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from state.event_parser import parse_json_line
+from state import parse_json_line
 from state.events import DeadLetter, Source
 from streaming.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
 from streaming.input_records import InputRecord

@@ -14,7 +14,7 @@ from typing import Any
 
 from kafka.protocol.admin.cluster import DescribeQuorumResponse
 
-from state.event_parser import parse_json_line
+from state import parse_json_line
 from state.events import DeadLetter, MetadataLogProgress, ReplicaProgress
 from streaming.collectors.admin_poller import (
     AdminPoller,

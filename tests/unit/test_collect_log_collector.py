@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from state.event_parser import parse_json_line
+from state import parse_json_line
 from state.events import DeadLetter
 from streaming.collectors.log_collector import LogCollector
 from streaming.collectors.metrics import CollectorMetrics

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from state.event_parser import parse_json_line
+from state import parse_json_line
 from state.events import DeadLetter, Source
 from streaming.collectors.log_messages.controller import (
     BrokerEpochsInitialized,

@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import state.model
+from state import ApplyReport, ReplicationModel, Shard
 from state.controller_batch import segments, stated_state, takes_in_bulk
 from state.events import (
     BrokerChange,
@@ -35,9 +36,7 @@ from state.events import (
     ReplicaProgress,
     UpdateMetadata,
 )
-from state.model import ApplyReport, ReplicationModel
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from state.sharding import Shard
 
 TOPICS = ("a", "b", "c")
 BROKERS = tuple(range(1, 10))

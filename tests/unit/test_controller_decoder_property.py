@@ -19,8 +19,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 import state.controller_decoder
-from state.controller_decoder import decode_controller_events
-from state.event_parser import parse_record
+from state import decode_controller_events, parse_record
 from state.events import DeadLetter, LeaderAndIsr, Source, UpdateMetadata
 
 INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1

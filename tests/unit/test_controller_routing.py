@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from state import shard_of
 from state.controller_routing import (
     ControllerEpochSeen,
     ShardPart,
@@ -23,7 +24,6 @@ from state.events import (
     TopicChange,
     UpdateMetadata,
 )
-from state.sharding import shard_of
 from streaming.routing import CONTROLLER, DEAD, FETCH, FETCHES, route, unpack_fetches
 from tests.unit.test_shard_state import kafka_records
 

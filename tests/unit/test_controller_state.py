@@ -6,12 +6,12 @@ import pickle
 
 import numpy as np
 
+from state import IsrChangeKind, ReplicationModel
 from state.events import (
     ControllerChange,
     DeadLetterReason,
     TopicChange,
 )
-from state.model import IsrChangeKind, ReplicationModel
 from tests.unit.builders import (
     TOPIC,
     apply,

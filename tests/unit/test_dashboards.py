@@ -24,7 +24,7 @@ from dashboards.alerting import grafana_template, rule_uid, seconds
 from dashboards.defaults import RULES_FILE
 from dashboards.generate import COMMITTED, outputs, render
 from dashboards.promql import metric_names, substitute, variables
-from state.causes import ClusterShape, UnhealthyPartitions, attribute
+from state import ClusterShape, UnhealthyPartitions, attribute
 from streaming.cli import main
 from streaming.metrics import HealthExporter
 from tests.unit.test_metrics import shard_stats

@@ -17,10 +17,9 @@ import pandas as pd
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from state import ReplicationModel, Shard, shard_of
 from state.events import Source
-from state.model import ReplicationModel
 from state.settings import RuleSettings
-from state.sharding import Shard, shard_of
 from streaming.routing import FETCH, FETCHES, route, unpack_fetches
 from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
 from tests.unit.test_shard_state import kafka_records

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from state import PartitionTable
 from state.events import DeadLetterReason
 from state.follower_fetch_state import FetchBatch, apply_fetches
-from state.partition_table import PartitionTable
 from tests.unit.builders import (
     apply,
     fetch,

@@ -10,7 +10,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from state.causes import CauseKind
+from state import CauseKind
 from state.settings import RuleSettings
 from streaming.input_records import InputRecord
 from streaming.replay import replay

@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from state.health_signature import health_signatures
-from state.partition_health import NO_FOLLOWER, HealthFrame
+from state import NO_FOLLOWER, HealthFrame, health_signatures
 from streaming.shard_state import legacy_health_signature
 
 Row = dict[str, Any]

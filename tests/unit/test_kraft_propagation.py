@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from state import ReplicationModel
 from state.events import MetadataLogProgress, ReplicaProgress
-from state.model import ReplicationModel
 from state.propagation_window import (
     BlackoutWindow,
     applied_by_ms,

@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from state import ReplicationModel
 from state.lag_time import caught_up_known, lag_time_known, shrink_deadline_known
-from state.model import ReplicationModel
 from tests.unit.builders import apply, fetch, follower, health, isr_change, leader_and_isr, model
 
 B = 1_700_000_000_000

@@ -21,7 +21,7 @@ import pexpect
 import pyte
 import pytest
 
-from state.shrink_rule import STATUS_NAMES
+from state import STATUS_NAMES
 from streaming.live_view import Section, allot
 from tests.unit.live_view_screens import NOISE
 

@@ -53,8 +53,8 @@ def test_rejoining_an_isr_ends_a_shutdown() -> None:
 
 
 def test_the_model_sees_a_controlled_shutdown_in_its_leader_and_isr() -> None:
+    from state import ReplicationModel
     from state.events import BrokerChange, BrokerRegistration
-    from state.model import ReplicationModel
     from state.settings import RuleSettings
 
     model = ReplicationModel(RuleSettings())

@@ -10,7 +10,7 @@ from typing import Any
 
 import pandas as pd
 
-from state.causes import ClusterShape, UnhealthyPartitions, attribute
+from state import ClusterShape, UnhealthyPartitions, attribute
 from streaming.metrics import HealthExporter
 from streaming.shard_state import HEALTH, STATS
 from streaming.shard_stats import encode

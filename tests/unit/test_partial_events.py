@@ -13,8 +13,16 @@ from typing import Any
 
 import pytest
 
+from state import (
+    NEVER,
+    UNKNOWN_OFFSET,
+    IsrChangeKind,
+    ReplicationModel,
+    parse_json_line,
+    parse_record,
+    shard_of,
+)
 from state.controller_routing import split_for_shards
-from state.event_parser import parse_json_line, parse_record
 from state.events import (
     ControllerChange,
     DeadLetter,
@@ -24,10 +32,7 @@ from state.events import (
     Source,
     TopicChange,
 )
-from state.model import IsrChangeKind, ReplicationModel
-from state.partition_table import NEVER, UNKNOWN_OFFSET
 from state.settings import RuleSettings
-from state.sharding import shard_of
 from streaming.replay import replay
 from streaming.routing import DEAD
 from tests.unit.builders import TOPIC, apply, fetch, health, leader_and_isr, model

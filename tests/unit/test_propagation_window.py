@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from state import ReplicationModel, Shard, shard_of
 from state.events import IsrChangePropagation, TopicPartition
-from state.model import ReplicationModel
 from state.propagation_window import BlackoutWindow, zk_blackout_window
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from state.sharding import Shard, shard_of
 from tests.unit.builders import (
     apply,
     brokers,

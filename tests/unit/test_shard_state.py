@@ -72,8 +72,7 @@ class Job:
 
 
 def _model(settings: ShardJobSettings, shard: int):  # type: ignore[no-untyped-def]
-    from state.model import ReplicationModel
-    from state.sharding import Shard
+    from state import ReplicationModel, Shard
 
     return ReplicationModel(settings.rules, Shard(shard, settings.shards))
 

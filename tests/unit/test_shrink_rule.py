@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from state import ReplicationModel
 from state.events import BrokerConfig
-from state.model import ReplicationModel
 from tests.unit.builders import (
     apply,
     brokers,

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from state.event_parser import parse_json_line
+from state import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, LeaderAndIsr, Source
 from streaming.simulator import ClusterSimulator, ScenarioError, load_scenario, scenario_names
 from streaming.simulator.partition import RemoteReplica

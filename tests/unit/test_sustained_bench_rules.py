@@ -13,7 +13,7 @@ from types import ModuleType
 import msgspec
 import pytest
 
-from state.fetch_decoder import WireFetch
+from state import WireFetch
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 

@@ -1,0 +1,98 @@
+"""A checkpoint of the release before ``state/`` was laid out by the rules, restored by this one.
+
+The fixture (tests/unit/data/checkpoints/routed-v2, see its README) holds the shard
+snapshots that release (commit e238bf1) pickled after the first part of the routed-v1
+capture: the ``state/`` classes at the module paths it pickled them under, with the
+attributes it kept (the partition table's columns as it listed them by hand). Restored
+and fed the rest, the shards must end where this release ends from scratch.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pickle
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from state.partition_table import COLUMNS, LIST_COLUMNS, PartitionTable
+from state.settings import RuleSettings
+from streaming.shard_state import restore_snapshot
+from tests.unit.test_checkpoint_upgrade import Shards, annotated, capture, health
+
+FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "routed-v2"
+MANIFEST = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
+
+
+def pickled(shard: int) -> bytes:
+    return (FIXTURE / f"shard-{shard}.pickle").read_bytes()
+
+
+class _Recording(pickle.Unpickler):
+    """Loads as plain pickle does, noting every class path the pickle names."""
+
+    def __init__(self, data: bytes) -> None:
+        super().__init__(io.BytesIO(data))
+        self.paths: set[tuple[str, str]] = set()
+
+    def find_class(self, module: str, name: str) -> Any:
+        self.paths.add((module, name))
+        return super().find_class(module, name)
+
+
+def restored() -> Shards:
+    shards = Shards({s: pickled(s) for s in range(MANIFEST["shards"])},
+                    int(MANIFEST["stream_clock_ms"]))  # fmt: skip
+    shards.skip(capture()[: MANIFEST["first_part"]])
+    return shards
+
+
+def test_the_fixture_pickles_the_state_classes_at_their_old_paths() -> None:
+    assert MANIFEST["commit"] == "e238bf1"
+    paths: set[tuple[str, str]] = set()
+    for shard in range(MANIFEST["shards"]):
+        recording = _Recording(pickled(shard))
+        recording.load()
+        paths |= recording.paths
+    assert {
+        ("state.model", "ReplicationModel"),
+        ("state.partition_table", "PartitionTable"),
+        ("state.metadata_cache", "MetadataCaches"),
+        ("state.propagation_window", "PropagationWindows"),
+        ("state.cluster_state", "ClusterState"),
+        ("state.flapping", "FlapHistory"),
+        ("state.maintenance", "MaintenanceLog"),
+    } <= paths
+
+
+def test_a_restored_table_holds_every_column_as_pickled() -> None:
+    for shard in range(MANIFEST["shards"]):
+        kept = pickle.loads(pickled(shard)).model.table.__dict__
+        table = restore_snapshot(pickled(shard), RuleSettings()).model.table
+        assert isinstance(table, PartitionTable)
+        for column in COLUMNS:
+            np.testing.assert_array_equal(getattr(table, column.name), kept[column.name])
+        for listed in LIST_COLUMNS:
+            assert getattr(table, listed.name) == kept[listed.name]
+        again = pickle.loads(pickle.dumps(table))
+        assert again.__dict__.keys() == kept.keys()
+
+
+def test_restored_then_the_rest_equals_this_release_from_scratch() -> None:
+    envelopes = capture()
+    first = MANIFEST["first_part"]
+    scratch = Shards()
+    scratch.batch(envelopes[:first])
+    scratch_second = scratch.batch(envelopes[first:])
+    scratch_flush = scratch.batch(None)
+
+    upgraded = restored()
+    upgraded_second = upgraded.batch(envelopes[first:])
+    upgraded_flush = upgraded.batch(None)
+
+    assert health(upgraded_second) == health(scratch_second)
+    assert len(health(upgraded_second)) > 0
+    assert annotated(upgraded_flush) == annotated(scratch_flush)
+    assert upgraded.totals() == scratch.totals()
