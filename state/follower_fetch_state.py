@@ -1,6 +1,6 @@
 """The leader's view of each follower: fetch offset, last fetch, last caught-up time.
 
-semantics.md section 2. A batch of fetch responses arrives as columns and is applied by
+docs/domain.md#caught-up. A batch of fetch responses arrives as columns and is applied by
 one compiled pass (numba) over them in order: each fetch compares itself with the
 previous fetch of the same follower, so order matters, and a compiled loop over the
 columns beats sorting them by follower with numpy (bench/state_bench.py measured both).
@@ -121,7 +121,7 @@ def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
     """Apply a batch of fetch responses, in batch order, to the follower state.
 
     Per follower, a successful fetch at ``t`` with offset ``o`` while the leader's LEO
-    is ``L`` does (Kafka's Replica.updateFetchState, semantics.md section 2): ``o >= L``
+    is ``L`` does (Kafka's Replica.updateFetchState, docs/domain.md#caught-up): ``o >= L``
     -> caught up at ``t``; else ``o >= previous L`` -> caught up at the previous fetch
     time; then ``previous L, previous t, LEO := L, t, o``. The partition's leader LEO and
     HW become those of its latest applied fetch. Fetches answered with an error change
@@ -152,7 +152,7 @@ def _fetch_kernel(
 ) -> int:  # fmt: skip
     """One pass over the batch in order; compiled, so a loop per event is the fast way.
 
-    Fencing (semantics.md section 2): a fetch of an unknown partition, of an older
+    Fencing (docs/domain.md#controller-state): a fetch of an unknown partition, of an older
     leader epoch, of a newer epoch than the monitor knows (it came before its
     LeaderAndIsr: Kafka's UNKNOWN_LEADER_EPOCH), served by a broker that is not the
     leader, or from a replica outside the assignment (or the leader itself) is not
@@ -211,7 +211,7 @@ def reset_on_become_leader(
 
     ``last_fetch_time = now``, ``last_fetch_leader_leo`` = the leader's LEO at election
     (the latest ``leader_leo`` seen, 0 if none), ``last_caught_up = now`` for ISR members
-    and never for the others (semantics.md section 2). When leadership moved to another
+    and never for the others (docs/domain.md#caught-up). When leadership moved to another
     broker, the followers' fetch offsets become unknown until they fetch from it too
     (makeLeader's ``isNewLeader``: 2.x updateFetchState with UnknownOffsetMetadata,
     3.x resetReplicaState): a silent follower is then not at the leader's LEO.

@@ -1,6 +1,6 @@
 """Each broker's MetadataCache, as far as ISRs go, and whether it lags the controller.
 
-Brokers learn partition states only from UpdateMetadata (semantics.md section 1). A
+Brokers learn partition states only from UpdateMetadata (docs/domain.md#metadata-staleness). A
 partition is metadata-stale while some live broker's cached ISR differs from the
 controller's; a broker that never cached the partition is not counted.
 """

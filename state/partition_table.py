@@ -27,7 +27,7 @@ UNKNOWN_OFFSET = -1
 """``log_end_offset`` of a follower whose fetch offset has not been seen (since election)."""
 
 NEVER = 0
-"""``last_caught_up_ms`` of a follower that was never caught up (semantics.md section 2),
+"""``last_caught_up_ms`` of a follower that was never caught up (docs/domain.md#lag-time),
 and ``isr_since_ms`` of a replica whose entry into the ISR was not seen."""
 
 NO_TIME = -1

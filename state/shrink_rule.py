@@ -1,4 +1,4 @@
-"""Follower status under Kafka's ISR shrink rule (semantics.md section 3).
+"""Follower status under Kafka's ISR shrink rule (docs/domain.md#shrink-rule).
 
 A follower in the ISR is out of sync when it is not at the leader's LEO and
 ``now - last_caught_up_ms > T`` (T = replica.lag.time.max.ms of the leader, strictly

@@ -1,4 +1,4 @@
-"""semantics.md section 3: follower status under the 1.5 x replica.lag.time.max.ms rule.
+"""docs/domain.md#shrink-rule: follower status under the 1.5 x replica.lag.time.max.ms rule.
 
 Set-up used by most tests: leader 1 elected at 0 with ISR [1, 2, 3]; follower 2 fetches
 at 10 000 with offset 500 while the leader has 500 (caught up at 10 000); the leader then
