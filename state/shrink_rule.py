@@ -37,6 +37,10 @@ class FollowerStatus(IntEnum):
 
 STATUS_NAMES: tuple[str, ...] = tuple(s.name for s in FollowerStatus)
 
+SHRINK_DEADLINE_FORMULA = "max(last caught up + 1.5 T, ISR entry + T/2)"
+"""The shrink deadline that :func:`shrink_deadline_ms` computes, in words: every text that
+states it (metric help, dashboard descriptions) takes it from here (docs/domain.md#shrink-rule)."""
+
 
 @dataclass(frozen=True)
 class FollowerFacts:
