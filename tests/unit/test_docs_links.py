@@ -130,10 +130,11 @@ def markdown_problems(root: Path) -> list[Problem]:
         for number, line in enumerate(text.splitlines(), start=1):
             unlinked = _REFERENCE.sub("", _HTML_LINK.sub("", _LINK.sub("", line)))
             for path in _PARENT_PATH.findall(unlinked):
+                where = f"{name}:{number}"
                 if not _inside(root, page.parent / path):
-                    problems.append(
-                        Problem(f"{name}:{number}", path, "points outside the repository")
-                    )
+                    problems.append(Problem(where, path, "points outside the repository"))
+                elif not (page.parent / path).exists():
+                    problems.append(Problem(where, path, "no such path in the repository"))
     return problems
 
 
@@ -145,6 +146,8 @@ def citation_problems(root: Path) -> list[Problem]:
             if path.suffix not in CODE_SUFFIXES or not path.is_file():
                 continue
             if any(part.startswith(".") or part == "__pycache__" for part in path.parts):
+                continue
+            if path.resolve() == Path(__file__).resolve():  # its own examples
                 continue
             name = path.relative_to(root).as_posix()
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
@@ -206,6 +209,7 @@ def test_a_sound_tree_has_no_problem(repo: Path) -> None:
         ("[out](../outside.md)", "points outside the repository"),
         ("[abs](/etc/hosts)", "an absolute path"),
         ("the rules are in ../shared/design/rules.md", "points outside the repository"),
+        ("see ../repo/docs/missing.md", "no such path in the repository"),
         ("```\ncat ../shared/notes.md\n```", "points outside the repository"),
         ("[ref]: docs/missing.md", "no such file"),
         ('<a href="docs/rules.md#missing">x</a>', "no anchor #missing"),
