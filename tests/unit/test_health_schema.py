@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import re
 import json
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,10 @@ def test_the_schema_rejects_followers_that_break_the_record(breakage: Any) -> No
     breakage(follower)
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate(record)
+
+
+def test_the_readme_sample_record_follows_the_schema() -> None:
+    readme = (CONF.parent / "README.md").read_text(encoding="utf-8")
+    samples = re.findall(r"```json\n(.*?)```", readme, re.S)
+    assert samples
+    assert assert_health_records_valid(map(json.loads, samples)) == len(samples)
