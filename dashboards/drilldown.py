@@ -155,7 +155,7 @@ def _followers() -> list[Builder[model.Panel]]:
         stat_panel(
             "Kafka removes the follower",
             "When each SHRINK_ELIGIBLE or SHRINK_OVERDUE follower leaves the ISR by Kafka's "
-            f"rule ({SHRINK_DEADLINE_FORMULA}). A time in the past means Kafka is overdue: "
+            f"rule: {SHRINK_DEADLINE_FORMULA}. A time in the past means Kafka is overdue: "
             "check the leader broker's ISR expiration and its ZooKeeper or controller link.",
             f"1000 * max by (broker) ({deadline})",
             legend="follower {{broker}}",

@@ -455,7 +455,7 @@ def _unhealthy_now() -> Panels:
         instant_table(
             "Followers Kafka is about to remove, or should have",
             "SHRINK_ELIGIBLE and SHRINK_OVERDUE followers with the time Kafka removes them "
-            f"from the ISR ({SHRINK_DEADLINE_FORMULA}). A deadline in the past is an overdue "
+            f"from the ISR: {SHRINK_DEADLINE_FORMULA}. A deadline in the past is an overdue "
             "shrink: look at the leader. Click a row to open the partition drill-down.",
             [target(f"1000 * {SHRINK_DEADLINES}", instant=True, table_format=True)],
             renames={"Value": "removed from the ISR by", "broker": "follower"},
