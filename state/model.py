@@ -325,7 +325,7 @@ class ReplicationModel:
         new_leader = event.leader != table.leader[row]
         table.set_replicas(row, replicas)
         table.set_isr(row, isr)
-        # A follower that stays in the ISR keeps its entry time (README, re-entry).
+        # A follower that stays in the ISR keeps its entry time (docs/domain.md#shrink-rule).
         table.mark_isr_entries(row, set(isr) - set(old_isr), event.ts)
         table.leader[row] = event.leader
         table.leader_epoch[row] = leader_epoch
@@ -392,7 +392,7 @@ class ReplicationModel:
         if not self.owns(event.topic, event.partition):
             # Another shard holds the partition; its leader's window still moves. This
             # shard cannot fence the change by leader epoch: a stale IsrChange that the
-            # owner rejects still widens the leader's window here (README).
+            # owner rejects still widens the leader's window here (docs/architecture.md).
             if self._zk and event.leader != NO_LEADER:
                 tp = TopicPartition(event.topic, event.partition)
                 self._freeze_windows(self.windows.record_isr_change(event.leader, tp, event.ts))
