@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from state.shrink_rule import SHRINK_DEADLINE_FORMULA
+
 REPO = Path(__file__).resolve().parents[2]
 CODE_DIRS = ("state", "streaming", "dashboards", "bench", "conf", "helm", "tests")
 CODE_SUFFIXES = {".py", ".json", ".yaml", ".yml", ".toml"}
@@ -173,6 +175,10 @@ def test_no_dead_link_between_the_pages() -> None:
 def test_the_code_cites_pages_and_anchors_that_exist() -> None:
     problems = citation_problems(REPO)
     assert not problems, "\n".join(map(str, problems))
+
+
+def test_the_domain_page_states_the_shrink_deadline_as_the_rule_defines_it() -> None:
+    assert f"    {SHRINK_DEADLINE_FORMULA}\n" in (REPO / "docs" / "domain.md").read_text()
 
 
 def test_the_readme_stays_short() -> None:
