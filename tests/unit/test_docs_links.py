@@ -28,6 +28,7 @@ _HTML_ANCHOR = re.compile(r"""<a\s[^>]*(?:id|name)=["']([^"']+)["']""", re.I)
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _PARENT_PATH = re.compile(r"(?<![\w./-])((?:\.\./)+[\w./-]*)")
 _CITATION = re.compile(r"(?<![\w/.-])(docs/[\w-]+\.md)(#[\w-]+)?")
+_REPO_PATH = re.compile(r"`((?:state|streaming|dashboards|bench|conf|helm|tests|docs)/[\w./-]*)`")
 _EXTERNAL = re.compile(r"^[a-z][a-z0-9+.-]*:", re.I)  # http:, https:, mailto:, ...
 
 
@@ -140,6 +141,19 @@ def markdown_problems(root: Path) -> list[Problem]:
     return problems
 
 
+def path_problems(root: Path) -> list[Problem]:
+    """Repository paths a page names in code spans (``state/shrink_rule.py``), from the root:
+    each must exist, so that a module moved without its documentation fails here."""
+    problems: list[Problem] = []
+    for page in markdown_files(root):
+        name = page.relative_to(root).as_posix()
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            for path in _REPO_PATH.findall(line):
+                if "*" not in path and not (root / path).exists():
+                    problems.append(Problem(f"{name}:{number}", path, "no such path"))
+    return problems
+
+
 def citation_problems(root: Path) -> list[Problem]:
     """``docs/page.md#anchor`` cited in code, configuration and tests."""
     problems: list[Problem] = []
@@ -169,6 +183,11 @@ def test_the_repository_has_its_pages() -> None:
 
 def test_no_dead_link_between_the_pages() -> None:
     problems = markdown_problems(REPO)
+    assert not problems, "\n".join(map(str, problems))
+
+
+def test_the_pages_name_paths_that_exist() -> None:
+    problems = path_problems(REPO)
     assert not problems, "\n".join(map(str, problems))
 
 
@@ -240,3 +259,10 @@ def test_a_citation_in_code_of_a_missing_anchor_is_found(repo: Path) -> None:
     )
     problems = citation_problems(repo)
     assert [p.link for p in problems] == ["docs/rules.md#gone"]
+
+
+def test_a_path_named_in_a_page_that_does_not_exist_is_found(repo: Path) -> None:
+    (repo / "state").mkdir()
+    (repo / "state" / "rule.py").write_text("")
+    (repo / "README.md").write_text("`state/rule.py` and `state/gone.py`, `state/*.py`\n")
+    assert [p.link for p in path_problems(repo)] == ["state/gone.py"]
