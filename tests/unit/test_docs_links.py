@@ -1,6 +1,7 @@
 """The documentation's links hold: every relative link between the repository's markdown
 pages (README.md, docs/, helm/README.md, ...) reaches a file, every ``#anchor`` a heading
-or an ``<a id>`` of that page, and nothing points outside the repository. The code's
+or an ``<a id>`` of that page, every repository path a page names exists, and nothing
+points outside the repository. The code's
 citations of the pages (``docs/domain.md#shrink-rule`` in a docstring) are held to the
 same."""
 
