@@ -4,8 +4,8 @@
                                 [--shards 16] [--no-controller]
 
 Both sides start from the same 100,000 elected partitions (3 replicas: a leader and two
-followers) and apply the same fetch responses with the same rule (semantics.md section
-2, with the epoch/leader/replica fencing). The vectorised model takes them as the
+followers) and apply the same fetch responses with the same rule (docs/domain.md#caught-up,
+with the epoch/leader/replica fencing). The vectorised model takes them as the
 columnar batches the streaming job hands it (pandas frames, as Arrow gives them); the
 baseline is the straightforward implementation: a dict of per-follower objects updated
 in a Python loop over parsed events. Printed: events/s of each, the ratio, the

@@ -33,6 +33,7 @@ from dashboards.panels import (
 )
 from dashboards.promql import label_eq, series
 from state import FollowerStatus
+from state.shrink_rule import SHRINK_DEADLINE_FORMULA
 
 UID = "isrwatch-partition"
 TITLE = "isrwatch / Partition drill-down"
@@ -136,7 +137,8 @@ def _followers() -> list[Builder[model.Panel]]:
             "Each follower's lag time (now - last caught up) while it is not IN_SYNC, "
             "against its leader's replica.lag.time.max.ms T. Past T the follower is out of "
             "sync and Kafka removes it from the ISR at the next ISR expiration check, by "
-            "1.5 x T. A line above 1.5 T while still in the ISR is an overdue shrink: the "
+            f"{SHRINK_DEADLINE_FORMULA}. A line above 1.5 T while still in the ISR for more "
+            "than T/2 is an overdue shrink: the "
             "leader failed to act. A line approaching T is the time to fix the follower's "
             "broker (fetchers, disk, network). A follower that has not caught up since its "
             "leader's election has no lag time, so no line: its status is below.",
@@ -154,7 +156,7 @@ def _followers() -> list[Builder[model.Panel]]:
         stat_panel(
             "Kafka removes the follower",
             "When each SHRINK_ELIGIBLE or SHRINK_OVERDUE follower leaves the ISR by Kafka's "
-            "rule (last caught up + 1.5 x T). A time in the past means Kafka is overdue: "
+            f"rule: {SHRINK_DEADLINE_FORMULA}. A time in the past means Kafka is overdue: "
             "check the leader broker's ISR expiration and its ZooKeeper or controller link.",
             f"1000 * max by (broker) ({deadline})",
             legend="follower {{broker}}",

@@ -22,6 +22,7 @@ from dashboards.panels import (
     time_series,
 )
 from dashboards.promql import series
+from state.shrink_rule import SHRINK_DEADLINE_FORMULA
 
 UID = "isrwatch-overview"
 TITLE = "isrwatch / Cluster overview"
@@ -142,7 +143,8 @@ def _now() -> Panels:
         stat_panel(
             "Predicted under-replicated",
             "Partitions not under-replicated yet but with an ISR follower past "
-            "replica.lag.time.max.ms (T): Kafka removes it by 1.5 x T. Look at the "
+            f"replica.lag.time.max.ms (T): Kafka removes it by {SHRINK_DEADLINE_FORMULA}. "
+            "Look at the "
             "follower's broker now (fetcher threads, disk, network, GC pauses) to keep it "
             "in the ISR.",
             f"sum({PREDICTED})",
@@ -262,8 +264,9 @@ def _per_topic() -> Panels:
         ),
         time_series(
             "Predicted under-replicated by topic",
-            "Partitions per topic with an ISR follower Kafka will remove by 1.5 x "
-            "replica.lag.time.max.ms. Find the follower's broker in the table at the bottom "
+            "Partitions per topic with an ISR follower Kafka will remove by "
+            f"{SHRINK_DEADLINE_FORMULA}, T = replica.lag.time.max.ms. Find the follower's "
+            "broker in the table at the bottom "
             "and fix it before the shrink.",
             [target(f"sum by (topic) ({PREDICTED}) > 0", "{{topic}}")],
             width=8,
@@ -452,7 +455,7 @@ def _unhealthy_now() -> Panels:
         instant_table(
             "Followers Kafka is about to remove, or should have",
             "SHRINK_ELIGIBLE and SHRINK_OVERDUE followers with the time Kafka removes them "
-            "from the ISR (last caught up + 1.5 x T). A deadline in the past is an overdue "
+            f"from the ISR: {SHRINK_DEADLINE_FORMULA}. A deadline in the past is an overdue "
             "shrink: look at the leader. Click a row to open the partition drill-down.",
             [target(f"1000 * {SHRINK_DEADLINES}", instant=True, table_format=True)],
             renames={"Value": "removed from the ISR by", "broker": "follower"},

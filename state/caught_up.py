@@ -1,5 +1,7 @@
 """The caught-up rule: when the leader counts a follower as having had everything it had.
 
+docs/domain.md#caught-up.
+
 The leader keeps, per follower, the state of Kafka's ``Replica``: its log end offset
 (the offset of its latest fetch), the time of that fetch, the leader's LEO at that time,
 and ``lastCaughtUpTimeMs``. A successful fetch at ``t`` with offset ``o`` while the

@@ -244,7 +244,7 @@ def _write(
 
     isrs = [state.isr for state in states]
     table.set_isr_rows(rows, isrs)
-    # A follower that stays in the ISR keeps its entry time (README, re-entry).
+    # A follower that stays in the ISR keeps its entry time (docs/domain.md#shrink-rule).
     before, before_counts = padded(old_isr)
     entered = table.in_isr[rows] & ~is_member(table.replica_broker[rows], before, before_counts)
     which, slot = np.nonzero(entered)

@@ -1,4 +1,4 @@
-"""Parse and validate input records against the JSON Schemas of events.md.
+"""Parse and validate input records against the JSON Schemas of docs/event-contract.md.
 
 ``parse_record`` turns one Kafka record value into a typed event (state/events.py) or a
 ``DeadLetter`` carrying the reason; it never raises. The schemas live in

@@ -1,4 +1,4 @@
-"""Typed events of the input contract (events.md), as the parser produces them.
+"""Typed events of the input contract (docs/event-contract.md), as the parser produces them.
 
 Field names are the wire names; lists become tuples. ``controller_id`` and
 ``controller_epoch`` are set when the controller produced the event; the model fences

@@ -145,7 +145,7 @@ def _fetch_kernel(
 ) -> int:  # fmt: skip
     """One pass over the batch in order; compiled, so a loop per event is the fast way.
 
-    Fencing (semantics.md section 2): a fetch of an unknown partition, of an older
+    Fencing (docs/domain.md#controller-state): a fetch of an unknown partition, of an older
     leader epoch, of a newer epoch than the monitor knows (it came before its
     LeaderAndIsr: Kafka's UNKNOWN_LEADER_EPOCH), served by a broker that is not the
     leader, or from a replica outside the assignment (or the leader itself) is not

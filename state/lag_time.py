@@ -1,5 +1,7 @@
 """Lag time as the monitor reports it, and when it has none.
 
+docs/domain.md#lag-time.
+
 Kafka keeps, per follower of a leader, ``lastCaughtUpTimeMs``: the last time the follower
 had everything the leader had (Kafka's ``Replica.updateFetchState``). When a broker
 becomes leader of a new epoch, ``Partition.makeLeader`` calls

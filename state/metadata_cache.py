@@ -1,5 +1,7 @@
 """Metadata staleness: each broker's MetadataCache, as far as ISRs go, against the controller.
 
+docs/domain.md#metadata-staleness.
+
 A partition is metadata-stale while some live broker's cached ISR differs from the
 controller's; a broker that never cached the partition is not counted. A stale
 partition is STALE_EXPECTED within its propagation window (``state.propagation_window``)

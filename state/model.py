@@ -276,7 +276,7 @@ class ReplicationModel:
         new_leader = event.leader != table.leader[row]
         table.set_replicas(row, replicas)
         table.set_isr(row, isr)
-        # A follower that stays in the ISR keeps its entry time (README, re-entry).
+        # A follower that stays in the ISR keeps its entry time (docs/domain.md#shrink-rule).
         table.mark_isr_entries(row, set(isr) - set(old_isr), event.ts)
         table.leader[row] = event.leader
         table.leader_epoch[row] = leader_epoch

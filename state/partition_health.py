@@ -1,7 +1,7 @@
-"""Health of every partition of a shard at a time ``now`` (semantics.md section 4).
+"""Health of every partition of a shard at a time ``now`` (docs/domain.md#partition-health).
 
 :func:`evaluate` works on whole columns; :meth:`HealthFrame.records` turns rows of the
-result into the partition health records of events.md, field for field.
+result into the partition health records of docs/health-record.md, field for field.
 """
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ class HealthFrame:
         return dict(zip(STATUS_NAMES, counts.tolist(), strict=True))
 
     def records(self, indices: Sequence[int] | None = None) -> Iterator[HealthRecord]:
-        """Health records (events.md) of the given positions, all by default."""
+        """Health records (docs/health-record.md) of the given positions, all by default."""
         return iter(self.records_at(range(len(self)) if indices is None else indices))
 
     def record(self, i: int) -> HealthRecord:

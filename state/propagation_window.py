@@ -1,4 +1,6 @@
-"""How long brokers' metadata caches may legitimately show an old ISR (semantics.md section 5).
+"""How long brokers' metadata caches may legitimately show an old ISR.
+
+docs/domain.md#propagation-window.
 
 ZooKeeper mode: a leader records each ISR change in its isrChangeSet; its
 isr-change-propagation task runs every 2.5 s and propagates when the set is non-empty
@@ -64,7 +66,7 @@ def zk_blackout_window(
     last_propagation_ms: int | None,
     settings: PropagationSettings,
 ) -> BlackoutWindow:
-    """The window of one leader broker with ``a``, ``c`` and ``p`` of semantics.md.
+    """The window of one leader broker with ``a``, ``c`` and ``p`` of docs/domain.md#propagation-zk.
 
     Both conditions hold strictly after ``d = min(c + 5000, p + 60000)``; propagation
     happens at the first tick after ``max(a, d)``, tick phase unknown. While no

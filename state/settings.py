@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, PositiveInt, model_validator
 
 
 class PropagationMode(StrEnum):
-    """How ISR changes reach the brokers' metadata caches (semantics.md section 5)."""
+    """How ISR changes reach the brokers' metadata caches (docs/domain.md#propagation-window)."""
 
     ZK = "zk"
     KRAFT = "kraft"

@@ -1,6 +1,6 @@
 """Which shard of the streaming job holds a partition.
 
-The job groups its state by shard, not by partition (architecture.md: per-group calls
+The job groups its state by shard, not by partition (docs/architecture.md: per-group calls
 cost too much at 100,000 partitions). The hash must be stable across processes and
 runs (it decides where checkpointed state lives), so it is CRC-32, not ``hash()``.
 """

@@ -1,4 +1,4 @@
-"""Follower status under Kafka's ISR shrink rule (semantics.md section 3).
+"""Follower status under Kafka's ISR shrink rule (docs/domain.md#shrink-rule).
 
 A follower in the ISR is out of sync when it is not at the leader's LEO and
 ``now - last_caught_up_ms > T`` (T = replica.lag.time.max.ms of the leader, strictly
@@ -36,6 +36,10 @@ class FollowerStatus(IntEnum):
 
 
 STATUS_NAMES: tuple[str, ...] = tuple(s.name for s in FollowerStatus)
+
+SHRINK_DEADLINE_FORMULA = "max(last caught up + 1.5 T, ISR entry + T/2)"
+"""The shrink deadline that :func:`shrink_deadline_ms` computes, in words: every text that
+states it (metric help, dashboard descriptions) takes it from here (docs/domain.md#shrink-rule)."""
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,9 @@ still running when the interpreter exits; and on Linux, a broker started from th
 thread is also told by the kernel to terminate when its parent dies (``PR_SET_PDEATHSIG``),
 which covers a parent killed by SIGKILL.
 
-Tansu's known quirk (architecture.md): ListOffsets "latest" answers the base offset of the
-last record batch + 1, not the log end offset. ``streaming.kafka_source`` copes with it.
+Tansu's known quirk (docs/architecture.md#facts-the-job-relies-on): ListOffsets "latest"
+answers the base offset of the last record batch + 1, not the log end offset.
+``streaming.kafka_source`` copes with it.
 """
 
 from __future__ import annotations

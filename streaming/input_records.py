@@ -26,7 +26,7 @@ _T = TypeVar("_T")
 
 @dataclass(frozen=True, slots=True)
 class InputRecord:
-    """``value`` is the event as JSON-ready data; ``key`` follows events.md: the
+    """``value`` is the event as JSON-ready data; ``key`` follows docs/event-contract.md: the
     ``"<topic>:<partition>"`` of a per-partition event, else a broker or controller id."""
 
     source: Source
@@ -45,7 +45,7 @@ class InputRecord:
         return str(self.value.get("type", ""))
 
     def envelope(self) -> dict[str, Any]:
-        """The replay file's line (events.md, replay contract)."""
+        """The replay file's line (docs/event-contract.md#replay-contract)."""
         return {"source": self.source.value, "value": dict(self.value)}
 
 

@@ -52,7 +52,7 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 
 def spark_session(config: IsrwatchConfig) -> Any:
-    """A session for the job; Python workers run this interpreter (architecture.md)."""
+    """A session for the job; Python workers run this interpreter (docs/architecture.md)."""
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession

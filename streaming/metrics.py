@@ -27,6 +27,7 @@ from prometheus_client.registry import Collector
 
 from state import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
+from state.shrink_rule import SHRINK_DEADLINE_FORMULA
 from streaming.check_restart import http_answer
 from streaming.shard_stats import ShardStats
 
@@ -425,7 +426,7 @@ class HealthExporter(Collector):
         lag_time_max = GaugeMetricFamily(
             "isrwatch_partition_replica_lag_time_max_seconds",
             "replica.lag.time.max.ms (T) of the leader of an unhealthy partition: an ISR "
-            "follower lagging more than T is removed by 1.5 T",
+            f"follower lagging more than T is removed by {SHRINK_DEADLINE_FORMULA}",
             labels=partition_labels,
         )
         blackout_earliest = GaugeMetricFamily(
@@ -458,7 +459,7 @@ class HealthExporter(Collector):
         )  # fmt: skip
         shrink_by = GaugeMetricFamily(
             "isrwatch_follower_shrink_deadline_seconds",
-            "When Kafka will have removed the follower from the ISR (last caught up + 1.5 T)",
+            f"When Kafka will have removed the follower from the ISR ({SHRINK_DEADLINE_FORMULA})",
             labels=["topic", "partition", "broker", "status", "leader"],
         )
         for shard in shards:

@@ -1,7 +1,7 @@
 """``isrwatch replay``: apply a captured event file in order and print partition health.
 
 Each line of the file is ``{"source": "controller-events" | "fetch-responses",
-"value": {...}}`` (events.md, replay contract). A line that is not such an envelope, or
+"value": {...}}`` (docs/event-contract.md#replay-contract). A line that is not such an envelope, or
 whose value breaks the contract, is a dead letter like any bad record of the job.
 """
 

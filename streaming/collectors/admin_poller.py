@@ -5,7 +5,7 @@ it); ``AdminPoller.diff`` compares it with the previous one and returns the even
 memory (the previous snapshot and the brokers' epochs) is plain JSON, saved after each
 published poll, so that a restarted collector goes on diffing instead of starting over.
 
-What is observed and what is derived (README, "Collectors"):
+What is observed and what is derived (docs/collectors.md#collect-admin):
 
 * ``LeaderAndIsr`` when a partition appears or its leader, leader epoch or replicas
   change: leader, leader epoch, ISR and replicas are observed (Metadata); the partition

@@ -123,7 +123,7 @@ def admin_command(
 
     Emits LeaderAndIsr, IsrChange, BrokerChange, ControllerChange (KRaft), TopicChange,
     TopicConfig and BrokerConfig, and fetch-responses derived from per-replica log end
-    offsets (README, "Collectors").
+    offsets (docs/collectors.md#collect-admin).
     """
     from streaming.collectors.admin_collector import AdminCollector
     from streaming.collectors.admin_source import KafkaAdminSource

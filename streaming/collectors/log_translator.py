@@ -1,4 +1,4 @@
-"""Parsed log records -> controller events (events.md), with the memory that needs.
+"""Parsed log records -> controller events (docs/event-contract.md), with the memory that needs.
 
 The translator is fed records in event-time order (``log_collector`` merges the files of
 one read by time) and returns the events they mean. Its memory is plain JSON

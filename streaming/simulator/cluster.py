@@ -1,6 +1,6 @@
 """A discrete-event model of a Kafka cluster that emits what isrwatch consumes.
 
-The simulator does what Kafka does (semantics.md), not what the monitor expects: brokers
+The simulator does what Kafka does (docs/domain.md), not what the monitor expects: brokers
 with epochs and their scheduled tasks, a controller with an epoch, producers appending to
 leaders, followers fetching in a loop from each leader (a leader holds an empty fetch up to
 ``replica.fetch.wait.max.ms``), the leader's ``last_caught_up_ms`` bookkeeping, the
@@ -523,7 +523,7 @@ class ClusterSimulator:
         # KRaft: brokers replay the committed change from the metadata log (its record)
 
     def _isr_propagation(self, broker_id: int, generation: int) -> None:
-        """ZK mode's ``isr-change-propagation`` task: the 5 s / 60 s rule (semantics.md 5)."""
+        """ZK mode's ``isr-change-propagation`` task (docs/domain.md#propagation-zk)."""
         broker = self.brokers[broker_id]
         if not broker.alive or broker.generation != generation:
             return

@@ -3,7 +3,8 @@
 Records are ``{"ts": ms, "kind": ..., ...facts}``; the kinds are
 
 * ``isr_shrink`` / ``shrink_failed`` (a stuck leader tried): ``topic, partition, leader,
-  follower, last_caught_up_ms, lag_time_max_ms, deadline_ms`` (= last caught up + 1.5 T);
+  follower, last_caught_up_ms, lag_time_max_ms, deadline_ms`` (Kafka's shrink deadline:
+  ``state.shrink_rule.SHRINK_DEADLINE_FORMULA``);
 * ``isr_expand``: ``topic, partition, leader, follower, fetch_offset``;
 * ``propagation`` (zk task fired): ``broker, changes[{topic, partition, first_change_ms}]``;
 * ``update_metadata`` (arrived at a broker): ``broker, partitions[{topic, partition, isr,

@@ -24,6 +24,7 @@ from streaming.metrics import HealthExporter
 from streaming.replay import replay
 from streaming.simulator import ClusterSimulator, load_scenario
 from streaming.simulator.publish import envelope_line
+from tests.health_schema import assert_health_records_valid
 from tests.integration.kafka_topics import isolated_job_config
 
 pytestmark = pytest.mark.integration
@@ -47,6 +48,8 @@ def test_slow_follower_through_the_job_matches_the_ground_truth(
     health_out = tmp_path / "health.jsonl"
     run(sim_config, available_now=True, health_out=health_out, exporter=HealthExporter())
     written = [json.loads(line) for line in health_out.read_text().splitlines()]
+    # every record the job wrote, along the way and at the end, keeps the output contract
+    assert assert_health_records_valid(written) == len(written) > 0
     final: dict[tuple[str, int], dict[str, Any]] = {}
     for record in written:
         final[(record["topic"], record["partition"])] = record

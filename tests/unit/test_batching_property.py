@@ -250,7 +250,7 @@ def test_shards_fed_by_routing_equal_one_model(
     assert sorted(transitions, key=repr) == sorted(cast("list[Any]", whole[4]), key=repr)
     if any(isinstance(sequence[n], IsrChange) for n, _ in whole_rejected):
         # A shard cannot fence another shard's IsrChange by leader epoch, so the
-        # leader's window may differ; everything else must not (README).
+        # leader's window may differ; everything else must not (docs/architecture.md).
         for record in (*records, *whole_records):
             record.pop("metadata")
     assert records == whole_records

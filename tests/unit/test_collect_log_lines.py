@@ -44,11 +44,11 @@ def ms(text: str) -> int:
     return int(datetime.fromisoformat(text).replace(tzinfo=UTC).timestamp() * 1000)
 
 
-# --------------------------------------------------------------------------- semantics.md
+# ------------------------------------------------------------ lines quoted in Kafka articles
 
 
-def test_semantics_md_sample_cached_leader_info() -> None:
-    """The state.change.logger line quoted in section 6 of semantics.md ('.' before ms)."""
+def test_quoted_sample_cached_leader_info() -> None:
+    """A state.change.logger line as a reader quoted it from Kafka 2.x ('.' before ms)."""
     line = (
         "[2021-03-16 14:12:39.979] TRACE [Broker id=6] Cached leader info "
         "UpdateMetadataPartitionState(topicName='A', partitionIndex=1, controllerEpoch=29, "
@@ -66,7 +66,7 @@ def test_semantics_md_sample_cached_leader_info() -> None:
     )
 
 
-def test_semantics_md_sample_warning_is_ignored() -> None:
+def test_quoted_sample_warning_is_ignored() -> None:
     line = (
         "[2021-03-16 15:07:26,164] WARN [ReplicaManager broker=2] Leader 2 failed to record "
         "follower 6's position 11679162 since the replica is not recognized to be one of the "
@@ -76,7 +76,7 @@ def test_semantics_md_sample_warning_is_ignored() -> None:
     assert parse_line(line, UTC_ZONE) is IGNORED
 
 
-def test_semantics_md_shrink_format() -> None:
+def test_quoted_shrink_format() -> None:
     line = (
         "[2021-03-16 15:07:27,000] INFO [Partition A-1 broker=2] Shrinking ISR from 1,2,3 to "
         "1,2. Leader: (highWatermark: 11679100, endOffset: 11679162). Out of sync replicas: "

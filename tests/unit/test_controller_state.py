@@ -1,4 +1,4 @@
-"""semantics.md section 1: controller decisions, fencing, membership and topic lifecycle."""
+"""docs/domain.md#controller-state: controller decisions, fencing, membership, topic lifecycle."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""semantics.md section 2: the leader's bookkeeping of each follower's fetches."""
+"""docs/domain.md#caught-up: the leader's bookkeeping of each follower's fetches."""
 
 from __future__ import annotations
 

@@ -4,21 +4,23 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
+from click.testing import CliRunner
 
 from state import CauseKind
 from state.settings import RuleSettings
+from streaming.cli import main
 from streaming.input_records import InputRecord
 from streaming.replay import replay
 from streaming.simulator import ClusterSimulator, load_scenario
+from tests.health_schema import SCHEMA, VALIDATOR, assert_health_records_valid
 
 CONF = Path(__file__).resolve().parents[2] / "conf"
-SCHEMA = json.loads((CONF / "schemas" / "partition-health.schema.json").read_text())
-VALIDATOR = jsonschema.Draft202012Validator(SCHEMA, format_checker=jsonschema.FormatChecker())
 
 
 def envelope(record: InputRecord) -> str:
@@ -71,3 +73,48 @@ def test_the_schema_rejects_records_without_a_proper_cause(breakage: Any) -> Non
     breakage(record)
     with pytest.raises(jsonschema.ValidationError):
         VALIDATOR.validate(record)
+
+
+def test_the_lines_isrwatch_replay_prints_follow_the_schema() -> None:
+    result = CliRunner().invoke(main, ["replay", str(CONF / "samples" / "incident.jsonl")])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert assert_health_records_valid(map(json.loads, lines)) == len(lines) > 0
+
+
+def test_replay_of_shrinks_follows_the_schema_with_deadlines() -> None:
+    # broker 3 falls behind: SHRINK_ELIGIBLE followers with a shrink_by_ms, before Kafka acts
+    records = simulated_records("slow-follower", 45)
+    eligible = [f for r in records for f in r["followers"] if f["status"] == "SHRINK_ELIGIBLE"]
+    assert eligible
+    assert all(isinstance(f["shrink_by_ms"], int) for f in eligible)
+    assert_health_records_valid(records)
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        lambda f: f.__setitem__("shrink_by_ms", 1),
+        lambda f: f.pop("lag_time_unknown"),
+        lambda f: f.__setitem__("lag_time_unknown", "NEVER_CAUGHT_UP"),
+    ],
+    ids=["deadline of a follower not shrinking", "no lag_time_unknown", "unknown with a lag"],
+)
+def test_the_schema_rejects_followers_that_break_the_record(breakage: Any) -> None:
+    with (CONF / "samples" / "incident.jsonl").open() as lines:
+        records = copy.deepcopy(replay(lines, RuleSettings(), None).records)
+    record, follower = next(
+        (r, f) for r in records for f in r["followers"]
+        if f["status"] == "IN_SYNC" and f["lag_time_ms"] is not None
+    )  # fmt: skip
+    VALIDATOR.validate(record)
+    breakage(follower)
+    with pytest.raises(jsonschema.ValidationError):
+        VALIDATOR.validate(record)
+
+
+def test_the_readme_sample_record_follows_the_schema() -> None:
+    readme = (CONF.parent / "README.md").read_text(encoding="utf-8")
+    samples = re.findall(r"```json\n(.*?)```", readme, re.S)
+    assert samples
+    assert assert_health_records_valid(map(json.loads, samples)) == len(samples)

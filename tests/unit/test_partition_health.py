@@ -1,4 +1,4 @@
-"""semantics.md section 4: partition health flags."""
+"""docs/domain.md#partition-health: partition health flags."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""semantics.md section 5: ISR change propagation and its blackout window."""
+"""docs/domain.md#propagation-window: ISR change propagation and its blackout window."""
 
 from __future__ import annotations
 

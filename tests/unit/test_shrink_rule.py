@@ -1,4 +1,4 @@
-"""semantics.md section 3: follower status under the 1.5 x replica.lag.time.max.ms rule.
+"""docs/domain.md#shrink-rule: follower status under the 1.5 x replica.lag.time.max.ms rule.
 
 Set-up used by most tests: leader 1 elected at 0 with ISR [1, 2, 3]; follower 2 fetches
 at 10 000 with offset 500 while the leader has 500 (caught up at 10 000); the leader then
@@ -151,7 +151,7 @@ def test_warn_boundary_is_exact_where_floating_point_is_not() -> None:
     assert follower(health(m, CAUGHT_UP + 31_501), 2)["status"] == "LAGGING"
 
 
-# Re-entry into the ISR (README, "A follower that re-enters the ISR out of sync"). Kafka's
+# Re-entry into the ISR (docs/domain.md#decision-reentry). Kafka's
 # maybeExpandIsr re-adds a follower whose fetch offset reached the HW, possibly still behind
 # the leader's LEO, and keeps its last caught-up time; the next isr-expiration run, at most
 # T / 2 later, removes it again. Deadline: max(last caught up + 1.5 T, entry + T / 2).

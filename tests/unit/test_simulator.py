@@ -57,7 +57,7 @@ every_seed = pytest.mark.parametrize("seed", SEEDS)
 
 
 def test_remote_replica_follows_the_last_caught_up_rule() -> None:
-    """semantics.md section 2, by hand: caught up at t, or at the previous fetch's time."""
+    """docs/domain.md#caught-up, by hand: caught up at t, or at the previous fetch's time."""
     replica = RemoteReplica(last_fetch_time_ms=1_000, last_fetch_leader_leo=100)
     replica.update_fetch_state(fetch_offset=100, leader_leo=150, now=2_000)
     # o=100 < L=150 but >= the LEO at the previous fetch (100): caught up at 1000
@@ -142,7 +142,7 @@ def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str, seed: in
         assert reported["last_caught_up_ms"] == shrink["last_caught_up_ms"]
         assert reported["status"] == "SHRINK_ELIGIBLE"
         assert reported["shrink_by_ms"] == shrink["deadline_ms"]
-        # Kafka: removed once out of sync (lag > T), at the latest at last caught up + 1.5 T
+        # Kafka: removed once out of sync (lag > T), at the latest by its shrink deadline
         assert shrink["last_caught_up_ms"] + lag_max < shrink["ts"] <= shrink["deadline_ms"]
         # and it was reported SHRINK_ELIGIBLE strictly before, at a periodic evaluation,
         # unless Kafka acted within the evaluation period of the follower crossing T
@@ -154,8 +154,8 @@ def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str, seed: in
 @every_seed
 @pytest.mark.parametrize("name", BEHAVING)
 def test_no_overdue_report_when_the_cluster_behaves(name: str, seed: int) -> None:
-    """One exception, inherent in semantics.md: a broker that died but whose session has
-    not expired yet is still live to the controller (and the monitor), and a dead broker
+    """One exception, inherent in the rules (docs/domain.md): a broker that died but whose
+    session has not expired yet is still live to the controller (and the monitor), and a dead broker
     cannot take UpdateMetadata, so a change made meanwhile leaves its cache stale until
     the controller notices (at most the session timeout). Every other cache must be on
     time."""
@@ -173,9 +173,9 @@ def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str,
     """The leader's window just before its task fired: the latest bound always holds; the
     earliest once the monitor has seen that broker propagate.
 
-    Before that, semantics.md has the monitor assume p = a (conservative for the latest
-    bound); a broker whose real last propagation is over 60 s old then propagates at its
-    next tick, earlier than the ``c + 5 s`` the assumption gives.
+    Before that, the monitor assumes p = a (docs/domain.md#decision-unseen-propagation),
+    conservative for the latest bound; a broker whose real last propagation is over 60 s
+    old then propagates at its next tick, earlier than the ``c + 5 s`` the assumption gives.
     """
     run = monitored(name, BEHAVING.get(name), seed)
     seen_propagating: set[int] = set()

@@ -65,7 +65,7 @@ def test_leader_shrinks_at_their_times_predicted_before_the_deadline(slow_follow
         shrink = by_key[(fact["ts"], fact["topic"], fact["partition"], fact["follower"])]
         assert shrink.exact
         assert shrink.by_controller is False
-        assert shrink.deadline_ms == fact["deadline_ms"]  # last caught up + 1.5 T
+        assert shrink.deadline_ms == fact["deadline_ms"]  # the shrink deadline
         assert shrink.late_by_ms == 0
         # predicted at an evaluation after lag passed T, unless Kafka acted within the step
         crossed = fact["last_caught_up_ms"] + fact["lag_time_max_ms"]
