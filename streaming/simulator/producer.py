@@ -16,6 +16,8 @@ __all__ = ["Producers"]
 
 
 class Producers:
+    """Appends to the leaders' logs and wakes the fetches they hold."""
+
     def __init__(self, cluster: ClusterSimulator) -> None:
         self._cluster = cluster
         self._loop = cluster.loop
