@@ -82,6 +82,46 @@ class Partition:
             "offline_replicas": [r for r in self.replicas if r in offline],
         }  # fmt: skip
 
+    def make_leader(self, leader: int, now: int) -> tuple[int, ...]:
+        """Partition.makeLeader on the brokers, for a leader epoch the caller has set: the
+        followers truncate to the new leader's log and it starts its view of each of them
+        afresh. Returns the followers, which then fetch from it (none without a leader)."""
+        previous = self.leader
+        self.leader = leader
+        if leader == NO_LEADER:
+            return ()
+        leo = self.logs[leader]
+        for replica in self.replicas:
+            self.logs[replica] = min(self.logs[replica], leo)
+        self.high_watermark = min(self.high_watermark, leo)
+        self.epoch_start_offset = leo
+        followers = tuple(replica for replica in self.replicas if replica != leader)
+        for replica in followers:
+            old = self.remote.get(replica)
+            self.remote[replica] = RemoteReplica(
+                log_end_offset=old.log_end_offset if old and previous == leader else UNKNOWN_OFFSET,
+                last_fetch_time_ms=now, last_fetch_leader_leo=leo,
+                last_caught_up_ms=now if replica in self.isr else NEVER,
+            )  # fmt: skip
+        return followers
+
+    def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> list[int]:
+        """Partition.getOutOfSyncReplicas: the followers in the ISR that are not at the
+        leader's log end offset and have not been caught up for ``replica.lag.time.max.ms``
+        (the leader's isr-expiration task removes them)."""
+        return [
+            follower for follower in self.isr if follower != self.leader
+            and self.remote[follower].log_end_offset != self.leader_leo
+            and now - self.remote[follower].last_caught_up_ms > lag_time_max_ms
+        ]  # fmt: skip
+
+    def needs_expand_isr(self, follower: int, fetch_offset: int) -> bool:
+        """Partition.needsExpandIsr: a replica outside the ISR whose fetch reached the high
+        watermark and the start offset of the leader's epoch may join it."""
+        if follower in self.isr or follower not in self.replicas:
+            return False
+        return fetch_offset >= self.high_watermark and fetch_offset >= self.epoch_start_offset
+
     def maybe_increment_high_watermark(self) -> None:
         """HW = the smallest LEO among the ISR as the leader knows it; it never goes back."""
         ends = [

@@ -1,0 +1,198 @@
+"""The ``kafka`` section: how to reach the Kafka cluster, and how the source reads it."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated
+
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    SecretStr,
+    model_validator,
+)
+
+from streaming.config.errors import Problem, raise_problems
+from streaming.config.field_types import NonEmptyStr
+from streaming.config.librdkafka import librdkafka_names
+
+__all__ = [
+    "KafkaSettings",
+    "SaslMechanism",
+    "SecurityProtocol",
+    "SourceFormat",
+    "StartingOffsets",
+]
+
+
+class SecurityProtocol(StrEnum):
+    """Kafka's security.protocol."""
+
+    PLAINTEXT = "PLAINTEXT"
+    SSL = "SSL"
+    SASL_PLAINTEXT = "SASL_PLAINTEXT"
+    SASL_SSL = "SASL_SSL"
+
+
+class SaslMechanism(StrEnum):
+    """The SASL mechanisms supported (username and password based)."""
+
+    PLAIN = "PLAIN"
+    SCRAM_SHA_256 = "SCRAM-SHA-256"
+    SCRAM_SHA_512 = "SCRAM-SHA-512"
+
+
+class SourceFormat(StrEnum):
+    """How the job reads Kafka."""
+
+    PYTHON = "python"  # our Python Data Source, reading with kafka-python
+    KAFKA = "kafka"  # Spark's JVM connector (spark-sql-kafka-0-10), when installed
+
+
+class StartingOffsets(StrEnum):
+    """Where a query with no checkpoint starts reading."""
+
+    EARLIEST = "earliest"
+    LATEST = "latest"
+
+
+_SASL_PROTOCOLS = (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
+_TLS_PROTOCOLS = (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
+
+
+def _check_servers(servers: str) -> str:
+    entries = [entry.strip() for entry in servers.split(",")]
+    if not all(entries):
+        raise ValueError("must be a comma-separated list of host:port, with no empty entry")
+    return ",".join(entries)
+
+
+class KafkaSettings(BaseModel):
+    """How to reach the Kafka cluster, and how the source reads it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
+
+    bootstrap_servers: Annotated[str, AfterValidator(_check_servers)] = Field(
+        default="127.0.0.1:9092", description="comma-separated host:port of brokers to start from"
+    )
+    client_id: NonEmptyStr = Field(
+        default="isrwatch", description="client.id sent to the brokers (quotas, logs)"
+    )
+    security_protocol: SecurityProtocol = Field(
+        default=SecurityProtocol.PLAINTEXT,
+        description="PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL",
+    )
+    sasl_mechanism: SaslMechanism | None = Field(
+        default=None,
+        description="PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512; required by the SASL protocols",
+    )
+    sasl_username: NonEmptyStr | None = Field(
+        default=None, description="SASL user name; required by the SASL protocols"
+    )
+    sasl_password: SecretStr | None = Field(
+        default=None,
+        min_length=1,
+        description="SASL password; required by the SASL protocols; never printed",
+    )
+    ssl_cafile: NonEmptyStr | None = Field(
+        default=None, description="path of the PEM CA bundle that signs the brokers' certificates"
+    )
+    ssl_certfile: NonEmptyStr | None = Field(
+        default=None, description="path of the PEM client certificate (mutual TLS)"
+    )
+    ssl_keyfile: NonEmptyStr | None = Field(
+        default=None, description="path of the PEM private key of ssl_certfile"
+    )
+    ssl_check_hostname: bool = Field(
+        default=True, description="check that a broker's certificate matches its host name"
+    )
+    source_format: SourceFormat = Field(
+        default=SourceFormat.PYTHON,
+        description="python: our Data Source over kafka-python; kafka: Spark's JVM connector",
+    )
+    starting_offsets: StartingOffsets = Field(
+        default=StartingOffsets.EARLIEST,
+        description="where a query with no checkpoint starts: earliest or latest",
+    )
+    max_records_per_partition_per_batch: PositiveInt = Field(
+        default=100000, description="most records read per topic-partition per micro-batch"
+    )
+    max_records_per_batch: PositiveInt | None = Field(
+        default=None,
+        description="most records read per micro-batch over all topic-partitions, shared out "
+        "in proportion to their backlog (Spark's maxOffsetsPerTrigger); none: no such limit",
+    )
+    request_timeout_ms: PositiveInt = Field(default=30000, description="client request timeout, ms")
+    retry_backoff_ms: PositiveInt = Field(
+        default=1000, description="first wait before retrying a failed request or connection, ms"
+    )
+    retry_backoff_max_ms: PositiveInt = Field(
+        default=30000, description="longest wait between reconnection attempts, ms"
+    )
+
+    @model_validator(mode="after")
+    def _check_security(self) -> KafkaSettings:
+        protocol = self.security_protocol
+        problems: list[Problem] = []
+        for name in ("sasl_mechanism", "sasl_username", "sasl_password"):
+            value = getattr(self, name)
+            if protocol in _SASL_PROTOCOLS and value is None:
+                why = f"required when security_protocol is {protocol}"
+                problems.append((name, why, ("security_protocol", name)))
+            elif protocol not in _SASL_PROTOCOLS and value is not None:
+                why = (
+                    f"only used with security_protocol SASL_PLAINTEXT or SASL_SSL "
+                    f"(security_protocol is {protocol})"
+                )
+                problems.append((name, why, (name, "security_protocol")))
+        for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+            if protocol not in _TLS_PROTOCOLS and getattr(self, name) is not None:
+                why = (
+                    f"only used with security_protocol SSL or SASL_SSL "
+                    f"(security_protocol is {protocol})"
+                )
+                problems.append((name, why, (name, "security_protocol")))
+        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+            why = f"must be at least retry_backoff_ms ({self.retry_backoff_ms})"
+            problems.append(
+                ("retry_backoff_max_ms", why, ("retry_backoff_max_ms", "retry_backoff_ms"))
+            )
+        raise_problems(problems)
+        return self
+
+    def kafka_python_options(self) -> dict[str, object]:
+        """Keyword arguments for kafka-python's KafkaConsumer, KafkaProducer, KafkaAdminClient.
+
+        Holds the SASL password in clear: never log the result.
+        """
+        options: dict[str, object] = {
+            "bootstrap_servers": self.bootstrap_servers.split(","),
+            "client_id": self.client_id,
+            "security_protocol": self.security_protocol.value,
+            "request_timeout_ms": self.request_timeout_ms,
+            "retry_backoff_ms": self.retry_backoff_ms,
+            "reconnect_backoff_max_ms": self.retry_backoff_max_ms,
+        }
+        mechanism, password = self.sasl_mechanism, self.sasl_password
+        if mechanism is not None and password is not None:  # set only with a SASL protocol
+            options["sasl_mechanism"] = mechanism.value
+            options["sasl_plain_username"] = self.sasl_username
+            options["sasl_plain_password"] = password.get_secret_value()
+        if self.security_protocol in _TLS_PROTOCOLS:
+            options["ssl_check_hostname"] = self.ssl_check_hostname
+            for name in ("ssl_cafile", "ssl_certfile", "ssl_keyfile"):
+                if (path := getattr(self, name)) is not None:
+                    options[name] = path
+        return options
+
+    def librdkafka_options(self) -> dict[str, object]:
+        """The same settings for a confluent-kafka (librdkafka) client, by librdkafka's
+        names (CONFIGURATION.md of librdkafka). Holds the SASL password: never log it."""
+        return {
+            "bootstrap.servers": self.bootstrap_servers,
+            "socket.timeout.ms": self.request_timeout_ms,
+            **librdkafka_names(self.kafka_python_options()),
+        }
