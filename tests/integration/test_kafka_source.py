@@ -9,6 +9,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
@@ -367,13 +368,15 @@ def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_lett
     finally:
         reader.stop()
     by_kind = {row["kind"]: row for row in rows}
-    assert sorted(row["kind"] for row in rows) == ["controller", "dead", "fetch"]
-    assert {k: v for k, v in by_kind["fetch"].items() if v is not None} == {
-        "shard": 12, "kind": "fetch", "ts": 1000, "src_topic": fetches, "src_partition": 0,
+    assert sorted(row["kind"] for row in rows) == ["controller", "dead", "fetches"]
+    pack = by_kind["fetches"]  # the shard's fetches, packed (streaming.routing.pack_fetches)
+    assert (pack["shard"], pack["ts"]) == (12, 1000)
+    assert pa.ipc.open_stream(pack["event"]).read_all().to_pylist() == [{
+        "ts": 1000, "src_topic": fetches, "src_partition": 0,
         "src_offset": 0, "topic": "orders", "partition": 3, "leader": 1, "follower": 2,
         "leader_epoch": 4, "fetch_offset": 100, "leader_leo": 120, "high_watermark": 100,
         "error": "NONE",
-    }  # fmt: skip
+    }]  # fmt: skip
     dead = by_kind["dead"]
     assert (dead["shard"], dead["src_offset"], dead["source"], dead["value"], dead["reason"]) == (
         0, 1, "fetch-responses", '{"ts": 5', "invalid_json")  # fmt: skip
