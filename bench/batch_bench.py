@@ -55,15 +55,15 @@ from state import (
 )
 from state.events import LeaderAndIsr
 from state.settings import RuleSettings
-from streaming import shard_state
-from streaming.attribution import CauseAnnotator, attribute_shards
-from streaming.metrics import HealthExporter
-from streaming.routing import (
+from streaming.job import shard_state
+from streaming.job.attribution import CauseAnnotator, attribute_shards
+from streaming.job.metrics import HealthExporter
+from streaming.job.routing import (
     FETCH,
     ROUTED_ARROW_SCHEMA,
     _pandas_type,  # the frames Spark hands the state function
 )
-from streaming.shard_state import (
+from streaming.job.shard_state import (
     HEALTH,
     STATS,
     TOMBSTONE,
@@ -72,8 +72,8 @@ from streaming.shard_state import (
     legacy_health_signature,
     process,
 )
-from streaming.shard_stats import BrokerGauges, ShardStats, TopicGauges, decode
-from streaming.sinks import BatchSink
+from streaming.job.shard_stats import BrokerGauges, ShardStats, TopicGauges, decode
+from streaming.job.sinks import BatchSink
 
 T0 = 1_700_000_000_000
 TOPICS = 100
@@ -486,8 +486,8 @@ def sink_bench(outputs: dict[str, list[pd.DataFrame]], with_broker: bool) -> Non
         from kafka import KafkaProducer
 
         from streaming.config import KafkaSettings
-        from streaming.embedded_broker import EmbeddedBroker
-        from streaming.sinks import kafka_producer
+        from streaming.job.sinks import kafka_producer
+        from streaming.tools.embedded_broker import EmbeddedBroker
 
         broker = EmbeddedBroker().start()
         broker.create_topics(["partition-health", "dead-letters"])

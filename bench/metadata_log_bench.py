@@ -25,11 +25,16 @@ from pathlib import Path
 
 from kafka.record.default_records import DefaultRecordBatch
 
-from streaming.collectors.metadata_log.collector import MetadataLogCollector
-from streaming.collectors.metadata_log.records import decode_metadata_value
-from streaming.collectors.metadata_log.segments import Batch, batches_in, partition_dir, segments
-from streaming.collectors.metrics import CollectorMetrics
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollector
+from streaming.feeds.collectors.metadata_log.records import decode_metadata_value
+from streaming.feeds.collectors.metadata_log.segments import (
+    Batch,
+    batches_in,
+    partition_dir,
+    segments,
+)
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.wire import InputRecord
 from tests.unit import metadata_log_synthetic as syn
 
 T0 = 1_700_000_000_000

@@ -6,7 +6,7 @@
 
 On the embedded broker, ``local[2]``: one LeaderAndIsr per partition and ``--records``
 fetch responses (every follower of every partition in turn, 4 Kafka partitions) are
-produced *before* the query starts; the job (``streaming.job.start_query``, the shipped
+produced *before* the query starts; the job (``streaming.job.query.start_query``, the shipped
 pipeline) then reads them to the end. Printed, next to a baseline measured in the same
 run (a plain confluent-kafka consumer decoding each value, the "source floor"):
 
@@ -57,10 +57,10 @@ from sustained_bench import (  # bench/ is on the path
 )
 
 from streaming.config import IsrwatchConfig, load_config
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.job import make_sink, spark_session, start_query
-from streaming.metrics import HealthExporter
-from streaming.sinks import shard_stats_of
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import make_sink, spark_session, start_query
+from streaming.job.sinks import shard_stats_of
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it disabled)
 

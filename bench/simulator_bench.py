@@ -23,7 +23,7 @@ from state_bench import Follower, Partition, baseline_apply, state_bytes
 from state import ApplyReport, FetchBatch, ReplicationModel, parse_json_line
 from state.events import DeadLetter, Event, FetchResponse, LeaderAndIsr, Source
 from state.settings import RuleSettings
-from streaming.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
 
 START_MS = 1_700_000_000_000
 

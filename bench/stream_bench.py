@@ -36,8 +36,8 @@ from state import ReplicationModel
 from state.events import Source
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.job import (
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import (
     input_sources,
     input_stream,
     make_sink,
@@ -45,9 +45,8 @@ from streaming.job import (
     spark_session,
     start_query,
 )
-from streaming.metrics import HealthExporter
-from streaming.routing import FETCH, ROUTED_SCHEMA, conform, route, unpack_fetches
-from streaming.shard_state import (
+from streaming.job.routing import FETCH, ROUTED_SCHEMA, conform, route, unpack_fetches
+from streaming.job.shard_state import (
     CLOCK_DELAY_MS,
     OUTPUT_SCHEMA,
     STATE_SCHEMA,
@@ -55,6 +54,7 @@ from streaming.shard_state import (
     ShardSnapshot,
     process,
 )
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 B = 1_700_000_000_000
 FETCH_PARTITIONS = 4

@@ -75,12 +75,12 @@ import pandas as pd
 from state import WireFetch
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.job import input_sources, make_sink, run, spark_session, start_query
-from streaming.metrics import HealthExporter
-from streaming.replay import replay
-from streaming.shard_state import HEALTH
-from streaming.sinks import shard_stats_of
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import input_sources, make_sink, run, spark_session, start_query
+from streaming.job.shard_state import HEALTH
+from streaming.job.sinks import shard_stats_of
+from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.replay import replay
 
 BROKERS = 6
 PER_TOPIC = 1000
@@ -341,7 +341,7 @@ class Watch:
         self.detected: dict[int, Detection] = {}
         self.ends: list[tuple[float, int]] = []  # (wall s, fetches taken) at each batch's end
         # Fetches taken by each batch: Spark's numInputRows counts the source's rows,
-        # and fetches travel packed, one row per shard (streaming.routing.pack_fetches).
+        # and fetches travel packed, one row per shard (streaming.job.routing.pack_fetches).
         self.taken_in_batch: dict[int, int] = {}
         self.since_ms = 0  # a probe counts when the model's caught-up time is this late
 

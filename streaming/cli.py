@@ -15,20 +15,20 @@ from typing import TextIO
 import click
 
 from dashboards.cli import dashboards_command
-from streaming.check_restart import check_command
 from streaming.cli_options import config_option, load_or_exit, set_option
-from streaming.collectors.cli import collect
 from streaming.config import dump_config
-from streaming.probe import probe_command
-from streaming.replay import replay
-from streaming.simulator.cli import (
+from streaming.feeds.collectors.cli import collect
+from streaming.feeds.simulator.cli import (
     load_scenario_or_exit,
     param_option,
     scenario_option,
     seed_option,
     simulate_command,
 )
-from streaming.timeline.cli import timeline_command
+from streaming.tools.check_restart import check_command
+from streaming.tools.probe import probe_command
+from streaming.tools.replay import replay
+from streaming.tools.timeline.cli import timeline_command
 
 
 def _dump_line(record: object) -> str:
@@ -120,7 +120,7 @@ def run_command(
     overrides: dict[str, object],
 ) -> None:
     """Run the streaming job: controller-events + fetch-responses -> partition health."""
-    from streaming.job import CheckpointMismatchError, run
+    from streaming.job.query import CheckpointMismatchError, run
 
     flags = {
         "kafka.bootstrap_servers": bootstrap_servers,
@@ -145,7 +145,7 @@ def run_command(
 @config_option
 def broker_command(port: int, config_file: Path | None) -> None:
     """Run the embedded Kafka-protocol broker (Tansu) with the job's topics, until Ctrl-C."""
-    from streaming.embedded_broker import EmbeddedBroker
+    from streaming.tools.embedded_broker import EmbeddedBroker
 
     config = load_or_exit(config_file)
     topics = config.topics
@@ -219,7 +219,7 @@ def demo_command(
     """
     from rich.console import Console
 
-    from streaming.demo import DemoError, DemoOptions, output_to_log, run_demo
+    from streaming.tools.demo import DemoError, DemoOptions, output_to_log, run_demo
 
     config = load_or_exit(config_file, {**overrides, "metrics.port": metrics_port})
     options = DemoOptions(load_scenario_or_exit(scenario, params), seconds, speed, seed)

@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from streaming.collectors.log_collector import LogCollector
-from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import LogCollectorSettings
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.log_collector import LogCollector
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.wire import InputRecord
 
 CORPUS_DIR = Path(__file__).parent / "unit" / "data" / "kafka_logs" / "corpus"
 

@@ -14,8 +14,8 @@ from typing import Any
 from state import BlackoutWindow, HealthFrame, HealthRecord, ReplicationModel, parse_json_line
 from state.events import DeadLetter, DeadLetterReason, Event, IsrChange, IsrChangePropagation
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from streaming.metrics import PARTITION_FLAGS
-from streaming.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.job.metric_families import PARTITION_FLAGS
 
 START_MS = 1_700_000_000_000
 

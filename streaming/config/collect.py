@@ -39,7 +39,7 @@ TimeZoneName = Annotated[str, AfterValidator(_check_time_zone)]
 
 def _check_log_layout(pattern: str | None) -> str | None:
     if pattern is not None:
-        from streaming.collectors.log_layouts import compile_custom_layout
+        from streaming.feeds.collectors.log_layouts import compile_custom_layout
 
         compile_custom_layout(pattern)  # raises LayoutError (a ValueError) saying why
     return pattern

@@ -22,7 +22,7 @@ import pytest
 import yaml
 from kafka import KafkaProducer
 
-from streaming.embedded_broker import EmbeddedBroker, free_port
+from streaming.tools.embedded_broker import EmbeddedBroker, free_port
 from tests.helm.chart import Manifest, config_file, find, job_container, render
 
 pytestmark = pytest.mark.integration

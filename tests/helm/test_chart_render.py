@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from streaming.config import SecurityProtocol, load_config
-from streaming.probe import probe_command
+from streaming.tools.probe import probe_command
 from tests.helm.chart import (
     CHART,
     KUBE_VERSIONS,
@@ -354,7 +354,7 @@ def test_driver_may_manage_its_executors_and_nothing_else() -> None:
 
 def probe_args(probe: Manifest) -> list[str]:
     command: list[str] = probe["exec"]["command"]
-    assert command[:3] == ["python", "-m", "streaming.probe"]
+    assert command[:3] == ["python", "-m", "streaming.tools.probe"]
     return command[3:]
 
 

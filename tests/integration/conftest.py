@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from streaming.embedded_broker import EmbeddedBroker
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 
 @pytest.fixture(scope="session")

@@ -12,8 +12,9 @@ from typing import Any
 from kafka import KafkaConsumer, TopicPartition
 
 from streaming.config import IsrwatchConfig, load_config
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.input_records import InputRecord, KafkaPublisher
+from streaming.feeds.publisher import KafkaPublisher
+from streaming.feeds.wire import InputRecord
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 
 def isolated_job_config(

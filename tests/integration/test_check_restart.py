@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from kafka import KafkaProducer
 
 from streaming.cli import main
-from streaming.embedded_broker import EmbeddedBroker
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

@@ -19,14 +19,15 @@ import pytest
 from kafka import KafkaAdminClient
 from prometheus_client import CollectorRegistry
 
-from streaming.collectors.admin_collector import AdminCollector
-from streaming.collectors.admin_source import KafkaAdminSource
-from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import IsrwatchConfig
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.input_records import InputRecord, KafkaPublisher
-from streaming.job import run
-from streaming.metrics import HealthExporter
+from streaming.feeds.collectors.admin_collector import AdminCollector
+from streaming.feeds.collectors.admin_source import KafkaAdminSource
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.publisher import KafkaPublisher
+from streaming.feeds.wire import InputRecord
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import run
+from streaming.tools.embedded_broker import EmbeddedBroker
 from tests.integration.kafka_topics import isolated_job_config, read_topic
 
 pytestmark = pytest.mark.integration

@@ -12,14 +12,14 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from state.settings import RuleSettings
-from streaming.collectors.log_collector import LogCollector
-from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import IsrwatchConfig
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.input_records import KafkaPublisher
-from streaming.job import run
-from streaming.metrics import HealthExporter
-from streaming.replay import replay
+from streaming.feeds.collectors.log_collector import LogCollector
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.publisher import KafkaPublisher
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import run
+from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.replay import replay
 from tests.integration.kafka_topics import PublishedSpy, isolated_job_config
 
 pytestmark = pytest.mark.integration

@@ -18,17 +18,17 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from streaming.collectors.admin_collector import AdminCollector
-from streaming.collectors.admin_poller import ClusterSnapshot, QuorumReplica, QuorumSnapshot
-from streaming.collectors.metadata_log.collector import MetadataLogCollector
-from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import IsrwatchConfig
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.input_records import KafkaPublisher
-from streaming.job import run
-from streaming.metrics import HealthExporter
-from streaming.replay import replay
-from streaming.simulator.publish import envelope_line
+from streaming.feeds.collectors.admin_collector import AdminCollector
+from streaming.feeds.collectors.admin_poller import ClusterSnapshot, QuorumReplica, QuorumSnapshot
+from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollector
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.publisher import KafkaPublisher
+from streaming.feeds.wire import envelope_line
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import run
+from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.replay import replay
 from tests.integration.kafka_topics import PublishedSpy, isolated_job_config
 from tests.unit import metadata_log_synthetic as syn
 

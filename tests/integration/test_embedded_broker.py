@@ -1,4 +1,4 @@
-"""streaming.embedded_broker: Tansu started, answering, stopped, port released."""
+"""streaming.tools.embedded_broker: Tansu started, answering, stopped, port released."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import uuid
 import pytest
 from kafka import KafkaAdminClient
 
-from streaming.embedded_broker import EmbeddedBroker
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 

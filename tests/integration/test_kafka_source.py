@@ -1,4 +1,4 @@
-"""streaming.kafka_source against the embedded broker (Tansu) and a real Spark session."""
+"""streaming.job.kafka_source against the embedded broker (Tansu) and a real Spark session."""
 
 from __future__ import annotations
 
@@ -16,8 +16,7 @@ from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from state.events import Source
 from streaming.config import load_config
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.kafka_source import (
+from streaming.job.kafka_source import (
     SCHEMA,
     SOURCE_NAME,
     KafkaInputPartition,
@@ -29,6 +28,7 @@ from streaming.kafka_source import (
     redacted_options,
     register,
 )
+from streaming.tools.embedded_broker import EmbeddedBroker
 
 pytestmark = pytest.mark.integration
 
@@ -369,7 +369,7 @@ def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_lett
         reader.stop()
     by_kind = {row["kind"]: row for row in rows}
     assert sorted(row["kind"] for row in rows) == ["controller", "dead", "fetches"]
-    pack = by_kind["fetches"]  # the shard's fetches, packed (streaming.routing.pack_fetches)
+    pack = by_kind["fetches"]  # the shard's fetches, packed (streaming.job.routing.pack_fetches)
     assert (pack["shard"], pack["ts"]) == (12, 1000)
     assert pa.ipc.open_stream(pack["event"]).read_all().to_pylist() == [{
         "ts": 1000, "src_topic": fetches, "src_partition": 0,

@@ -7,7 +7,7 @@ through their own queries, as an operator would in Grafana) must run, return a f
 value in the scenarios where it should (EXPECTED), and nothing where it must not (QUIET).
 
 Every scenario runs in this process through the job's own stateful step and sink
-(``streaming.shard_state`` through ``streaming.sinks.BatchSink``, as Spark calls them) to
+(``streaming.job.shard_state`` through ``streaming.job.sinks.BatchSink``, as Spark calls them) to
 the real exporter: no Spark, no broker, and each micro-batch waits for two scrapes, so
 every state of a scenario reaches Prometheus however slow the machine. One scenario also
 runs through ``isrwatch demo`` (broker, Spark job and its exporter, in a subprocess),
@@ -47,13 +47,13 @@ from dashboards.promql import substitute, variables
 from state import ReplicationModel, Shard
 from state.events import Source
 from state.settings import RuleSettings
-from streaming.embedded_broker import free_port
-from streaming.metrics import HealthExporter
-from streaming.routing import route
-from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
-from streaming.simulator.cluster import ClusterSimulator
-from streaming.simulator.scenario import load_scenario
-from streaming.sinks import BatchSink
+from streaming.feeds.simulator.cluster import ClusterSimulator
+from streaming.feeds.simulator.scenario import load_scenario
+from streaming.job.metrics import HealthExporter
+from streaming.job.routing import route
+from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process
+from streaming.job.sinks import BatchSink
+from streaming.tools.embedded_broker import free_port
 
 pytestmark = pytest.mark.integration
 

@@ -17,13 +17,13 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
-from streaming.embedded_broker import EmbeddedBroker, free_port
-from streaming.input_records import KafkaPublisher
-from streaming.job import run
-from streaming.metrics import HealthExporter
-from streaming.replay import replay
-from streaming.simulator import ClusterSimulator, load_scenario
-from streaming.simulator.publish import envelope_line
+from streaming.feeds.publisher import KafkaPublisher
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.wire import envelope_line
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import run
+from streaming.tools.embedded_broker import EmbeddedBroker, free_port
+from streaming.tools.replay import replay
 from tests.health_schema import assert_health_records_valid
 from tests.integration.kafka_topics import isolated_job_config
 

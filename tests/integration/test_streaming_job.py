@@ -19,11 +19,11 @@ from kafka import KafkaProducer
 from state import shard_of
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.job import run
-from streaming.metrics import HealthExporter
-from streaming.replay import replay
-from streaming.shard_state import STATS
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import run
+from streaming.job.shard_state import STATS
+from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.replay import replay
 from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
 
 pytestmark = pytest.mark.integration

@@ -13,8 +13,8 @@ from kafka import KafkaProducer
 
 from streaming.cli import main
 from streaming.config import load_config
-from streaming.embedded_broker import EmbeddedBroker
-from streaming.timeline.health_records import HealthInput
+from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.timeline.health_records import HealthInput
 from tests.unit.test_timeline_facts import health_lines
 
 pytestmark = pytest.mark.integration

@@ -32,10 +32,11 @@ from typing import Any
 import pandas as pd
 from rich.console import Console
 
-from streaming.demo import output_to_log
-from streaming.live_view import ClusterHealth, render, show_live
-from streaming.shard_state import STATS
-from streaming.shard_stats import ShardStats, encode
+from streaming.job.shard_state import STATS
+from streaming.job.shard_stats import ShardStats, encode
+from streaming.tools.cluster_health import ClusterHealth
+from streaming.tools.demo import output_to_log
+from streaming.tools.live_view import render, show_live
 from tests.unit.test_metrics import shard_stats
 
 B = 1_700_000_000_000

@@ -21,10 +21,10 @@ from state import (
 )
 from state.events import DeadLetter, Event, FetchResponse
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from streaming.attribution import attribute_shards
-from streaming.shard_state import is_unhealthy
-from streaming.shard_stats import ShardStats
-from streaming.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.job.attribution import attribute_shards
+from streaming.job.shard_state import is_unhealthy
+from streaming.job.shard_stats import ShardStats
 from tests.unit.test_metrics import shard_stats
 
 START_MS = 1_700_000_000_000

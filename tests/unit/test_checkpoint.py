@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from streaming.config import IsrwatchConfig, load_config
-from streaming.job import (
+from streaming.job.query import (
     CheckpointMismatchError,
     checkpoint_location,
     guard_checkpoint,

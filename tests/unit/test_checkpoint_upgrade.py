@@ -21,12 +21,11 @@ import pytest
 
 from state.events import Source
 from state.settings import RuleSettings
-from streaming import shard_stats
-from streaming.attribution import CauseAnnotator
-from streaming.job import CheckpointMismatchError, checkpoint_layout, guard_checkpoint
-from streaming.replay import replay
-from streaming.routing import DEAD, ROUTED_LAYOUT, route, stable_hash
-from streaming.shard_state import (
+from streaming.job import shard_stats
+from streaming.job.attribution import CauseAnnotator
+from streaming.job.query import CheckpointMismatchError, checkpoint_layout, guard_checkpoint
+from streaming.job.routing import DEAD, ROUTED_LAYOUT, route, stable_hash
+from streaming.job.shard_state import (
     HEALTH,
     STATS,
     TOMBSTONE,
@@ -36,6 +35,7 @@ from streaming.shard_state import (
     process,
     restore_snapshot,
 )
+from streaming.tools.replay import replay
 from tests.unit.test_checkpoint import config
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "routed-v1"

@@ -1,4 +1,4 @@
-"""streaming.collectors.admin_collector and admin_source's response reading (no broker)."""
+"""streaming.feeds.collectors.admin_collector and admin_source's response reading (no broker)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 from prometheus_client import CollectorRegistry
 
-from streaming.collectors.admin_collector import AdminCollector
-from streaming.collectors.admin_poller import ClusterSnapshot, PartitionInfo
-from streaming.collectors.admin_source import _config_values, _partitions
-from streaming.collectors.metrics import CollectorMetrics
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.admin_collector import AdminCollector
+from streaming.feeds.collectors.admin_poller import ClusterSnapshot, PartitionInfo
+from streaming.feeds.collectors.admin_source import _config_values, _partitions
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.wire import InputRecord
 
 
 class Snapshots:

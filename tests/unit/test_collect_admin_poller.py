@@ -1,4 +1,4 @@
-"""streaming.collectors.admin_poller: snapshots of a cluster -> events between them."""
+"""streaming.feeds.collectors.admin_poller: snapshots of a cluster -> events between them."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 
 from state import parse_json_line
 from state.events import DeadLetter, Source
-from streaming.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
+from streaming.feeds.wire import InputRecord
 
 
 def snap(

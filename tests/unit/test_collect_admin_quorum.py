@@ -16,14 +16,14 @@ from kafka.protocol.admin.cluster import DescribeQuorumResponse
 
 from state import parse_json_line
 from state.events import DeadLetter, MetadataLogProgress, ReplicaProgress
-from streaming.collectors.admin_poller import (
+from streaming.feeds.collectors.admin_poller import (
     AdminPoller,
     ClusterSnapshot,
     PartitionInfo,
     QuorumReplica,
     QuorumSnapshot,
 )
-from streaming.collectors.admin_source import quorum_snapshot
+from streaming.feeds.collectors.admin_source import quorum_snapshot
 from tests.unit.metadata_log_synthetic import i16, i32, i64
 
 NO_TAGS = b"\x00"

@@ -1,4 +1,4 @@
-"""streaming.collectors.log_collector: sample broker logs in, controller events out;
+"""streaming.feeds.collectors.log_collector: sample broker logs in, controller events out;
 restarts, failed publishes and rotation on real files."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from prometheus_client import CollectorRegistry
 
 from state import parse_json_line
 from state.events import DeadLetter
-from streaming.collectors.log_collector import LogCollector
-from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import LogCollectorSettings
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.log_collector import LogCollector
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.wire import InputRecord
 
 DATA = Path(__file__).resolve().parent / "data" / "kafka_logs"
 ZK_FILES = ("controller.log", "state-change.log", "server.log")
@@ -297,7 +297,7 @@ def test_without_a_state_file_nothing_is_written(tmp_path: Path) -> None:
 
 
 def test_a_broken_state_file_is_refused(tmp_path: Path) -> None:
-    from streaming.collectors.state_file import StateFileError
+    from streaming.feeds.collectors.state_file import StateFileError
 
     state = tmp_path / "state.json"
     state.write_text("{not json")

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from streaming.collectors.log_layouts import CONTINUATION, Entry, LineReader
+from streaming.feeds.collectors.log_layouts import CONTINUATION, Entry, LineReader
 from tests.log_corpus import (
     REQUIRED,
     CorpusFile,

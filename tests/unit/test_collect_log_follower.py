@@ -1,12 +1,12 @@
-"""streaming.collectors.log_follower: rotation, truncation and restarts on real files."""
+"""streaming.feeds.collectors.log_follower: rotation, truncation and restarts on real files."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from streaming.collectors.log_follower import LogFollower
 from streaming.config import LogStartPosition
+from streaming.feeds.collectors.log_follower import LogFollower
 
 
 class Changes(list[tuple[str, str]]):

@@ -1,4 +1,4 @@
-"""streaming.collectors.log_layouts: the entry (time, level, logger, message) of a line,
+"""streaming.feeds.collectors.log_layouts: the entry (time, level, logger, message) of a line,
 whatever the layout and the prefix in front of it.
 
 The message and its time are the same in every case below, so each test shows that the
@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from streaming.collectors.log_layouts import (
+from streaming.feeds.collectors.log_layouts import (
     BAD_TIMESTAMP,
     CONTINUATION,
     NO_TIMESTAMP,

@@ -1,4 +1,5 @@
-"""streaming.collectors.log_lines and log_messages: Kafka broker log lines of every supported kind.
+"""streaming.feeds.collectors.log_lines and log_messages: Kafka broker log lines of every
+supported kind.
 
 The message formats are Kafka's own (the class that logs each one is named next to its
 sample; tests/unit/data/kafka_logs/README.md lists them). Expected values are written by
@@ -12,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from streaming.collectors.log_lines import CONTINUATION, IGNORED, Unparseable, parse_line
-from streaming.collectors.log_messages.controller import (
+from streaming.feeds.collectors.log_lines import CONTINUATION, IGNORED, Unparseable, parse_line
+from streaming.feeds.collectors.log_messages.controller import (
     BrokerEpochsInitialized,
     BrokerRegistered,
     BrokerSetChanged,
@@ -21,19 +22,19 @@ from streaming.collectors.log_messages.controller import (
     TopicDeleted,
     TopicsCreated,
 )
-from streaming.collectors.log_messages.isr_changes import (
+from streaming.feeds.collectors.log_messages.isr_changes import (
     CommitLogging,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
 )
-from streaming.collectors.log_messages.state_changes import (
+from streaming.feeds.collectors.log_messages.state_changes import (
     CachedLeaderInfo,
     DeletedFromCache,
     LeaderAndIsrReceived,
     PartitionState,
 )
-from streaming.collectors.log_messages.wording import split_topic_partition
+from streaming.feeds.collectors.log_messages.wording import split_topic_partition
 
 UTC_ZONE = ZoneInfo("UTC")
 PARTITION_LOGGER = "kafka.cluster.Partition"

@@ -18,9 +18,9 @@ from click.testing import CliRunner
 from prometheus_client import CollectorRegistry
 
 from streaming.cli import main
-from streaming.collectors.log_collector import LogCollector
-from streaming.collectors.metrics import CollectorMetrics
 from streaming.config import LogCollectorSettings
+from streaming.feeds.collectors.log_collector import LogCollector
+from streaming.feeds.collectors.metrics import CollectorMetrics
 from tests.log_corpus import CORPUS_DIR
 
 STRIMZI_LAYOUT = (

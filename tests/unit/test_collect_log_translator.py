@@ -1,4 +1,4 @@
-"""streaming.collectors.log_translator: parsed records -> controller events.
+"""streaming.feeds.collectors.log_translator: parsed records -> controller events.
 
 Every event is also checked with the job's own parser, so a collector can never emit a
 record the job would dead-letter for its shape.
@@ -13,7 +13,7 @@ import pytest
 
 from state import parse_json_line
 from state.events import DeadLetter, Source
-from streaming.collectors.log_messages.controller import (
+from streaming.feeds.collectors.log_messages.controller import (
     BrokerEpochsInitialized,
     BrokerRegistered,
     BrokerSetChanged,
@@ -23,26 +23,26 @@ from streaming.collectors.log_messages.controller import (
     TopicDeleted,
     TopicsCreated,
 )
-from streaming.collectors.log_messages.isr_changes import (
+from streaming.feeds.collectors.log_messages.isr_changes import (
     CommitLogging,
     IsrCommitted,
     IsrProposal,
     IsrUpdateFailed,
 )
-from streaming.collectors.log_messages.state_changes import (
+from streaming.feeds.collectors.log_messages.state_changes import (
     CachedLeaderInfo,
     DeletedFromCache,
     LeaderAndIsrReceived,
     PartitionState,
 )
-from streaming.collectors.log_translator import (
+from streaming.feeds.collectors.log_translator import (
     CANCEL_WINDOW_MS,
     LogTranslator,
     MetadataUpdate,
     TranslatorInput,
     group_metadata_updates,
 )
-from streaming.input_records import InputRecord
+from streaming.feeds.wire import InputRecord
 
 
 def values(events: Sequence[InputRecord]) -> list[dict[str, Any]]:

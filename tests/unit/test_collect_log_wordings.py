@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from streaming.collectors.log_lines import IGNORED, parse_line, record_kind
+from streaming.feeds.collectors.log_lines import IGNORED, parse_line, record_kind
 
 SYNTHETIC = Path(__file__).resolve().parent / "data" / "kafka_logs" / "synthetic"
 DOC = json.loads((SYNTHETIC / "wordings-by-version.json").read_text(encoding="utf-8"))

@@ -1,4 +1,4 @@
-"""streaming.collectors.read_loop: read to the end, follow, retry a failed publish."""
+"""streaming.feeds.collectors.read_loop: read to the end, follow, retry a failed publish."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import threading
 import pytest
 from prometheus_client import CollectorRegistry
 
-from streaming.collectors.metrics import CollectorMetrics
-from streaming.collectors.read_loop import read_until_stopped
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.collectors.read_loop import read_until_stopped
 
 LOG = logging.getLogger("test.read_loop")
 

@@ -8,9 +8,9 @@ from typing import Any
 import kafka
 import pytest
 
-from streaming.collectors.admin_source import KafkaAdminSource
 from streaming.config import IsrwatchConfig, load_config
-from streaming.input_records import KafkaPublisher
+from streaming.feeds.collectors.admin_source import KafkaAdminSource
+from streaming.feeds.publisher import KafkaPublisher
 
 SECURED = {
     "sasl-scram-tls": {

@@ -24,7 +24,7 @@ from state.events import (
     TopicChange,
     UpdateMetadata,
 )
-from streaming.routing import CONTROLLER, DEAD, FETCH, FETCHES, route, unpack_fetches
+from streaming.job.routing import CONTROLLER, DEAD, FETCH, FETCHES, route, unpack_fetches
 from tests.unit.test_shard_state import kafka_records
 
 SHARDS = 4

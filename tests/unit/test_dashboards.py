@@ -26,7 +26,7 @@ from dashboards.generate import COMMITTED, outputs, render
 from dashboards.promql import metric_names, substitute, variables
 from state import ClusterShape, UnhealthyPartitions, attribute
 from streaming.cli import main
-from streaming.metrics import HealthExporter
+from streaming.job.metrics import HealthExporter
 from tests.unit.test_metrics import shard_stats
 
 register_default_plugins()

@@ -1,4 +1,4 @@
-"""Fetch rows travel packed, one routed row per shard (``streaming.routing.pack_fetches``).
+"""Fetch rows travel packed, one routed row per shard (``streaming.job.routing.pack_fetches``).
 
 The invariants: a pack holds exactly the valid fetches of its shard, in input order,
 with the facts each record states; its ``ts`` is the latest of them (Spark's watermark
@@ -20,8 +20,8 @@ from hypothesis import strategies as st
 from state import ReplicationModel, Shard, shard_of
 from state.events import Source
 from state.settings import RuleSettings
-from streaming.routing import FETCH, FETCHES, route, unpack_fetches
-from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
+from streaming.job.routing import FETCH, FETCHES, route, unpack_fetches
+from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process
 from tests.unit.test_shard_state import kafka_records
 
 SOURCES = {s.value: s for s in Source}

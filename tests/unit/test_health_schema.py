@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from state import CauseKind
 from state.settings import RuleSettings
 from streaming.cli import main
-from streaming.input_records import InputRecord
-from streaming.replay import replay
-from streaming.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.wire import InputRecord
+from streaming.tools.replay import replay
 from tests.health_schema import SCHEMA, VALIDATOR, assert_health_records_valid
 
 CONF = Path(__file__).resolve().parents[2] / "conf"

@@ -1,7 +1,7 @@
 """The vectorised health signature (state.health_signature) changes exactly when a
 partition's health record changes in what defines a health change: everything but the
 clock and the lag figures. The referee is the per-partition signature the shards used
-before (``streaming.shard_state.legacy_health_signature``, a digest of those facts)."""
+before (``streaming.job.shard_state.legacy_health_signature``, a digest of those facts)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from state import NO_FOLLOWER, HealthFrame, health_signatures
-from streaming.shard_state import legacy_health_signature
+from streaming.job.shard_state import legacy_health_signature
 
 Row = dict[str, Any]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from rich.console import Console, RenderableType
 
-from streaming.live_view import ClusterHealth, lag_bar, plain_line, render, render_facts
+from streaming.tools.cluster_health import ClusterHealth
+from streaming.tools.live_view import lag_bar, plain_line, render, render_facts
 from tests.unit.test_shard_state import B, Job, follower_behind_a_short_t, kafka_records
 
 

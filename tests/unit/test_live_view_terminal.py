@@ -22,7 +22,7 @@ import pyte
 import pytest
 
 from state import STATUS_NAMES
-from streaming.live_view import Section, allot
+from streaming.tools.live_view import Section, allot
 from tests.unit.live_view_screens import NOISE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -134,6 +134,6 @@ def test_allot_gives_rows_in_order(budget: int, expected: list[int]) -> None:
 
 
 def test_statuses_are_the_models() -> None:
-    from streaming.live_view import STATUS_ORDER
+    from streaming.tools.live_view import STATUS_ORDER
 
     assert tuple(STATUS_ORDER) == STATUS_NAMES

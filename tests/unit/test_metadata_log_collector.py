@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from streaming.collectors.metadata_log.collector import MetadataLogCollector
-from streaming.collectors.metrics import CollectorMetrics
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollector
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.wire import InputRecord
 from tests.unit import metadata_log_synthetic as syn
 
 T = "v9meXjI1RVKB-NSvF0GXDA"

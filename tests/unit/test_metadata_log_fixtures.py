@@ -20,12 +20,12 @@ from typing import Any
 
 import pytest
 
-from streaming.collectors.metadata_log.collector import MetadataLogCollector, load_snapshot
-from streaming.collectors.metadata_log.replay import MetadataReplayer
-from streaming.collectors.metadata_log.segments import Batch, batches_in, snapshots
-from streaming.collectors.metadata_log.wire import uuid_canonical
-from streaming.collectors.metrics import CollectorMetrics
-from streaming.input_records import InputRecord
+from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollector, load_snapshot
+from streaming.feeds.collectors.metadata_log.replay import MetadataReplayer
+from streaming.feeds.collectors.metadata_log.segments import Batch, batches_in, snapshots
+from streaming.feeds.collectors.metadata_log.wire import uuid_canonical
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.wire import InputRecord
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "kraft-fixtures"
 LOG = "__cluster_metadata-0/00000000000000000000.log"

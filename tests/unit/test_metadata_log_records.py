@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.collectors.metadata_log.records import (
+from streaming.feeds.collectors.metadata_log.records import (
     decode_leader_change,
     decode_metadata_value,
 )
-from streaming.collectors.metadata_log.wire import DecodeError, Reader, uuid_canonical
+from streaming.feeds.collectors.metadata_log.wire import DecodeError, Reader, uuid_canonical
 from tests.unit import metadata_log_synthetic as syn
 
 # Real: the three record payloads that codecrafters' Kafka tester asserts in its own test

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from streaming.collectors.metadata_log.replay import MetadataReplayer
-from streaming.collectors.metadata_log.segments import Batch, parse_batch
+from streaming.feeds.collectors.metadata_log.replay import MetadataReplayer
+from streaming.feeds.collectors.metadata_log.segments import Batch, parse_batch
 from tests.unit import metadata_log_synthetic as syn
 
 T = "v9meXjI1RVKB-NSvF0GXDA"

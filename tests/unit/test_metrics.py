@@ -12,9 +12,9 @@ import msgspec
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from streaming.embedded_broker import free_port
-from streaming.metrics import HealthExporter
-from streaming.shard_stats import ShardStats
+from streaming.job.metrics import HealthExporter
+from streaming.job.shard_stats import ShardStats
+from streaming.tools.embedded_broker import free_port
 
 
 def shard_stats(shard: int, **overrides: Any) -> ShardStats:

@@ -11,10 +11,10 @@ from typing import Any
 import pandas as pd
 
 from state import ClusterShape, UnhealthyPartitions, attribute
-from streaming.metrics import HealthExporter
-from streaming.shard_state import HEALTH, STATS
-from streaming.shard_stats import encode
-from streaming.sinks import BatchSink, HealthFile
+from streaming.job.metrics import HealthExporter
+from streaming.job.shard_state import HEALTH, STATS
+from streaming.job.shard_stats import encode
+from streaming.job.sinks import BatchSink, HealthFile
 from tests.unit.test_metrics import samples, shard_stats
 
 

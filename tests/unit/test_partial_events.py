@@ -33,8 +33,8 @@ from state.events import (
     TopicChange,
 )
 from state.settings import RuleSettings
-from streaming.replay import replay
-from streaming.routing import DEAD
+from streaming.job.routing import DEAD
+from streaming.tools.replay import replay
 from tests.unit.builders import TOPIC, apply, fetch, health, leader_and_isr, model
 from tests.unit.test_shard_state import Job, kafka_records
 from tests.unit.test_shard_state import health as job_health

@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from prometheus_client import start_http_server
 
 from streaming.cli import main
-from streaming.embedded_broker import free_port
-from streaming.metrics import HealthExporter
-from streaming.probe import (
+from streaming.job.metrics import HealthExporter
+from streaming.tools.embedded_broker import free_port
+from streaming.tools.probe import (
     Check,
     ExporterReading,
     ProbeError,

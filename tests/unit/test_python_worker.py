@@ -1,11 +1,11 @@
-"""streaming.python_worker: the job's functions freeze what is alive when they start."""
+"""streaming.job.python_worker: the job's functions freeze what is alive when they start."""
 
 from __future__ import annotations
 
 import gc
 from collections.abc import Iterator
 
-from streaming.python_worker import freezing_imports
+from streaming.job.python_worker import freezing_imports
 
 
 def test_a_wrapped_function_freezes_the_live_objects_and_gives_the_same_results() -> None:

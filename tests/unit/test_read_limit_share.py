@@ -1,11 +1,11 @@
-"""streaming.kafka_source.share_out: a micro-batch's total read limit shared out over the
+"""streaming.job.kafka_source.share_out: a micro-batch's total read limit shared out over the
 topic-partitions as Spark's Kafka source shares maxOffsetsPerTrigger (rateLimit)."""
 
 from __future__ import annotations
 
 import pytest
 
-from streaming.kafka_source import share_out
+from streaming.job.kafka_source import share_out
 
 
 def test_each_partition_gets_its_share_rounded_down_and_a_tiny_one_gets_one() -> None:

@@ -30,7 +30,7 @@ from click.testing import CliRunner
 
 from state.settings import RuleSettings
 from streaming.cli import main
-from streaming.replay import replay
+from streaming.tools.replay import replay
 
 SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
 B = 1_700_000_000_000

@@ -17,10 +17,10 @@ from click.testing import CliRunner
 from state.restart_check import breakage, check_restart, fragile_entries
 from state.settings import RuleSettings
 from streaming.cli import main
-from streaming.embedded_broker import free_port
-from streaming.metrics import HealthExporter
-from streaming.replay import replay
-from streaming.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.job.metrics import HealthExporter
+from streaming.tools.embedded_broker import free_port
+from streaming.tools.replay import replay
 from tests.unit.test_causes_simulated import simulate_model
 from tests.unit.test_metrics import shard_stats
 

@@ -12,10 +12,9 @@ import pytest
 
 from state.events import Source
 from state.settings import RuleSettings
-from streaming.attribution import CauseAnnotator
-from streaming.replay import replay
-from streaming.routing import DEAD, route
-from streaming.shard_state import (
+from streaming.job.attribution import CauseAnnotator
+from streaming.job.routing import DEAD, route
+from streaming.job.shard_state import (
     HEALTH,
     STATS,
     TOMBSTONE,
@@ -23,7 +22,8 @@ from streaming.shard_state import (
     ShardSnapshot,
     process,
 )
-from streaming.sinks import shard_stats_of
+from streaming.job.sinks import shard_stats_of
+from streaming.tools.replay import replay
 
 SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
 SOURCES = {s.value: s for s in Source}

@@ -16,8 +16,8 @@ import pytest
 
 from state import parse_json_line
 from state.events import DeadLetter, DeadLetterReason, LeaderAndIsr, Source
-from streaming.simulator import ClusterSimulator, ScenarioError, load_scenario, scenario_names
-from streaming.simulator.partition import RemoteReplica
+from streaming.feeds.simulator import ClusterSimulator, ScenarioError, load_scenario, scenario_names
+from streaming.feeds.simulator.partition import RemoteReplica
 from tests.simulation import START_MS, MonitorRun, run_monitor
 
 T = 30_000

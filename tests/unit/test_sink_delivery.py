@@ -11,12 +11,12 @@ import pandas as pd
 import pytest
 from confluent_kafka import Producer
 
-from streaming import sinks
 from streaming.config import KafkaSettings
-from streaming.metrics import HealthExporter
-from streaming.routing import DEAD
-from streaming.shard_state import HEALTH, TOMBSTONE
-from streaming.sinks import BatchSink, DeliveryError, kafka_producer
+from streaming.job import sinks
+from streaming.job.metrics import HealthExporter
+from streaming.job.routing import DEAD
+from streaming.job.shard_state import HEALTH, TOMBSTONE
+from streaming.job.sinks import BatchSink, DeliveryError, kafka_producer
 
 NOBODY = "127.0.0.1:1"  # nothing listens on port 1
 

@@ -22,10 +22,10 @@ from typing import Any
 import pytest
 
 from state.settings import RuleSettings
-from streaming.timeline.assemble import TimelineRange, assemble
-from streaming.timeline.builder import TimelineBuilder
-from streaming.timeline.facts import IsrChange, TimelineFilter
-from streaming.timeline.health_records import HealthInput
+from streaming.tools.timeline.assemble import TimelineRange, assemble
+from streaming.tools.timeline.builder import TimelineBuilder
+from streaming.tools.timeline.facts import IsrChange, TimelineFilter
+from streaming.tools.timeline.health_records import HealthInput
 
 T = 10_000
 SETTINGS = RuleSettings(replica_lag_time_max_ms=T)

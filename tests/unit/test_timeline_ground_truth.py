@@ -2,7 +2,7 @@
 
 Each scenario runs once (shortened to what the assertions need); its records go, as a
 capture's lines, through ``isrwatch timeline``'s facts layer, and the facts are compared
-with the simulator's ground truth (streaming/simulator/ground_truth.py): shrinks and
+with the simulator's ground truth (streaming/feeds/simulator/ground_truth.py): shrinks and
 expansions at their exact times, Kafka's deadlines, offline periods, propagations.
 """
 
@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from state.settings import RuleSettings
-from streaming.simulator import ClusterSimulator, load_scenario
-from streaming.simulator.publish import envelope_line
-from streaming.timeline.assemble import assemble
-from streaming.timeline.facts import Timeline
-from streaming.timeline.words import propagation_verdict
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.wire import envelope_line
+from streaming.tools.timeline.assemble import assemble
+from streaming.tools.timeline.facts import Timeline
+from streaming.tools.timeline.words import propagation_verdict
 
 START_MS = 1_700_000_000_000
 STEP_MS = 1_000

@@ -17,7 +17,7 @@ from matplotlib.collections import LineCollection
 from matplotlib.figure import Figure
 
 from streaming.cli import main
-from streaming.timeline.facts import (
+from streaming.tools.timeline.facts import (
     FollowerEpisode,
     IsrChange,
     MetadataBlackout,
@@ -27,10 +27,10 @@ from streaming.timeline.facts import (
     StatusSpan,
     Timeline,
 )
-from streaming.timeline.markdown import render_markdown
-from streaming.timeline.picture import render_figure, render_html, render_png
-from streaming.timeline.picture_drawing import DEADLINE_MARK, LANE, MAX_LANES, T_MARK
-from streaming.timeline.words import clock
+from streaming.tools.timeline.markdown import render_markdown
+from streaming.tools.timeline.picture import render_figure, render_html, render_png
+from streaming.tools.timeline.picture_drawing import DEADLINE_MARK, LANE, MAX_LANES, T_MARK
+from streaming.tools.timeline.words import clock
 
 START = 1_700_000_000_000  # 2023-11-14 22:13:20 UTC
 T = 30_000

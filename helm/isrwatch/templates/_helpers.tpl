@@ -212,7 +212,7 @@ exec:
   command:
     - python
     - -m
-    - streaming.probe
+    - streaming.tools.probe
     - --check
     - {{ $check }}
     - --url

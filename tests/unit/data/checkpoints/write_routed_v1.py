@@ -29,13 +29,13 @@ from typing import Any
 sys.path.insert(0, str(Path.cwd()))
 
 import pandas as pd
+from streaming.routing import route
+from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
 
 from state.events import Source
 from state.model import ReplicationModel
 from state.settings import RuleSettings
 from state.sharding import Shard
-from streaming.routing import route
-from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
 
 SHARDS = 3
 WATERMARK_DELAY_MS = 60_000

@@ -1,0 +1,313 @@
+"""Two snapshots of a cluster -> the controller events and fetch responses between them.
+
+Pure: a ``ClusterSnapshot`` is what one poll of the admin API saw (``admin_source`` takes
+it); ``AdminPoller.diff`` compares it with the previous one and returns the events. Its
+memory (the previous snapshot and the brokers' epochs) is plain JSON, saved after each
+published poll, so that a restarted collector goes on diffing instead of starting over.
+
+What is observed and what is derived (docs/collectors.md#collect-admin):
+
+* ``LeaderAndIsr`` when a partition appears or its leader, leader epoch or replicas
+  change: leader, leader epoch, ISR and replicas are observed (Metadata); the partition
+  epoch is not exposed by the admin API and is set to the leader epoch, a lower bound of
+  the real one (Kafka bumps the partition epoch at every leader change too).
+* ``IsrChange`` when only the ISR changed: observed, with the leader epoch; no partition
+  epoch.
+* ``BrokerChange`` when the live set changes: the ids are observed (DescribeCluster);
+  the epochs are not exposed and are counted by the collector: 0 on first sight, one more
+  each time a broker reappears after a poll without it. A bounce shorter than a poll is
+  not seen.
+* ``ControllerChange`` only where the controller epoch is exposed: KRaft, as the
+  metadata quorum's leader epoch (DescribeQuorum). ZooKeeper-mode clusters expose no
+  controller epoch; events then carry ``controller_id`` only.
+* ``MetadataLogProgress`` at every poll of a KRaft cluster (DescribeQuorum): each
+  replica of ``__cluster_metadata`` with its log end offset and last caught-up time, as
+  the quorum leader reports them; ``interval_ms`` says when the next report is due.
+* ``TopicChange`` for topics (and partitions) that appear or disappear; ``TopicConfig``
+  and ``BrokerConfig`` when ``min.insync.replicas`` / ``replica.lag.time.max.ms`` are
+  first seen or change (DescribeConfigs).
+* ``FetchResponse`` per follower per poll, from per-replica log end offsets (ListOffsets
+  with the debugging replica id -2, which a broker answers from its own replica, leader
+  or follower): ``fetch_offset`` is the follower's log end offset, ``leader_leo`` the
+  leader's, ``high_watermark`` the leader's (ListOffsets as a consumer), ``ts`` the time
+  the leaders were asked (before the followers, so a follower at or past ``leader_leo``
+  really had everything the leader had at ``ts``). A follower whose broker does not
+  answer gets no record, as a follower that does not fetch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from state.events import Source
+from streaming.feeds.wire import (
+    InputRecord,
+    partition_key,
+    split_created,
+)
+
+STATE_VERSION = 1
+NO_CONTROLLER = -1
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    leader: int
+    leader_epoch: int | None  # None: the broker's Metadata has no leader epoch (< 2.1)
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumReplica:
+    broker: int
+    log_end_offset: int
+    last_caught_up_ms: int | None
+    last_fetch_ms: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumSnapshot:
+    """The metadata log's quorum (DescribeQuorum): leader, epoch, high watermark, and how
+    far each voter and observer has fetched."""
+
+    leader: int
+    epoch: int
+    high_watermark: int
+    replicas: tuple[QuorumReplica, ...]
+    fetch_timeout_ms: int | None = None  # controller.quorum.fetch.timeout.ms, if described
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSnapshot:
+    ts: int
+    controller_id: int | None
+    controller_epoch: int | None
+    brokers: tuple[int, ...]
+    partitions: Mapping[str, Mapping[int, PartitionInfo]]
+    min_insync_replicas: Mapping[str, int] = field(default_factory=dict)
+    replica_lag_time_max_ms: Mapping[int, int] = field(default_factory=dict)
+    # (topic, partition, broker) -> that replica's log end offset
+    log_end_offsets: Mapping[tuple[str, int, int], int] = field(default_factory=dict)
+    high_watermarks: Mapping[tuple[str, int], int] = field(default_factory=dict)
+    offsets_ts: int | None = None
+    quorum: QuorumSnapshot | None = None  # KRaft (not compared between polls)
+
+    def to_json(self) -> dict[str, Any]:
+        """The part a later diff compares (offsets are not compared, only reported)."""
+        return {
+            "ts": self.ts,
+            "controller_id": self.controller_id,
+            "controller_epoch": self.controller_epoch,
+            "brokers": list(self.brokers),
+            "partitions": {
+                topic: {str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
+                        for p, i in sorted(parts.items())}
+                for topic, parts in sorted(self.partitions.items())
+            },
+            "min_insync_replicas": dict(sorted(self.min_insync_replicas.items())),
+            "replica_lag_time_max_ms": {str(b): v for b, v in
+                                        sorted(self.replica_lag_time_max_ms.items())},
+        }  # fmt: skip
+
+    @staticmethod
+    def from_json(data: Mapping[str, Any]) -> ClusterSnapshot:
+        return ClusterSnapshot(
+            ts=int(data["ts"]),
+            controller_id=data["controller_id"],
+            controller_epoch=data["controller_epoch"],
+            brokers=tuple(data["brokers"]),
+            partitions={
+                topic: {int(p): PartitionInfo(leader, epoch, tuple(replicas), tuple(isr))
+                        for p, (leader, epoch, replicas, isr) in parts.items()}
+                for topic, parts in data["partitions"].items()
+            },
+            min_insync_replicas=dict(data["min_insync_replicas"]),
+            replica_lag_time_max_ms={int(b): v for b, v in
+                                     data["replica_lag_time_max_ms"].items()},
+        )  # fmt: skip
+
+
+class AdminPoller:
+    """Diffs each snapshot against the previous one; ``skipped`` counts what it could not
+    describe honestly, by reason."""
+
+    def __init__(
+        self,
+        state: Mapping[str, Any] | None = None,
+        *,
+        fetch_responses: bool = True,
+        broker_changes: bool = True,
+        partition_events: bool = True,
+        interval_ms: int | None = None,
+    ) -> None:
+        state = state or {}
+        if state and state.get("version") != STATE_VERSION:
+            raise ValueError(f"unknown admin collector state version {state.get('version')!r}")
+        previous = state.get("snapshot")
+        self._previous = ClusterSnapshot.from_json(previous) if previous else None
+        self._epochs: dict[int, int] = {int(b): e for b, e in state.get("epochs", {}).items()}
+        self._fetch_responses = fetch_responses
+        self._broker_changes = broker_changes
+        self._interval_ms = interval_ms
+        self._partition_events = partition_events
+        self.skipped: dict[str, int] = {}
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "version": STATE_VERSION,
+            "snapshot": self._previous.to_json() if self._previous else None,
+            "epochs": {str(b): e for b, e in sorted(self._epochs.items())},
+        }
+
+    def diff(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
+        previous = self._previous
+        out: list[InputRecord] = []
+        controller = snapshot.controller_id
+        common: dict[str, Any] = {}
+        if controller is not None and controller >= 0:
+            common["controller_id"] = controller
+        if snapshot.controller_epoch is not None:
+            common["controller_epoch"] = snapshot.controller_epoch
+        key = str(controller if controller is not None else NO_CONTROLLER)
+
+        def event(body: dict[str, Any], event_key: str = key) -> None:
+            out.append(InputRecord(Source.CONTROLLER_EVENTS, event_key,
+                                {**body, "ts": snapshot.ts, **common}))  # fmt: skip
+
+        if (
+            snapshot.controller_epoch is not None
+            and "controller_id" in common
+            and (
+                previous is None
+                or (previous.controller_id, previous.controller_epoch)
+                != (snapshot.controller_id, snapshot.controller_epoch)
+            )
+        ):
+            event({"type": "ControllerChange"})
+        if previous is None or set(previous.brokers) != set(snapshot.brokers):
+            live = self._live(previous, snapshot)
+            if self._broker_changes:
+                event({"type": "BrokerChange", "live": live})
+        if self._partition_events:
+            created, deleted = _topic_changes(previous, snapshot)
+            for part in split_created(created):
+                event({"type": "TopicChange", "created": part, "deleted": []})
+            if deleted:
+                event({"type": "TopicChange", "created": {}, "deleted": deleted})
+            for topic, parts in sorted(snapshot.partitions.items()):
+                before_parts = previous.partitions.get(topic, {}) if previous else {}
+                for partition, info in sorted(parts.items()):
+                    before = before_parts.get(partition)
+                    body = self._partition_event(topic, partition, before, info)
+                    if body is not None:
+                        event(body, partition_key(topic, partition))
+        for topic, value in sorted(snapshot.min_insync_replicas.items()):
+            if previous is None or previous.min_insync_replicas.get(topic) != value:
+                event({"type": "TopicConfig", "topic": topic, "min_insync_replicas": value})
+        for broker, value in sorted(snapshot.replica_lag_time_max_ms.items()):
+            if previous is None or previous.replica_lag_time_max_ms.get(broker) != value:
+                event({"type": "BrokerConfig", "broker": broker,
+                       "replica_lag_time_max_ms": value}, str(broker))  # fmt: skip
+        if snapshot.quorum is not None:
+            event(self._quorum_progress(snapshot.quorum))
+        if self._fetch_responses:
+            out += self._fetches(snapshot)
+        self._previous = snapshot
+        return out
+
+    def _partition_event(
+        self, topic: str, partition: int, before: PartitionInfo | None, info: PartitionInfo
+    ) -> dict[str, Any] | None:
+        identity = {"topic": topic, "partition": partition, "leader": info.leader}
+        if before is None or (before.leader, before.leader_epoch, before.replicas) != (
+            info.leader,
+            info.leader_epoch,
+            info.replicas,
+        ):
+            if info.leader_epoch is None:
+                self._skip("leader_and_isr_without_leader_epoch")
+                return None
+            return {"type": "LeaderAndIsr", **identity, "leader_epoch": info.leader_epoch,
+                    "isr": list(info.isr), "replicas": list(info.replicas),
+                    "partition_epoch": info.leader_epoch}  # fmt: skip
+        if set(before.isr) != set(info.isr):
+            body = {"type": "IsrChange", **identity, "old_isr": list(before.isr),
+                    "new_isr": list(info.isr)}  # fmt: skip
+            if info.leader_epoch is not None:
+                body["leader_epoch"] = info.leader_epoch
+            return body
+        return None
+
+    def _quorum_progress(self, quorum: QuorumSnapshot) -> dict[str, Any]:
+        body: dict[str, Any] = {
+            "type": "MetadataLogProgress", "high_watermark": max(quorum.high_watermark, 0),
+            "replicas": [
+                {"broker": r.broker, "log_end_offset": r.log_end_offset,
+                 **({} if r.last_caught_up_ms is None else
+                    {"last_caught_up_ms": r.last_caught_up_ms}),
+                 **({} if r.last_fetch_ms is None else {"last_fetch_ms": r.last_fetch_ms})}
+                for r in quorum.replicas if r.broker >= 0 and r.log_end_offset >= -1
+            ],
+        }  # fmt: skip
+        if quorum.fetch_timeout_ms is not None:
+            body["fetch_timeout_ms"] = quorum.fetch_timeout_ms
+        if self._interval_ms is not None:
+            body["interval_ms"] = self._interval_ms
+        return body
+
+    def _live(self, previous: ClusterSnapshot | None, snapshot: ClusterSnapshot) -> list[Any]:
+        was_live = set(previous.brokers) if previous is not None else set()
+        live = []
+        for broker in sorted(snapshot.brokers):
+            if previous is not None and broker not in was_live and broker in self._epochs:
+                self._epochs[broker] += 1  # back after a poll without it
+            self._epochs.setdefault(broker, 0)
+            live.append({"id": broker, "epoch": self._epochs[broker]})
+        return live
+
+    def _fetches(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
+        if snapshot.offsets_ts is None:
+            return []
+        out = []
+        leos, hws = snapshot.log_end_offsets, snapshot.high_watermarks
+        for topic, parts in sorted(snapshot.partitions.items()):
+            for partition, info in sorted(parts.items()):
+                leader_leo = leos.get((topic, partition, info.leader))
+                hw = hws.get((topic, partition))
+                if info.leader < 0 or info.leader_epoch is None:
+                    continue
+                if leader_leo is None or hw is None:
+                    self._skip("fetch_without_leader_offsets")
+                    continue
+                for follower in info.replicas:
+                    fetch_offset = leos.get((topic, partition, follower))
+                    if follower == info.leader or fetch_offset is None:
+                        continue
+                    key = partition_key(topic, partition)
+                    out.append(InputRecord(Source.FETCH_RESPONSES, key, {
+                        "ts": snapshot.offsets_ts, "topic": topic, "partition": partition,
+                        "leader": info.leader, "follower": follower,
+                        "leader_epoch": info.leader_epoch, "fetch_offset": fetch_offset,
+                        "leader_leo": leader_leo, "high_watermark": hw,
+                    }))  # fmt: skip
+        return out
+
+    def _skip(self, reason: str) -> None:
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+
+
+def _topic_changes(
+    previous: ClusterSnapshot | None, snapshot: ClusterSnapshot
+) -> tuple[dict[str, dict[str, list[int]]], list[str]]:
+    before = previous.partitions if previous is not None else {}
+    created: dict[str, dict[str, list[int]]] = {}
+    for topic, parts in sorted(snapshot.partitions.items()):
+        new = {str(p): list(i.replicas) for p, i in sorted(parts.items())
+               if p not in before.get(topic, {})}  # fmt: skip
+        if new:
+            created[topic] = new
+    deleted = sorted(set(before) - set(snapshot.partitions))
+    return created, deleted

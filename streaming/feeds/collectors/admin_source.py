@@ -1,0 +1,272 @@
+"""One poll of a live cluster with kafka-python's admin client -> a ``ClusterSnapshot``.
+
+Requests, in order: DescribeCluster (controller id, live brokers) and Metadata for all
+topics (leader, leader epoch, replicas, ISR) must answer, or the poll fails. The others
+may be missing; the snapshot then lacks what they give, the gap is counted per API and
+logged once:
+
+* DescribeQuorum (KRaft only): the controller epoch (the quorum leader's epoch), and how
+  far every replica of the metadata log has fetched (voters and observers: log end
+  offset, last caught-up and last fetch times, KIP-836), published as
+  ``MetadataLogProgress``;
+* DescribeConfigs: ``min.insync.replicas`` of each topic, ``replica.lag.time.max.ms``
+  of each broker;
+* ListOffsets, latest offset, sent to each broker for the partitions it leads (as the
+  debugging replica -2: the log end offset; as a consumer: the high watermark), then for
+  the partitions it follows (as -2: that follower's log end offset).
+
+An API a broker says it does not support is not asked again by this process.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
+from typing import Any
+
+from streaming.config import KafkaSettings
+from streaming.feeds.collectors.admin_poller import (
+    ClusterSnapshot,
+    PartitionInfo,
+    QuorumReplica,
+    QuorumSnapshot,
+)
+
+log = logging.getLogger("isrwatch.collect.admin")
+
+DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID: any replica answers
+CONSUMER_REPLICA_ID = -1
+LATEST_OFFSET = -1
+MIN_INSYNC_REPLICAS = "min.insync.replicas"
+REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
+QUORUM_FETCH_TIMEOUT_MS = "controller.quorum.fetch.timeout.ms"
+
+OnUnavailable = Callable[[str, Exception], None]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class KafkaAdminSource:
+    """Takes snapshots with one KafkaAdminClient (the job's client settings)."""
+
+    def __init__(
+        self,
+        kafka: KafkaSettings,
+        *,
+        offsets: bool = True,
+        on_unavailable: OnUnavailable | None = None,
+        clock: Callable[[], int] = _now_ms,
+    ) -> None:
+        from kafka import KafkaAdminClient
+
+        self._admin: Any = KafkaAdminClient(**kafka.kafka_python_options())
+        self._offsets = offsets
+        self._on_unavailable = on_unavailable or (lambda api, error: None)
+        self._clock = clock
+        self._unsupported: set[str] = set()
+        self._fetch_timeout_ms: int | None = None
+
+    def close(self) -> None:
+        self._admin.close()
+
+    def snapshot(self) -> ClusterSnapshot:
+        ts = self._clock()
+        cluster = self._admin.describe_cluster()
+        controller = cluster.get("controller_id")
+        brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
+        partitions = _partitions(self._admin.describe_topics())
+        snapshot: dict[str, Any] = {}
+        quorum = self._optional("describe_quorum", self._admin.describe_metadata_quorum)
+        snapshot["quorum"] = quorum_snapshot(quorum) if quorum else None
+        snapshot["controller_epoch"] = snapshot["quorum"].epoch if snapshot["quorum"] else None
+        snapshot["min_insync_replicas"] = (
+            self._optional("describe_topic_configs", lambda: self._topic_configs(partitions)) or {}
+        )
+        snapshot["replica_lag_time_max_ms"] = (
+            self._optional("describe_broker_configs", lambda: self._broker_configs(brokers)) or {}
+        )
+        if snapshot["quorum"] is not None and self._fetch_timeout_ms is not None:
+            snapshot["quorum"] = replace(
+                snapshot["quorum"], fetch_timeout_ms=self._fetch_timeout_ms
+            )
+        if self._offsets:
+            snapshot["offsets_ts"] = self._clock()
+            leos, hws = self._log_offsets(partitions, brokers)
+            snapshot["log_end_offsets"], snapshot["high_watermarks"] = leos, hws
+        return ClusterSnapshot(
+            ts=ts,
+            controller_id=int(controller) if controller is not None and controller >= 0 else None,
+            brokers=brokers,
+            partitions=partitions,
+            **snapshot,
+        )
+
+    # ------------------------------------------------------------------ optional parts
+
+    def _optional(self, api: str, request: Callable[[], Any]) -> Any:
+        if api in self._unsupported:
+            return None
+        try:
+            return request()
+        except Exception as error:
+            self._gap(api, error)
+            return None
+
+    def _gap(self, api: str, error: Exception) -> None:
+        import kafka.errors as errors
+
+        if isinstance(error, errors.IncompatibleBrokerVersion | errors.UnsupportedVersionError):
+            self._unsupported.add(api)
+        self._on_unavailable(api, error)
+
+    def _topic_configs(self, partitions: Mapping[str, Any]) -> dict[str, int]:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        if not partitions:
+            return {}
+        resources = [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in partitions]
+        found = self._admin.describe_configs(resources, config_filter="all").get("topic", {})
+        values = _config_values(found, MIN_INSYNC_REPLICAS)
+        missing = set(partitions) - set(values)
+        if missing:
+            self._gap("describe_topic_configs", LookupError(
+                f"no {MIN_INSYNC_REPLICAS} for {len(missing)} topic(s)"))  # fmt: skip
+        return values
+
+    def _broker_configs(self, brokers: Iterable[int]) -> dict[int, int]:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers]
+        if not resources:
+            return {}
+        found = self._admin.describe_configs(resources, config_filter="all").get("broker", {})
+        values = {int(b): v for b, v in _config_values(found, REPLICA_LAG_TIME_MAX_MS).items()}
+        timeouts = _config_values(found, QUORUM_FETCH_TIMEOUT_MS).values()
+        self._fetch_timeout_ms = min(timeouts) if timeouts else None
+        if len(values) < len(resources):
+            missing = len(resources) - len(values)
+            self._gap("describe_broker_configs", LookupError(
+                f"no {REPLICA_LAG_TIME_MAX_MS} for {missing} broker(s)"))  # fmt: skip
+        return values
+
+    def _log_offsets(
+        self, partitions: Mapping[str, Mapping[int, PartitionInfo]], brokers: Iterable[int]
+    ) -> tuple[dict[tuple[str, int, int], int], dict[tuple[str, int], int]]:
+        led: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        followed: dict[int, list[tuple[str, int]]] = defaultdict(list)
+        live = set(brokers)
+        for topic, parts in partitions.items():
+            for partition, info in parts.items():
+                if info.leader in live:
+                    led[info.leader].append((topic, partition))
+                for replica in info.replicas:
+                    if replica != info.leader and replica in live:
+                        followed[replica].append((topic, partition))
+        leos: dict[tuple[str, int, int], int] = {}
+        hws: dict[tuple[str, int], int] = {}
+        for phase in (led, followed):  # every leader before any follower
+            for broker, tps in sorted(phase.items()):
+                for tp, offset in self._offsets_of(broker, tps, DEBUGGING_REPLICA_ID).items():
+                    leos[(*tp, broker)] = offset
+                if phase is led:
+                    hws.update(self._offsets_of(broker, tps, CONSUMER_REPLICA_ID))
+        return leos, hws
+
+    def _offsets_of(
+        self, broker: int, tps: list[tuple[str, int]], replica_id: int
+    ) -> dict[tuple[str, int], int]:
+        found = self._optional("list_offsets", lambda: self._list_offsets(broker, tps, replica_id))
+        return found or {}
+
+    def _list_offsets(
+        self, broker: int, tps: list[tuple[str, int]], replica_id: int
+    ) -> dict[tuple[str, int], int]:
+        from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
+        topic_type = ListOffsetsRequest.ListOffsetsTopic
+        partition_type = topic_type.ListOffsetsPartition
+        by_topic: dict[str, list[Any]] = defaultdict(list)
+        for topic, partition in tps:
+            by_topic[topic].append(
+                partition_type(partition_index=partition, timestamp=LATEST_OFFSET)
+            )
+        request = ListOffsetsRequest(
+            replica_id=replica_id, isolation_level=0,
+            topics=[topic_type(name=name, partitions=parts) for name, parts in by_topic.items()],
+        )  # fmt: skip
+        manager = self._admin._manager  # kafka-python has no public call for a chosen replica
+
+        async def send() -> Any:
+            return await manager.send(request, node_id=broker)
+
+        response = manager.run(send)
+        offsets: dict[tuple[str, int], int] = {}
+        for topic in response.topics:
+            for partition in topic.partitions:
+                if partition.error_code == 0 and partition.offset >= 0:
+                    offsets[(topic.name, partition.partition_index)] = partition.offset
+        return offsets
+
+
+def _partitions(topics: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, PartitionInfo]]:
+    out: dict[str, dict[int, PartitionInfo]] = {}
+    for topic in topics:
+        if topic.get("error_code", 0) != 0:
+            continue
+        parts: dict[int, PartitionInfo] = {}
+        for p in topic.get("partitions", []):
+            if p.get("error_code", 0) not in (0, 9):  # 9 REPLICA_NOT_AVAILABLE: still described
+                continue
+            epoch = p.get("leader_epoch", -1)
+            parts[int(p["partition_index"])] = PartitionInfo(
+                leader=int(p["leader_id"]),
+                leader_epoch=int(epoch) if epoch is not None and epoch >= 0 else None,
+                replicas=tuple(int(r) for r in p.get("replica_nodes", [])),
+                isr=tuple(int(r) for r in p.get("isr_nodes", [])),
+            )
+        out[str(topic["name"])] = parts
+    return out
+
+
+def quorum_snapshot(described: Mapping[str, Any]) -> QuorumSnapshot | None:
+    """The ``__cluster_metadata`` partition of a DescribeQuorum answer (kafka-python's
+    ``describe_metadata_quorum``), or None if it holds an error or no leader epoch."""
+    for topic in described.get("topics", []):
+        for partition in topic.get("partitions", []):
+            epoch = partition.get("leader_epoch")
+            if partition.get("error") is not None or not isinstance(epoch, int) or epoch < 0:
+                continue
+            replicas = [
+                QuorumReplica(
+                    broker=int(r["replica_id"]), log_end_offset=int(r["log_end_offset"]),
+                    last_caught_up_ms=_known_time(r.get("last_caught_up_timestamp")),
+                    last_fetch_ms=_known_time(r.get("last_fetch_timestamp")),
+                )
+                for r in [*partition.get("current_voters", []), *partition.get("observers", [])]
+            ]  # fmt: skip
+            return QuorumSnapshot(
+                leader=int(partition.get("leader_id", -1)), epoch=epoch,
+                high_watermark=int(partition.get("high_watermark", -1)),
+                replicas=tuple(sorted(replicas, key=lambda r: r.broker)),
+            )  # fmt: skip
+    return None
+
+
+def _known_time(value: Any) -> int | None:
+    """Kafka reports -1 for a time it does not know (a replica that never fetched)."""
+    return int(value) if isinstance(value, int) and value >= 0 else None
+
+
+def _config_values(found: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, int]:
+    values: dict[str, int] = {}
+    for resource, configs in found.items():
+        entry = configs.get(name)
+        value = entry.get("value") if isinstance(entry, Mapping) else None
+        if value is not None and str(value).strip().isdigit():
+            values[resource] = int(value)
+    return values

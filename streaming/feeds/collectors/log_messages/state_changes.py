@@ -1,0 +1,176 @@
+"""``state.change.logger`` (TRACE): the partition states a broker took from the controller's
+UpdateMetadata and LeaderAndIsr requests, one line per partition."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from streaming.feeds.collectors.log_messages.wording import (
+    MalformedError,
+    Marker,
+    ids,
+    split_topic_partition,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionState:
+    """A partition state as the controller sent it (UpdateMetadata or LeaderAndIsr)."""
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    isr: tuple[int, ...]
+    replicas: tuple[int, ...]
+    offline_replicas: tuple[int, ...]
+    partition_epoch: int | None  # zkVersion / partitionEpoch, when the state has one
+
+
+@dataclass(frozen=True, slots=True)
+class CachedLeaderInfo:
+    """kafka.server.MetadataCache (ZkMetadataCache in 3.x), state.change.logger, TRACE:
+    a broker cached one partition state of an UpdateMetadata request."""
+
+    ts: int
+    broker: int
+    controller_id: int
+    controller_epoch: int
+    correlation_id: int
+    state: PartitionState
+
+
+@dataclass(frozen=True, slots=True)
+class DeletedFromCache:
+    """Same origin: a partition whose UpdateMetadata state had leader -2 (deletion)."""
+
+    ts: int
+    broker: int
+    controller_id: int
+    controller_epoch: int
+    correlation_id: int
+    topic: str
+    partition: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderAndIsrReceived:
+    """kafka.server.ReplicaManager.becomeLeaderOrFollower, state.change.logger, TRACE."""
+
+    ts: int
+    broker: int
+    controller_id: int
+    controller_epoch: int
+    state: PartitionState
+
+
+StateChangeRecord = CachedLeaderInfo | DeletedFromCache | LeaderAndIsrReceived
+
+RECORD_KINDS: Final[Mapping[type[object], str]] = {
+    CachedLeaderInfo: "cached_leader_info",
+    DeletedFromCache: "deleted_from_cache",
+    LeaderAndIsrReceived: "leader_and_isr",
+}
+"""The metrics label of each record type."""
+
+_BROKER = r"\[Broker id=(?P<broker>\d+)\] "
+_UPDATE_METADATA_SOURCE = (
+    r" in response to UpdateMetadata request sent by controller (?P<cid>\d+)"
+    r" epoch (?P<cepoch>\d+) with correlation id (?P<corr>-?\d+)"
+)
+
+# MetadataCache.updateMetadata (1.1 to 2.8; ZkMetadataCache in 3.x): the state is
+# UpdateMetadataRequest.PartitionState (1.1 to 2.3) or UpdateMetadataPartitionState (2.4+).
+_CACHED = re.compile(
+    _BROKER
+    + r"Cached leader info (?P<state>\w*PartitionState\(.*\)) for partition (?P<tp>\S+)"
+    + _UPDATE_METADATA_SOURCE
+)
+_DELETED = re.compile(
+    _BROKER + r"Deleted partition (?P<tp>\S+) from metadata cache" + _UPDATE_METADATA_SOURCE
+)
+# ReplicaManager.becomeLeaderOrFollower, one line per partition (TRACE): "Broker N received
+# LeaderAndIsr request PartitionState(...) ... for partition [t,p]" (0.10 to 0.11),
+# "[Broker id=N] Received LeaderAndIsr request PartitionState(...) ... for partition t-p"
+# (1.0 to 2.3), "... LeaderAndIsrPartitionState(topicName='t', partitionIndex=p, ...)"
+# (2.4+; zkVersion= up to 3.2, partitionEpoch= from 3.3). The INFO "Handling
+# LeaderAndIsr request correlationId ..." summary (2.8+) names no partition state.
+_RECEIVED = re.compile(
+    r"(?:\[Broker id=(?P<broker>\d+)\] Received|Broker (?P<broker0>\d+) received) LeaderAndIsr"
+    r" request (?P<state>\w*PartitionState\(.*\)) correlation id (?P<corr>-?\d+) from"
+    r" controller (?P<cid>\d+) epoch (?P<cepoch>\d+)(?: for partition (?P<tp>\S+))?"
+)
+
+# "name=value" up to the next ", name=" (values may hold commas: "isr=1,2" up to 2.3)
+_STATE_FIELD = re.compile(r"(\w+)=(.*?)(?=, \w+=|$)")
+
+
+def _cached(ts: int, message: str) -> CachedLeaderInfo | None:
+    if match := _CACHED.fullmatch(message):
+        state = _partition_state(match["state"], match["tp"])
+        return CachedLeaderInfo(
+            ts, int(match["broker"]), int(match["cid"]), int(match["cepoch"]),
+            int(match["corr"]), state,
+        )  # fmt: skip
+    return None
+
+
+def _deleted(ts: int, message: str) -> DeletedFromCache | None:
+    if match := _DELETED.fullmatch(message):
+        topic, partition = split_topic_partition(match["tp"])
+        return DeletedFromCache(
+            ts, int(match["broker"]), int(match["cid"]), int(match["cepoch"]),
+            int(match["corr"]), topic, partition,
+        )  # fmt: skip
+    return None
+
+
+def _received(ts: int, message: str) -> LeaderAndIsrReceived | None:
+    if match := _RECEIVED.fullmatch(message):
+        state = _partition_state(match["state"], match["tp"])
+        if state.partition_epoch is None:
+            raise MalformedError("a LeaderAndIsr state has a zkVersion or partitionEpoch")
+        broker = match["broker"] if match["broker"] is not None else match["broker0"]
+        return LeaderAndIsrReceived(ts, int(broker), int(match["cid"]), int(match["cepoch"]), state)
+    return None
+
+
+def _partition_state(text: str, topic_partition: str | None) -> PartitionState:
+    """A ``...PartitionState(name=value, ...)`` as generated by Kafka's message classes
+    (2.4+): ``topicName='A', partitionIndex=1, controllerEpoch=29, leader=2, ...``."""
+    body = text[text.index("(") + 1 : text.rindex(")")].strip()
+    fields = {name: value.strip() for name, value in _STATE_FIELD.findall(body)}
+    try:
+        if "topicName" in fields and "partitionIndex" in fields:
+            topic, partition = fields["topicName"].strip("'"), int(fields["partitionIndex"])
+        elif topic_partition is not None:
+            topic, partition = split_topic_partition(topic_partition)
+        else:
+            raise MalformedError("no topic and partition")
+        if topic_partition is not None and (topic, partition) != split_topic_partition(
+            topic_partition
+        ):
+            raise MalformedError("the state is for another partition")
+        epoch_text = fields.get("partitionEpoch", fields.get("zkVersion"))
+        return PartitionState(
+            topic=topic,
+            partition=partition,
+            leader=int(fields["leader"]),
+            leader_epoch=int(fields["leaderEpoch"]),
+            isr=ids(fields["isr"]),
+            replicas=ids(fields["replicas"]),
+            offline_replicas=ids(fields.get("offlineReplicas", "[]")),
+            partition_epoch=int(epoch_text) if epoch_text is not None else None,
+        )
+    except KeyError as missing:
+        raise MalformedError(f"no {missing}") from None
+
+
+MARKERS: Final[tuple[Marker[StateChangeRecord], ...]] = (
+    Marker("Cached leader info ", CachedLeaderInfo, _cached),
+    Marker("] Deleted partition ", DeletedFromCache, _deleted),
+    Marker("eceived LeaderAndIsr request ", LeaderAndIsrReceived, _received),
+)

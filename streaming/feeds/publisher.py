@@ -1,0 +1,144 @@
+"""Where records for the job's input topics go, for every producer (collectors, simulator,
+demo): the topics themselves (``KafkaPublisher``, with the job's client settings), JSON
+lines (a collector's ``--dry-run``), or a replay file; paced in simulated time or not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Protocol, TextIO
+
+from state.events import Source
+from streaming.config import IsrwatchConfig
+from streaming.feeds.wire import InputRecord, encode, envelope_line
+
+SEND_TIMEOUT_S = 60.0
+
+
+class Publisher(Protocol):
+    def publish(self, events: Sequence[InputRecord]) -> None:
+        """Write ``events`` in order and return once all are acknowledged, or raise."""
+
+    def close(self) -> None: ...
+
+
+class PublishError(Exception):
+    """Some records could not be written; none of the batch counts as published."""
+
+
+class KafkaPublisher:
+    """Sends to ``topics.controller_events`` / ``topics.fetch_responses`` with the job's
+    client settings (``KafkaSettings.kafka_python_options``: TLS, SASL PLAIN or SCRAM)."""
+
+    def __init__(self, config: IsrwatchConfig, producer: Any = None) -> None:
+        if producer is None:
+            from kafka import KafkaProducer
+
+            producer = KafkaProducer(acks="all", linger_ms=20,
+                                     **config.kafka.kafka_python_options())  # fmt: skip
+        self._producer = producer
+        self._topics = {
+            Source.CONTROLLER_EVENTS: config.topics.controller_events,
+            Source.FETCH_RESPONSES: config.topics.fetch_responses,
+        }
+
+    def publish(self, records: Sequence[InputRecord]) -> None:
+        """Write ``records`` in order; return once all are acknowledged, or raise."""
+        try:
+            futures = [
+                self._producer.send(
+                    self._topics[record.source],
+                    key=record.key.encode("utf-8"),
+                    value=encode(record.value),
+                )
+                for record in records
+            ]
+            self._producer.flush(timeout=SEND_TIMEOUT_S)
+            for future in futures:
+                future.get(timeout=SEND_TIMEOUT_S)
+        except Exception as error:
+            raise PublishError(f"cannot write events to Kafka: {error}") from error
+
+    def close(self) -> None:
+        self._producer.close()
+
+
+class JsonLinesPublisher:
+    """``--dry-run``: one ``{"source", "key", "value"}`` line per event; without ``key``
+    this is the capture format of ``isrwatch replay``, which ignores the extra field."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+
+    def publish(self, events: Sequence[InputRecord]) -> None:
+        for event in events:
+            line = {"source": event.source.value, "key": event.key, "value": event.value}
+            self._out.write(encode(line).decode("utf-8") + "\n")
+        self._out.flush()
+
+    def close(self) -> None:
+        self._out.flush()
+
+
+def paced(
+    records: Iterable[InputRecord],
+    start_ms: int,
+    speed: float | None,
+    stop: threading.Event | None = None,
+    clock: Callable[[], float] = time.monotonic,
+) -> Iterator[InputRecord]:
+    """Release each record when its simulated time comes: ``speed`` simulated seconds per
+    wall second (1.0: real time); ``None``: as fast as possible. Ends early on ``stop``."""
+    stop = stop or threading.Event()
+    began = clock()
+    for record in records:
+        if stop.is_set():
+            return
+        if speed is not None:
+            wait = began + (record.ts - start_ms) / 1000.0 / speed - clock()
+            if wait > 0 and stop.wait(wait):
+                return
+        yield record
+
+
+def write_replay_file(
+    records: Iterable[InputRecord], out: TextIO, counts: Counter[str] | None = None
+) -> Counter[str]:
+    """The replay contract's lines (``isrwatch replay`` reads them back)."""
+    counts = Counter() if counts is None else counts
+    for record in records:
+        out.write(envelope_line(record) + "\n")
+        counts[record.event_type] += 1
+    return counts
+
+
+def publish_all(
+    publisher: KafkaPublisher,
+    records: Iterable[InputRecord],
+    counts: Counter[str] | None = None,
+    batch: int = 1_000,
+    batch_s: float = 0.25,
+) -> Counter[str]:
+    """Send in order, a batch at a time: ``batch`` records or ``batch_s`` seconds' worth
+    (paced records should not wait for a full batch). Counts what was acknowledged."""
+    counts = Counter() if counts is None else counts
+    iterator = iter(records)
+    while True:
+        started = time.monotonic()
+        chunk = list(itertools.islice(_until(iterator, started + batch_s), batch))
+        if not chunk:
+            return counts
+        publisher.publish(chunk)
+        counts.update(record.event_type for record in chunk)
+
+
+def _until(records: Iterator[InputRecord], deadline: float) -> Iterator[InputRecord]:
+    """Records from ``records`` until one is taken past ``deadline`` (it is included)."""
+    for record in records:
+        yield record
+        if time.monotonic() >= deadline:
+            return

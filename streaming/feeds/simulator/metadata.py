@@ -1,0 +1,165 @@
+"""How the controller's decisions reach the brokers' metadata caches.
+
+ZK mode: the controller sends ``UpdateMetadata`` to every live broker, one request at a
+time in the order of its event queue, each arriving after a jitter on that broker's one
+connection. KRaft mode has no UpdateMetadata: every decision is the next record of the
+metadata log (it carries its ``metadata_offset``), each live broker fetches it a little
+later, and ``MetadataLogProgress`` (what DescribeQuorum reports, as ``collect admin``
+publishes it) gives every broker's log end offset at a fixed interval.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from state.events import Source
+from streaming.feeds.simulator.broker import Broker
+from streaming.feeds.simulator.partition import Partition
+from streaming.feeds.wire import MAX_PARTITIONS_PER_EVENT, chunks
+
+if TYPE_CHECKING:
+    from streaming.feeds.simulator.cluster import ClusterSimulator
+
+__all__ = ["MetadataChannel"]
+
+
+class MetadataChannel:
+    """UpdateMetadata requests (zk) and the metadata log (KRaft)."""
+
+    def __init__(self, cluster: ClusterSimulator) -> None:
+        self._cluster = cluster
+        self._loop = cluster.loop
+        self._last_send_ms = 0  # the controller's last UpdateMetadata send
+        self._last_arrival_ms: dict[int, int] = {}  # per broker, its last one's arrival
+        self._log_end = 0  # KRaft: the next offset of __cluster_metadata
+        self._fetched: dict[int, int] = dict.fromkeys(cluster.brokers, 0)  # brokers' log ends
+
+    # ------------------------------------------------------------------ KRaft
+
+    def record(self) -> dict[str, int]:
+        """KRaft: the decision is the next record of the metadata log; every live broker
+        fetches it a little later. ZK: nothing."""
+        if not self._loop.kraft:
+            return {}
+        offset = self._log_end
+        self._log_end += 1
+        for broker in self._cluster.brokers.values():
+            if broker.alive:
+                self._schedule_fetch(broker, offset + 1)
+        return {"metadata_offset": offset}
+
+    def catch_up(self, broker: Broker) -> None:
+        """KRaft: a restarted broker reads the metadata log to its end before it serves."""
+        if self._loop.kraft:
+            self._schedule_fetch(broker, self._log_end)
+
+    def _schedule_fetch(self, broker: Broker, log_end: int) -> None:
+        apply_ms = self._loop.between(self._loop.scenario.cluster.kraft_apply_ms)
+        self._loop.schedule(self._loop.now + apply_ms, self._fetched_to, broker.id,
+                            broker.generation, log_end)  # fmt: skip
+
+    def _fetched_to(self, broker_id: int, generation: int, log_end: int) -> None:
+        broker = self._cluster.brokers[broker_id]
+        if broker.alive and broker.generation == generation:
+            self._fetched[broker_id] = max(self._fetched[broker_id], log_end)
+
+    def start_progress(self) -> None:
+        """KRaft: report the log's progress every ``kraft_progress_interval_ms``."""
+        if self._loop.kraft:
+            self._schedule_progress()
+
+    def _schedule_progress(self) -> None:
+        interval = self._loop.scenario.cluster.kraft_progress_interval_ms
+        self._loop.schedule(self._loop.now + interval, self._progress)
+
+    def _progress(self) -> None:
+        """What DescribeQuorum reports, as ``collect admin`` publishes it."""
+        controller = self._cluster.controller
+        self._loop.emit(Source.CONTROLLER_EVENTS, str(controller.id), {
+            "type": "MetadataLogProgress", "controller_id": controller.id,
+            "controller_epoch": controller.epoch, "high_watermark": self._log_end,
+            "interval_ms": self._loop.scenario.cluster.kraft_progress_interval_ms,
+            "replicas": [{"broker": b, "log_end_offset": end}
+                         for b, end in sorted(self._fetched.items())],
+        })  # fmt: skip
+        self._schedule_progress()
+
+    # ------------------------------------------------------------------ ZK
+
+    def send_update_metadata(
+        self,
+        partitions: list[Partition],
+        states: list[dict[str, Any]] | None = None,
+        refresh: bool = False,
+    ) -> None:
+        """The controller sends these partitions' states to every live broker; with
+        ``refresh`` it first reads their ISR (a change notification, a committed change).
+        KRaft has no UpdateMetadata: brokers replay the metadata log."""
+        if not partitions or self._loop.kraft:
+            return
+        controller = self._cluster.controller
+        if controller.delay_ms is not None:
+            send_at = self._loop.now + controller.delay_ms
+        else:
+            send_at = self._loop.now + self._loop.between(
+                self._loop.scenario.cluster.controller_delay_ms
+            )
+        # the controller handles its events one at a time, in order (its event queue)
+        send_at = self._last_send_ms = max(send_at, self._last_send_ms)
+        self._loop.schedule(send_at, self._sent, tuple(partitions),
+                            tuple(states) if states else None, refresh,
+                            controller.epoch)  # fmt: skip
+
+    def _sent(
+        self,
+        partitions: tuple[Partition, ...],
+        states: tuple[dict[str, Any], ...] | None,
+        refresh: bool,
+        controller_epoch: int,
+    ) -> None:
+        controller = self._cluster.controller
+        if controller_epoch != controller.epoch or not controller.is_up():
+            return  # a deposed or dead controller sends nothing; its successor resends all
+        if refresh:
+            for p in partitions:
+                p.controller_isr = list(p.isr)
+        offline = set(self._cluster.brokers) - set(controller.live)
+        current = self._cluster.partitions
+        snapshot = list(states) if states else [
+            p.metadata_state(offline) for p in partitions
+            if current.get((p.topic, p.partition)) is p  # not a deleted, re-created one
+        ]  # fmt: skip
+        if not snapshot:
+            return
+        live = sorted(controller.live)
+        jitter = self._loop.scenario.cluster.update_metadata_jitter_ms
+        for broker_id in live:
+            # one connection per broker: its requests arrive in the order they were sent
+            arrival = max(
+                self._loop.now + self._loop.random.randint(0, jitter),
+                self._last_arrival_ms.get(broker_id, 0),
+            )
+            self._last_arrival_ms[broker_id] = arrival
+            for chunk in chunks(snapshot, MAX_PARTITIONS_PER_EVENT):
+                self._loop.schedule(arrival, self._arrives, broker_id, chunk, live,
+                                    controller.id, controller.epoch)  # fmt: skip
+
+    def _arrives(
+        self,
+        broker_id: int,
+        snapshot: list[dict[str, Any]],
+        live: list[int],
+        controller_id: int,
+        controller_epoch: int,
+    ) -> None:
+        if not self._cluster.brokers[broker_id].alive:
+            return  # the request fails; the controller resends on the broker's return
+        self._loop.emit(Source.CONTROLLER_EVENTS, str(broker_id), {
+            "type": "UpdateMetadata", "controller_id": controller_id,
+            "controller_epoch": controller_epoch, "broker": broker_id,
+            "live_brokers": live, "partitions": snapshot,
+        })  # fmt: skip
+        self._loop.truth.add(self._loop.now, "update_metadata", broker=broker_id, partitions=[
+            {"topic": s["topic"], "partition": s["partition"], "isr": s["isr"],
+             "leader": s["leader"]} for s in snapshot
+        ])  # fmt: skip

@@ -1,0 +1,145 @@
+"""Reading one planned input partition on an executor, with confluent-kafka (librdkafka),
+into Arrow record batches of Spark's Kafka source columns."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.types import (
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from streaming.config import librdkafka_names
+from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
+from streaming.job.kafka_source.planner import KafkaInputPartition
+
+#: Records per poll (and per Arrow batch) when reading.
+READ_BATCH_RECORDS = 10_000
+
+
+#: The columns of Spark's Kafka source.
+SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+)
+
+
+def _arrow_schema() -> Any:
+    """The Arrow schema Spark expects of a Python data source's record batches."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(SCHEMA, timezone="UTC")
+
+
+def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
+    """The reader's consumer settings for confluent-kafka (librdkafka), from the same
+    kafka-python client options the driver's clients use (``KafkaSettings``)."""
+    config: dict[str, Any] = {
+        "bootstrap.servers": ",".join(settings.bootstrap_servers),
+        # librdkafka wants a group for a consumer; offsets are assigned, never committed.
+        "group.id": "isrwatch-source-reader",
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+        "auto.offset.reset": "earliest",  # records gone (retention): go on from the first
+        "allow.auto.create.topics": False,
+        "socket.timeout.ms": settings.request_timeout_ms,
+        "fetch.wait.max.ms": 100,
+        "queued.max.messages.kbytes": 262144,
+        "log_level": 3,  # errors only: the reader reports its own failures
+    }
+    config.update(librdkafka_names(settings.client_options))
+    return config
+
+
+def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
+    """The records ``part.start <= offset < part.end`` of one topic-partition, in order,
+    as Arrow record batches; raises RuntimeError when the broker makes no progress for
+    ``settings.read_timeout_ms``. Read with confluent-kafka (librdkafka): ten times
+    kafka-python's records/s on one core (``bench/stream_bench.py``)."""
+    from confluent_kafka import Consumer, KafkaException, Message
+    from confluent_kafka import TopicPartition as ConfluentPartition
+
+    where = f"{part.topic}:{part.partition} offsets [{part.start}, {part.end})"
+    try:
+        consumer = Consumer(librdkafka_config(settings))
+    except KafkaException as error:
+        raise RuntimeError(
+            f"{SOURCE_NAME}: cannot make a Kafka consumer for "
+            f"{','.join(settings.bootstrap_servers)} to read {where}: {error}"
+        ) from error
+    timeout_s = settings.read_timeout_ms / 1000
+    try:
+        consumer.assign([ConfluentPartition(part.topic, part.partition, part.start)])
+        position = part.start
+        progress_at = time.monotonic()
+        while position < part.end:
+            # consume() returns once it has this many messages or at the timeout: ask for
+            # no more than the range holds, so that a short range costs no waiting.
+            wanted = max(1, min(READ_BATCH_RECORDS, part.end - position))
+            messages = consumer.consume(wanted, timeout=min(1.0, timeout_s))
+            records = [m for m in messages if m.error() is None]
+            if records:
+                offsets = np.fromiter(map(Message.offset, records), np.int64, len(records))
+                keep = (offsets >= part.start) & (offsets < part.end)
+                if not keep.all():
+                    records = [m for m, k in zip(records, keep.tolist(), strict=True) if k]
+                    offsets = offsets[keep]
+                if records:
+                    yield _messages_to_arrow(part.topic, part.partition, records, offsets)
+                    position = int(offsets[-1]) + 1
+                    progress_at = time.monotonic()
+                    continue
+            if time.monotonic() - progress_at > timeout_s:
+                errors = "; ".join(str(m.error()) for m in messages if m.error() is not None)
+                raise RuntimeError(
+                    f"{SOURCE_NAME}: reading {where}: no progress at offset {position} for "
+                    f"{timeout_s:.0f} s; is Kafka at {','.join(settings.bootstrap_servers)} "
+                    f"answering? {errors} (Spark retries the task)"
+                )
+    finally:
+        with contextlib.suppress(Exception):
+            consumer.close()
+
+
+def _messages_to_arrow(
+    topic: str, partition: int, messages: Sequence[Any], offsets: npt.NDArray[np.int64]
+) -> pa.RecordBatch:
+    """confluent-kafka messages as the source's columns (one C call per field and record)."""
+    from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
+
+    count = len(messages)
+    stamps = list(map(Message.timestamp, messages))  # (type, ms); types 1 create, 2 append
+    kinds = np.fromiter((kind for kind, _ in stamps), np.int32, count)
+    millis = np.fromiter((ms for _, ms in stamps), np.int64, count)
+    missing = kinds == TIMESTAMP_NOT_AVAILABLE
+    return pa.RecordBatch.from_arrays(
+        [
+            pa.array(list(map(Message.key, messages)), pa.binary()),
+            pa.array(list(map(Message.value, messages)), pa.binary()),
+            pa.repeat(pa.scalar(topic), count),
+            pa.repeat(pa.scalar(partition, pa.int32()), count),
+            pa.array(offsets),
+            pa.array(millis * 1000, pa.int64(), mask=missing).cast(pa.timestamp("us", tz="UTC")),
+            pa.array(kinds - 1, pa.int32(), mask=missing),  # Spark's 0 create, 1 append
+        ],
+        schema=_arrow_schema(),
+    )

@@ -1,0 +1,266 @@
+"""The source as Spark sees it: ``KafkaSource`` (``format("isrwatch_kafka")``) and its stream
+reader, which answers Spark's calls with the offset reader and the planner, reads with the
+partition reader, and keeps the source's health (failures, back-off, the status file)."""
+
+from __future__ import annotations
+
+import gc
+import json
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
+from pyspark.sql.types import StructType
+
+from streaming.job.kafka_source.offset_reader import OffsetReader
+from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
+from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition
+from streaming.job.kafka_source.planner import (
+    KafkaInputPartition,
+    advance,
+    offsets_of,
+    per_partition_cap,
+    planned_partitions,
+    share_out,
+)
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("isrwatch.kafka_source")
+
+#: The longest a single latestOffset call sleeps after a failure, whatever the back-off.
+MAX_WAIT_PER_CALL_S = 5.0
+
+
+class KafkaSource(DataSource):
+    """``spark.readStream.format("isrwatch_kafka")``: see the module's docstring."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType | str:
+        # Parsing reports bad options when the stream is made.
+        if SourceSettings.from_options(self.options).route_shards is None:
+            return SCHEMA
+        from streaming.job.routing import ROUTED_SCHEMA
+
+        return ROUTED_SCHEMA
+
+    def streamReader(self, schema: StructType) -> KafkaStreamReader:  # noqa: N802 (Spark's API)
+        return KafkaStreamReader(SourceSettings.from_options(self.options))
+
+
+def register(spark: SparkSession) -> None:
+    """Register the source with ``spark`` as ``isrwatch_kafka``."""
+    spark.dataSource.register(KafkaSource)
+
+
+class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Plans micro-batches from Kafka's offsets (``OffsetReader``, kafka-python, on the
+    driver) and reads them (``read_partition``, confluent-kafka, on the executors).
+
+    The default read limit this reader reports is ``ReadMaxRows(maxOffsetsPerPartition)``,
+    which the planner reads per topic-partition (``per_partition_cap``).
+
+    For metrics: ``consecutive_failures`` counts the offset requests in a row that Kafka
+    did not answer (0 once it answers), ``last_error`` is the last one's error (None once
+    it answers), ``failures_total``, ``last_error_at`` and ``last_success_at`` (epoch
+    seconds) tell the history. The reader runs in the Python process the JVM starts for
+    the source, not in the driver's Python process.
+    """
+
+    def __init__(self, settings: SourceSettings) -> None:
+        self._setup(settings)
+
+    def _setup(self, settings: SourceSettings) -> None:
+        self.settings = settings
+        self.consecutive_failures = 0
+        self.failures_total = 0
+        self.last_error: str | None = None
+        self.last_error_at: float | None = None  # time.time() of the last failure
+        self.last_success_at: float | None = None
+        self._sleep: Callable[[float], None] = time.sleep
+        self._offsets = OffsetReader(settings)
+        self._latest: dict[str, int] | None = None
+        self._target: dict[str, int] | None = None  # Trigger.AvailableNow
+        self._target_beginnings: dict[str, int] = {}
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled for the executors' read(): settings only, no clients."""
+        return {"settings": self.settings}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._setup(state["settings"])
+
+    # ------------------------------------------------------------------ Spark's API
+
+    def initialOffset(self) -> dict[str, int]:  # noqa: N802 (Spark's API)
+        earliest = self.settings.starting_offsets == "earliest"
+        attempts = 1 if earliest else 3
+        for _ in range(attempts):
+            try:
+                snapshot = self._offsets.snapshot(lambda key: earliest)
+            except Exception as error:
+                self._failed(error, "the starting offsets")
+                continue
+            self._succeeded()
+            return dict(snapshot.beginnings) if earliest else dict(snapshot.ends)
+        if earliest:
+            log.warning(
+                "%s: starting with no partition known; each is read from its beginning "
+                "offset once Kafka answers",
+                SOURCE_NAME,
+            )
+            return {}
+        raise RuntimeError(
+            f"{SOURCE_NAME}: cannot find the latest offsets of {', '.join(self.settings.topics)}"
+            f" (startingOffsets=latest): Kafka at {','.join(self.settings.bootstrap_servers)} "
+            f"did not answer: {self.last_error}"
+        )
+
+    def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark's API)
+        return ReadMaxRows(self.settings.max_offsets_per_partition)
+
+    def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark's API)
+        """Fix the offsets an available-now run reads up to (all partitions' true ends)."""
+        for _ in range(3):
+            try:
+                snapshot = self._offsets.snapshot(lambda key: True)
+            except Exception as error:
+                self._failed(error, "the offsets to read up to (available-now)")
+                continue
+            self._succeeded()
+            self._target = snapshot.ends
+            self._target_beginnings = snapshot.beginnings
+            return
+        raise RuntimeError(
+            f"{SOURCE_NAME}: cannot find the offsets to read up to (available-now): Kafka at "
+            f"{','.join(self.settings.bootstrap_servers)} did not answer: {self.last_error}"
+        )
+
+    def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802
+        start = offsets_of(start)
+        cap = per_partition_cap(limit, self.settings.max_offsets_per_partition)
+        if self._target is not None:
+            ends, beginnings = self._target, self._target_beginnings
+            exact: set[str] = set()  # an available-now run never goes back
+        else:
+            try:
+                snapshot = self._offsets.snapshot(lambda key: key not in start)
+                went_back = [
+                    key
+                    for key in snapshot.exact
+                    if key in start
+                    and snapshot.ends[key] < start[key]
+                    and key not in snapshot.beginnings
+                ]
+                if went_back:
+                    snapshot.beginnings.update(self._offsets.beginnings(went_back))
+            except Exception as error:
+                self._failed(error, "the latest offsets")
+                return start
+            self._succeeded()
+            ends, beginnings, exact = snapshot.ends, snapshot.beginnings, snapshot.exact
+        result = advance(start, ends, beginnings, exact, cap)
+        if cap is not None and self.settings.max_offsets_per_trigger is not None:
+            result = share_out(start, result, self.settings.max_offsets_per_trigger)
+        # What is available (for an available-now run: up to its target), never behind
+        # what is planned.
+        self._latest = {key: max(end, ends.get(key, end)) for key, end in result.items()}
+        return result
+
+    def reportLatestOffset(self) -> dict[str, int] | None:  # noqa: N802 (Spark's API)
+        return None if self._latest is None else dict(self._latest)
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[KafkaInputPartition]:
+        return planned_partitions(offsets_of(start), offsets_of(end))
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, KafkaInputPartition):
+            raise TypeError(f"{SOURCE_NAME}: unexpected input partition {partition!r}")
+        gc.freeze()  # the imported modules: see streaming.job.python_worker
+        records = read_partition(self.settings, partition)
+        if self.settings.route_shards is None:
+            return records
+        from streaming.job.routing import route_arrow_batches
+
+        return route_arrow_batches(records, self.settings.route_sources, self.settings.route_shards)
+
+    def commit(self, end: dict[str, int]) -> None:
+        pass
+
+    def stop(self) -> None:
+        self._offsets.close()
+
+    # ------------------------------------------------------------------ failures
+
+    def backoff_s(self, failures: int) -> float:
+        """The wait after ``failures`` consecutive failures, before the per-call cap."""
+        settings = self.settings
+        exponent = min(max(failures - 1, 0), 32)
+        backoff_ms = min(settings.retry_backoff_max_ms, settings.retry_backoff_ms << exponent)
+        return backoff_ms / 1000
+
+    def _failed(self, error: BaseException, what: str) -> None:
+        self.consecutive_failures += 1
+        self.failures_total += 1
+        self.last_error = f"{type(error).__name__}: {error}"
+        self.last_error_at = time.time()
+        wait = min(self.backoff_s(self.consecutive_failures), MAX_WAIT_PER_CALL_S)
+        log.warning(
+            "%s: cannot get %s from Kafka at %s (failure %d in a row): %s; "
+            "no new data this micro-batch, next try in %.1f s",
+            SOURCE_NAME,
+            what,
+            ",".join(self.settings.bootstrap_servers),
+            self.consecutive_failures,
+            self.last_error,
+            wait,
+        )
+        self._publish_status()
+        # Fresh clients next time: no stale state, and no client left running in the
+        # background while Kafka is away (Tansu auto-creates the topics a client asks about,
+        # even with allow_auto_create_topics false, as soon as it is back).
+        self._offsets.close()
+        self._sleep(wait)
+
+    def _succeeded(self) -> None:
+        if self.consecutive_failures:
+            log.warning(
+                "%s: Kafka answers again after %d failures", SOURCE_NAME, self.consecutive_failures
+            )
+        self.consecutive_failures = 0
+        self.last_error = None
+        self.last_success_at = time.time()
+        self._publish_status()
+
+    def _publish_status(self) -> None:
+        """Write the health counters to ``statusFile`` for the driver's exporter: this
+        reader runs in a Python process of its own, not in the driver's (see above)."""
+        path = self.settings.status_file
+        if not path:
+            return
+        status = {
+            "bootstrap_servers": list(self.settings.bootstrap_servers),
+            "consecutive_failures": self.consecutive_failures,
+            "failures_total": self.failures_total,
+            "last_error": self.last_error,
+            "last_error_at": self.last_error_at,
+            "last_success_at": self.last_success_at,
+        }
+        try:
+            target = Path(path)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            partial = target.with_name(target.name + ".tmp")
+            partial.write_text(json.dumps(status), encoding="utf-8")
+            os.replace(partial, target)  # readers never see half a file
+        except OSError as error:
+            log.warning("%s: cannot write the status file %s: %s", SOURCE_NAME, path, error)

@@ -1,0 +1,366 @@
+"""The Spark Structured Streaming job: Kafka -> routing -> per-shard state -> sinks.
+
+```
+controller-events ─┐                     ┌─ partition-health (compacted)
+                   ├─ route ─ shard state ┼─ isrwatch-dead-letters
+fetch-responses ───┘                      └─ /metrics, --health-out
+                       applyInPandasWithState, grouped by shard
+```
+
+The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
+(``streaming.job.kafka_source``), whose reader also routes what it reads, or Spark's JVM
+connector (``kafka.source_format: kafka``) where a deployment has it, routed by
+``mapInArrow`` (the same function, the same rows). Where the time goes and why:
+docs/pipeline.md. State lives in the RocksDB state store by default; source
+offsets and state are in the checkpoint, so a restarted job applies every event once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from state.events import Source
+from streaming.config import IsrwatchConfig, SourceFormat, StateStore
+from streaming.job.metrics import HealthExporter
+from streaming.job.python_worker import freezing_imports
+from streaming.job.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
+from streaming.job.shard_state import (
+    CLOCK_DELAY_MS,
+    OUTPUT_SCHEMA,
+    STATE_SCHEMA,
+    ShardJobSettings,
+    make_shard_function,
+)
+from streaming.job.sinks import BatchSink, HealthFile, kafka_producer
+
+log = logging.getLogger("isrwatch.job")
+
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+
+
+def spark_session(config: IsrwatchConfig) -> Any:
+    """A session for the job; Python workers run this interpreter (docs/architecture.md)."""
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+
+    builder = (
+        SparkSession.builder.master(config.streaming.spark_master)
+        .appName("isrwatch")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")  # a service logs, it draws no bars
+        .config("spark.sql.shuffle.partitions", str(config.streaming.shuffle_partitions))
+        .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+        .config("spark.sql.session.timeZone", "UTC")
+    )
+    if config.streaming.state_store is StateStore.ROCKSDB:
+        builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def stop_thread_session() -> None:
+    """Stop the Spark session this thread made, if any (``SparkSession.getActiveSession``
+    is per thread): the demo runs the job in a thread of its own."""
+    from pyspark.sql import SparkSession
+
+    session = SparkSession.getActiveSession()
+    if session is not None:
+        session.stop()
+
+
+def input_stream(spark: Any, config: IsrwatchConfig, *, routed: bool = False) -> Any:
+    """The input records, with the columns of Spark's Kafka source; ``routed``: the
+    routed rows of them instead (``streaming.job.routing.ROUTED_SCHEMA``), which only this
+    project's source gives (its reader routes what it reads)."""
+    topics = [config.topics.controller_events, config.topics.fetch_responses]
+    if config.kafka.source_format is SourceFormat.KAFKA:
+        if routed:
+            raise ValueError("Spark's Kafka connector gives records, not routed rows")
+        return spark.readStream.format("kafka").options(**jvm_kafka_options(config)).load()
+    from streaming.job.kafka_source import kafka_source_options, register
+
+    register(spark)
+    route = input_sources(config) if routed else None
+    options = kafka_source_options(config, topics, str(source_status_file(config)), route)
+    return spark.readStream.format("isrwatch_kafka").options(**options).load()
+
+
+def is_uri(location: str) -> bool:
+    return "://" in location or location.startswith("file:")
+
+
+def checkpoint_location(config: IsrwatchConfig) -> str:
+    """A local checkpoint path made absolute; a URI (s3a://, gs://, hdfs://...) as given."""
+    location = str(config.streaming.checkpoint_location)
+    return location if is_uri(location) else str(Path(location).resolve())
+
+
+def source_status_file(config: IsrwatchConfig) -> Path:
+    """Where the Kafka source's reader publishes its health for the exporter: next to a
+    local checkpoint, else in the local temporary directory (one per checkpoint URI). The
+    reader must run where the driver can read it (local mode, or a shared volume)."""
+    location = checkpoint_location(config)
+    if not is_uri(location):
+        return Path(location) / "source-status.json"
+    digest = hashlib.sha256(location.encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"isrwatch-source-{digest}" / "source-status.json"
+
+
+class CheckpointMismatchError(Exception):
+    """The checkpoint was written by a job whose state layout differs from this one's."""
+
+
+def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
+    """What a checkpoint's offsets and state depend on: partitions are hashed into
+    ``state_shards`` groups, and the offsets are those of these topics and source.
+    ``routed_layout`` names the rows routing hands the shards and the state they keep."""
+    return {
+        "state_shards": config.streaming.state_shards,
+        "routed_layout": ROUTED_LAYOUT,
+        "controller_events": config.topics.controller_events,
+        "fetch_responses": config.topics.fetch_responses,
+        "source_format": config.kafka.source_format.value,
+    }
+
+
+RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", ROUTED_LAYOUT)
+"""State layouts this release restores: routed-v1 (the release before, whose layout file
+has no ``routed_layout``) is migrated as it is unpickled (``shard_state.migrate_routed_v1``)."""
+
+
+def guard_checkpoint(config: IsrwatchConfig) -> None:
+    """Refuse to reuse a local checkpoint written with another layout (the state would be
+    misrouted, or the offsets would belong to other topics); record it on first use, and
+    record this release's ``routed_layout`` once it restores an older one.
+    Rules may change between runs: restored state is judged by the current ones."""
+    location = checkpoint_location(config)
+    if is_uri(location):
+        return  # object stores: the Helm chart's upgrade check guards the layout
+    path = Path(location) / "isrwatch-layout.json"
+    layout = checkpoint_layout(config)
+    if path.exists():
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        routed = kept.get("routed_layout", "routed-v1")
+        if routed not in RESTORABLE_ROUTED_LAYOUTS:
+            raise CheckpointMismatchError(
+                f"{location} was written by another release of isrwatch, whose state layout "
+                f"({routed}) this one ({ROUTED_LAYOUT}) cannot restore: start from a new "
+                "streaming.checkpoint_location (the job rebuilds its state from the "
+                "controller events it reads)"
+            )
+        changed = {k: (kept.get(k), v) for k, v in layout.items()
+                   if k != "routed_layout" and kept.get(k) != v}  # fmt: skip
+        if changed:
+            details = ", ".join(f"{k}: {old!r} in the checkpoint, {new!r} now"
+                                for k, (old, new) in changed.items())  # fmt: skip
+            raise CheckpointMismatchError(
+                f"{location} was written by a job with another layout ({details}); "
+                "keep the old settings or use a new streaming.checkpoint_location"
+            )
+        if kept == layout:
+            return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(layout, sort_keys=True), encoding="utf-8")
+
+
+def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
+    """The same settings for Spark's own Kafka source (spark-sql-kafka-0-10)."""
+    kafka = config.kafka
+    options = {
+        "kafka.bootstrap.servers": kafka.bootstrap_servers,
+        "subscribe": f"{config.topics.controller_events},{config.topics.fetch_responses}",
+        "startingOffsets": kafka.starting_offsets.value,
+        "maxOffsetsPerTrigger": str(
+            kafka.max_records_per_batch or kafka.max_records_per_partition_per_batch
+        ),
+        "failOnDataLoss": "false",
+        "kafka.security.protocol": kafka.security_protocol.value,
+    }
+    if kafka.sasl_mechanism is not None and kafka.sasl_username is not None:
+        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
+                  if kafka.sasl_mechanism.value == "PLAIN"
+                  else "org.apache.kafka.common.security.scram.ScramLoginModule")  # fmt: skip
+        password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
+        options["kafka.sasl.mechanism"] = kafka.sasl_mechanism.value
+        options["kafka.sasl.jaas.config"] = (
+            f'{module} required username="{kafka.sasl_username}" password="{password}";'
+        )
+    if kafka.ssl_cafile:
+        options["kafka.ssl.truststore.type"] = "PEM"
+        options["kafka.ssl.truststore.location"] = str(kafka.ssl_cafile)
+    return options
+
+
+def input_sources(config: IsrwatchConfig) -> dict[str, Source]:
+    """What each input topic carries."""
+    return {
+        config.topics.controller_events: Source.CONTROLLER_EVENTS,
+        config.topics.fetch_responses: Source.FETCH_RESPONSES,
+    }
+
+
+def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> Any:
+    """The input records (by default the Kafka input stream; the columns of Spark's Kafka
+    source in any case) parsed and routed to their shards (``streaming.job.routing``).
+
+    This project's source routes in its reader (the records are in Python there: no round
+    trip of every raw value through the JVM to another Python worker); Spark's connector
+    and the ``records`` given are routed by ``mapInArrow``. Both run
+    ``route_arrow_batches``: the rows are the same.
+    """
+    if records is None and config.kafka.source_format is SourceFormat.PYTHON:
+        return input_stream(spark, config, routed=True)
+    route = partial(
+        freezing_imports(route_arrow_batches),
+        sources=input_sources(config),
+        shards=config.streaming.state_shards,
+    )
+    records = input_stream(spark, config) if records is None else records
+    return records.mapInArrow(route, ROUTED_SCHEMA)
+
+
+def start_query(
+    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool,
+    records: Any = None,
+) -> Any:  # fmt: skip
+    """The job's query; ``records`` replaces the Kafka input (the bench's Spark floor)."""
+    from pyspark.sql import functions as F  # noqa: N812
+    from pyspark.sql.streaming.state import GroupStateTimeout
+
+    shards = config.streaming.state_shards
+    routed = routed_stream(spark, config, records)
+    # Spark's watermark only carries the stream's clock; lateness is judged (and
+    # dead-lettered) in the state function with the configured delay (shard_state).
+    clocked = routed.withColumn("event_time", F.timestamp_millis("ts")).withWatermark(
+        "event_time", f"{CLOCK_DELAY_MS} milliseconds"
+    )
+    settings = ShardJobSettings(
+        config.rules, shards, config.streaming.watermark_delay_ms, snapshot_when_idle
+    )
+    health = clocked.groupBy("shard").applyInPandasWithState(
+        freezing_imports(make_shard_function(settings)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+        GroupStateTimeout.ProcessingTimeTimeout,
+    )  # fmt: skip
+    return (
+        health.writeStream.queryName("isrwatch")
+        .foreachBatch(sink)
+        .option("checkpointLocation", checkpoint_location(config))
+        .trigger(processingTime=f"{config.streaming.trigger_interval_ms} milliseconds")
+        .start()
+    )
+
+
+def make_sink(
+    config: IsrwatchConfig,
+    exporter: HealthExporter,
+    health_out: Path | None,
+    on_batch: Callable[[int, pd.DataFrame], None] | None = None,
+) -> BatchSink:
+    return BatchSink(
+        partial(kafka_producer, config.kafka), config.topics.partition_health,
+        config.topics.dead_letters, exporter,
+        HealthFile(health_out) if health_out else None, on_batch,
+    )  # fmt: skip
+
+
+def run(
+    config: IsrwatchConfig,
+    *,
+    available_now: bool = False,
+    health_out: Path | None = None,
+    exporter: HealthExporter | None = None,
+    stop: threading.Event | None = None,
+    on_batch: Callable[[int, pd.DataFrame], None] | None = None,
+    on_started: Callable[[], None] | None = None,
+) -> None:
+    """Run the job until ``stop`` is set (or, with ``available_now``, until caught up).
+
+    A failing query (broker gone while writing, say) is restarted from its checkpoint
+    with back-off, so the job does not die of a transient fault.
+    """
+    guard_checkpoint(config)
+    exporter = exporter or HealthExporter()
+    if config.kafka.source_format is SourceFormat.PYTHON:
+        exporter.source_status = source_status_file(config)
+    if config.metrics.enabled:
+        exporter.serve(config.metrics.host, config.metrics.port)
+    stop = stop or threading.Event()
+    spark = spark_session(config)
+    sink = make_sink(config, exporter, health_out, on_batch)
+    backoff = config.kafka.retry_backoff_ms / 1000
+    try:
+        while not stop.is_set():
+            query = start_query(spark, config, sink, snapshot_when_idle=available_now)
+            if on_started is not None:
+                on_started()
+            try:
+                if available_now:
+                    until_caught_up(query, stop)
+                    return
+                while not stop.is_set() and query.isActive:
+                    query.awaitTermination(1)
+                if query.exception() is None:
+                    return
+            except Exception as error:  # a failed batch: restart from the checkpoint
+                log.error("streaming query failed, restarting from its checkpoint: %s", error)
+                if available_now:
+                    raise
+            finally:
+                if query.isActive:
+                    query.stop()
+            stop.wait(backoff)
+            backoff = min(2 * backoff, config.kafka.retry_backoff_max_ms / 1000)
+    finally:
+        sink.close()
+        exporter.close()
+
+
+def until_caught_up(query: Any, stop: threading.Event, after_batch: int = -1) -> None:
+    """Wait for a batch that read nothing although it ended at the source's latest
+    offsets: everything available has been applied, and that batch (no data, every
+    shard timed out) evaluated all partitions at the largest event time and wrote them.
+
+    A no-data batch alone is not enough: after a restart Spark first re-runs the batch
+    it had planned before the stop, which may be one without data. Batches up to
+    ``after_batch`` are not considered.
+    """
+    seen = after_batch
+    while not stop.is_set():
+        if not query.isActive:
+            query.awaitTermination()  # raises the query's exception
+            return
+        for progress in query.recentProgress:
+            if progress["batchId"] > seen:
+                seen = progress["batchId"]
+                if _caught_up(progress):
+                    return
+        time.sleep(0.2)
+
+
+def _caught_up(progress: dict[str, Any]) -> bool:
+    if progress["numInputRows"] != 0:
+        return False
+    for source in progress["sources"]:
+        end, latest = _offsets(source.get("endOffset")), _offsets(source.get("latestOffset"))
+        if latest is None or end != latest:
+            return False
+    return True
+
+
+def _offsets(value: object) -> object:
+    return json.loads(value) if isinstance(value, str) else value

@@ -1,0 +1,449 @@
+"""The stateful step of the job: one call per state shard per micro-batch.
+
+It is what ``applyInPandasWithState`` runs, written over plain pandas and bytes so that
+it is tested without Spark. Per call it:
+
+1. restores the shard's ``ReplicationModel`` (pickled in the group state);
+2. unpacks the fetch rows (routing sends them packed per shard), dead-letters late
+   events (older than the shard's event-time watermark: the largest event time seen
+   minus ``watermark_delay_ms``) and duplicate controller events;
+3. applies the rest in event-time order (ties: Kafka topic, partition, offset);
+4. evaluates every partition of the shard at ``now`` = the largest event time seen in
+   the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
+5. emits a health record for every partition whose health changed (a tombstone for a
+   partition that is gone), the dead letters, and one stats row for the metrics.
+
+Groups time out after every batch, so a shard with no new events is still evaluated:
+a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time alone.
+"""
+
+from __future__ import annotations
+
+import gc
+import io
+import pickle
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+import msgspec
+import numpy as np
+import pandas as pd
+
+from state import (
+    BOOL,
+    ApplyReport,
+    FetchBatch,
+    FollowerStatus,
+    HealthFrame,
+    HealthRecord,
+    MetadataState,
+    ReplicationModel,
+    RoutedControllerEvent,
+    Shard,
+    fragile_entries,
+    health_signatures,
+    shape_of_model,
+)
+from state.events import DeadLetterReason
+from state.settings import RuleSettings
+from streaming.job import shard_stats
+from streaming.job.dead_letter_rows import dead_letter_row, dead_letter_rows
+from streaming.job.routing import (
+    DEAD,
+    FETCH,
+    conform,
+    signed_digest,
+    stable_hash,
+    unpack_fetches,
+)
+from streaming.job.shard_gauges import broker_gauges, topic_gauges
+from streaming.job.shard_stats import (
+    IsrTransitionCount,
+    ShardStats,
+)
+
+HEALTH = "health"
+TOMBSTONE = "tombstone"
+STATS = "stats"
+
+OUTPUT_SCHEMA = (
+    "kind string, key string, value string, src_topic string, src_partition int, src_offset long"
+)
+OUTPUT_COLUMNS = [part.strip().split(" ")[0] for part in OUTPUT_SCHEMA.split(",")]
+STATE_SCHEMA = "snapshot binary"
+
+SIGNATURES = "columns-splitmix64"
+LEGACY_SIGNATURES = "repr-blake2b"
+
+_ENCODER = msgspec.json.Encoder()
+
+CLOCK_DELAY_MS = 30 * 24 * 3600 * 1000
+"""Delay of Spark's own watermark. The job gives Spark a month so that Spark drops no
+row as late (it would drop it silently); lateness is judged here, with the configured
+delay, so that late events are counted and dead-lettered. Spark's watermark plus this
+delay is then the largest event time of the previous batches in the whole stream."""
+
+
+@dataclass(frozen=True)
+class ShardJobSettings:
+    rules: RuleSettings
+    shards: int
+    watermark_delay_ms: int
+    snapshot_when_idle: bool = False  # --available-now: full snapshot in the flush batch
+
+
+@dataclass
+class ShardSnapshot:
+    """What a shard keeps between micro-batches."""
+
+    model: ReplicationModel
+    clock_ms: int = -1  # the largest event time this shard has applied
+    signatures: dict[str, int] = field(default_factory=dict)  # key -> health last emitted
+    # signed_digest(stable_hash(record text)) -> ts: as routing's ``digest`` column
+    seen_controller_events: dict[int, int] = field(default_factory=dict)
+    # Events applied since the job first started, checkpointed with the state: after a
+    # restart they count each event once, however often a batch was re-run.
+    # applied_total["FetchResponse"] + fetch_error_responses_total is every valid fetch
+    # response. A snapshot of routed-v1 counted error responses inside "FetchResponse";
+    # restored, they stay there and fetch_error_responses_total counts from the upgrade.
+    applied_total: Counter[str] = field(default_factory=Counter)
+    fetch_error_responses_total: int = 0
+    # How ``signatures`` were computed: SIGNATURES (state.health_signature), or
+    # LEGACY_SIGNATURES in a snapshot pickled before it (see legacy_health_signature).
+    signature_scheme: str = SIGNATURES
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle; a snapshot of the release before ``routed-v2`` is migrated first."""
+        if "fetch_error_responses_total" not in state:
+            state = migrate_routed_v1(state)
+        self.__dict__.update({"signature_scheme": LEGACY_SIGNATURES, **state})
+
+
+def migrate_routed_v1(state: dict[str, Any]) -> dict[str, Any]:
+    """A snapshot pickled by the release before ``routed-v2`` (it had no
+    ``fetch_error_responses_total``), as this release keeps it.
+
+    * ``seen_controller_events`` was keyed by the unsigned ``stable_hash`` of the record
+      text; routing now hands the shards the same hash as a signed 64-bit ``long``. A key
+      at or above 2**63 is converted, or a producer's retry of an event applied before the
+      upgrade would be applied again after it.
+    * ``applied_total["FetchResponse"]`` counted fetch responses answered with an error;
+      how many is not known, so they stay counted there (once) and the separate total of
+      error responses starts at 0: the sum of both is exact across the upgrade.
+    The model's own classes (``state/``) read their older pickles themselves.
+    """
+    seen: dict[int, int] = state.get("seen_controller_events", {})
+    return {
+        **state,
+        "seen_controller_events": {signed_digest(key): ts for key, ts in seen.items()},
+        "fetch_error_responses_total": 0,
+    }
+
+
+# Classes that earlier releases pickled under another module path: (module, name) as
+# pickled -> (module, name) now. Pickle names a class by its path, so without this a
+# checkpoint written before a move would stop restoring.
+MOVED_CLASSES: dict[tuple[str, str], tuple[str, str]] = {
+    ("streaming.shard_state", "ShardSnapshot"): (__name__, "ShardSnapshot"),
+}
+
+
+class _MovedClassesUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        module, name = MOVED_CLASSES.get((module, name), (module, name))
+        return super().find_class(module, name)
+
+
+def restore_snapshot(pickled: bytes, rules: RuleSettings) -> ShardSnapshot:
+    """A shard's snapshot from Spark's group state, judged by this run's rules (a restart
+    may change them; a snapshot of an older release kept the settings it was made with)."""
+    snapshot = _MovedClassesUnpickler(io.BytesIO(pickled)).load()
+    if not isinstance(snapshot, ShardSnapshot):
+        raise TypeError(f"the group state holds a {type(snapshot).__name__}, not a ShardSnapshot")
+    snapshot.model.reconfigure(rules)
+    return snapshot
+
+
+def legacy_health_signature(frame: HealthFrame, i: int) -> int:
+    """The signature of partition ``i`` as snapshots before ``state.health_signature``
+    kept it (a digest of the same facts, one partition at a time). Read once, by the
+    first batch after such a snapshot is restored, so that it writes only what changed."""
+    statuses = frame.follower_status[i]
+    followers = tuple(
+        (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
+        for k in np.flatnonzero(statuses >= 0).tolist()
+    )
+    return stable_hash(repr((
+        int(frame.leader[i]), int(frame.leader_epoch[i]), frame.isr[i], frame.replicas[i],
+        bool(frame.under_replicated[i]), bool(frame.under_min_isr[i]),
+        bool(frame.at_min_isr[i]), bool(frame.offline[i]),
+        bool(frame.predicted_under_replicated[i]), followers, int(frame.metadata_state[i]),
+        tuple(frame.stale_brokers[i]), frame.blackout_earliest_ms[i],
+        frame.blackout_latest_ms[i],
+    )))  # fmt: skip
+
+
+def is_unhealthy(frame: HealthFrame) -> BOOL:
+    """Partitions that get per-partition metrics series (bounded cardinality)."""
+    statuses = frame.follower_status
+    not_in_sync = ((statuses >= 0) & (statuses != FollowerStatus.IN_SYNC)).any(axis=1)
+    unhealthy: BOOL = (
+        frame.under_replicated | frame.under_min_isr | frame.offline
+        | frame.predicted_under_replicated | (frame.metadata_state != MetadataState.CONSISTENT)
+        | not_in_sync
+    )  # fmt: skip
+    return unhealthy
+
+
+def make_shard_function(
+    settings: ShardJobSettings,
+) -> Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]]:
+    """The function for ``applyInPandasWithState`` (group key: the shard index)."""
+
+    def update(
+        key: tuple[Any, ...], batches: Iterator[pd.DataFrame], state: Any
+    ) -> Iterator[pd.DataFrame]:
+        shard = int(key[0])
+        snapshot = (
+            restore_snapshot(state.get[0], settings.rules) if state.exists
+            else ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, settings.shards)))
+        )  # fmt: skip
+        watermark = state.getCurrentWatermarkMs()
+        stream_clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
+        frames = [frame for frame in batches if len(frame)]
+        rows = pd.concat(frames, ignore_index=True) if frames else None
+        output = process(snapshot, rows, stream_clock, settings)
+        state.update((pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL),))
+        state.setTimeoutDuration(1)  # be called again next batch, events or not
+        yield output
+
+    return update
+
+
+@contextmanager
+def cyclic_gc_paused() -> Iterator[None]:
+    """Python's cycle collector off for a block that makes ~10^5 containers (a dict per
+    record and follower) and leaves no cycles: each full collection would walk every live
+    object, the shard's whole state included (a third of a batch's CPU when every
+    partition changes, ``bench/batch_bench.py``). Reference counting still frees them."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def process(
+    snapshot: ShardSnapshot,
+    rows: pd.DataFrame | None,
+    stream_clock_ms: int,
+    settings: ShardJobSettings,
+) -> pd.DataFrame:
+    """One micro-batch of one shard: the body of the state function (see module doc)."""
+    with cyclic_gc_paused():
+        return _process(snapshot, rows, stream_clock_ms, settings)
+
+
+def _process(
+    snapshot: ShardSnapshot,
+    rows: pd.DataFrame | None,
+    stream_clock_ms: int,
+    settings: ShardJobSettings,
+) -> pd.DataFrame:
+    out: list[dict[str, object]] = []
+    report = ApplyReport()
+    late = duplicates = 0
+    if rows is not None:
+        rows = unpack_fetches(rows)
+        out += dead_letter_rows(rows[rows["kind"] == DEAD])
+        events = (
+            rows[rows["kind"] != DEAD]
+            .sort_values(["ts", "src_topic", "src_partition", "src_offset"], kind="stable")
+            .reset_index(drop=True)
+        )
+        watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
+        is_late = events["ts"].to_numpy(dtype=np.int64) < watermark
+        # Every fetch counts here; of a controller event, the one part routing marked.
+        # (``counted`` is null on fetch rows, read as False; no fillna, which makes pandas
+        # 2 warn about downcasting an object column.)
+        counts = (events["kind"] == FETCH).to_numpy(dtype=np.bool_) | (
+            events["counted"].eq(True).to_numpy(dtype=np.bool_, na_value=False)
+        )
+        for i in np.flatnonzero(is_late & counts).tolist():
+            late += 1
+            out.append(dead_letter_row(events.iloc[i], DeadLetterReason.LATE,
+                             f"event time older than the watermark {watermark}"))  # fmt: skip
+        events = events[~is_late].reset_index(drop=True)
+        keep = _first_sightings(snapshot, events, watermark)
+        for i in np.flatnonzero(~keep & counts[~is_late]).tolist():
+            duplicates += 1
+            out.append(dead_letter_row(events.iloc[i], DeadLetterReason.DUPLICATE,
+                             "same controller event seen before"))  # fmt: skip
+        events = events[keep].reset_index(drop=True)
+        report = snapshot.model.apply(_model_input(events))
+        snapshot.applied_total.update(report.applied)
+        snapshot.fetch_error_responses_total += report.fetch_error_responses
+        for position, reason in zip(report.rejected_ids, report.rejected_reasons, strict=True):
+            out.append(dead_letter_row(events.iloc[position], reason, "not applied"))
+        if len(events):
+            snapshot.clock_ms = max(snapshot.clock_ms, int(events["ts"].max()))
+    now = max(snapshot.clock_ms, stream_clock_ms)
+    frame = snapshot.model.evaluate(now) if now >= 0 else None
+    records = _Records(frame)
+    if frame is not None:
+        idle = rows is None
+        out += _health_rows(snapshot, frame, records, full=settings.snapshot_when_idle and idle)
+    out.append(_stats_row(snapshot, frame, records, report, late, duplicates, now))
+    return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
+
+
+def _model_input(
+    events: pd.DataFrame,
+) -> Iterable[tuple[int, RoutedControllerEvent | FetchBatch]]:
+    """Runs of fetch rows as one columnar batch each; controller parts as events."""
+    kinds = events["kind"].to_numpy()
+    start = 0
+    while start < len(events):
+        end = start
+        if kinds[start] == FETCH:
+            while end < len(events) and kinds[end] == FETCH:
+                end += 1
+            run = events.iloc[start:end]
+            yield start, FetchBatch.from_frame(run, np.arange(start, end, dtype=np.int64))
+        else:
+            end = start + 1
+            part = cast("bytes", events["event"].iat[start])
+            yield start, pickle.loads(part)  # parsed once, by routing
+        start = end
+
+
+def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: int) -> BOOL:
+    """Controller events not seen before (within the watermark); fetches always pass.
+
+    A producer that retries without idempotence writes the same controller event twice;
+    applying an IsrChange twice would count the shrink twice. (A repeated fetch response
+    changes no state: the fetch rule is idempotent.) Routing gives every part of an
+    event the digest of its record; an epoch carrier has none.
+    """
+    seen = snapshot.seen_controller_events
+    for digest, ts in list(seen.items()):
+        if ts < watermark:
+            del seen[digest]
+    keep = np.ones(len(events), dtype=np.bool_)
+    digests, times = events["digest"], events["ts"].to_numpy(dtype=np.int64)
+    for i in np.flatnonzero(digests.notna().to_numpy(dtype=np.bool_)).tolist():
+        digest = int(digests.iat[i])  # type: ignore[arg-type]
+        if digest in seen:
+            keep[i] = False
+        else:
+            seen[digest] = int(times[i])
+    return keep
+
+
+class _Records:
+    """The health records of a frame's partitions, each built once per batch (a changed
+    partition that is unhealthy is both written and reported in the stats)."""
+
+    def __init__(self, frame: HealthFrame | None) -> None:
+        self.frame = frame
+        self._built: dict[int, HealthRecord] = {}
+
+    def at(self, positions: Sequence[int]) -> list[HealthRecord]:
+        missing = [i for i in positions if i not in self._built]
+        if missing and self.frame is not None:
+            self._built.update(zip(missing, self.frame.records_at(missing), strict=True))
+        return [self._built[i] for i in positions]
+
+
+def _health_rows(
+    snapshot: ShardSnapshot, frame: HealthFrame, records: _Records, *, full: bool
+) -> list[dict[str, object]]:
+    """A record for every partition whose health changed (all with ``full``), a tombstone
+    for every partition gone; the signatures kept for the next batch."""
+    keys = [f"{topic}:{partition}" for topic, partition in
+            zip(frame.topic, frame.partition.tolist(), strict=True)]  # fmt: skip
+    signatures = health_signatures(frame).tolist()
+    kept = snapshot.signatures
+    compared = (
+        signatures if snapshot.signature_scheme == SIGNATURES
+        else [legacy_health_signature(frame, i) for i in range(len(frame))]
+    )  # fmt: skip
+    changed = (
+        range(len(keys)) if full
+        else [i for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
+              if kept.get(key) != signature]
+    )  # fmt: skip
+    out: list[dict[str, object]] = [
+        {"kind": HEALTH, "key": keys[i], "value": text}
+        for i, text in zip(changed, _json_texts(records.at(changed)), strict=True)
+    ]
+    current = dict(zip(keys, signatures, strict=True))
+    for key in kept.keys() - current.keys():
+        out.append({"kind": TOMBSTONE, "key": key, "value": None})
+    snapshot.signatures = current
+    snapshot.signature_scheme = SIGNATURES
+    return out
+
+
+def _json_texts(records: list[HealthRecord]) -> list[str]:
+    """Records as JSON text for the driver, which reads them back (``attribution``) and
+    writes its own text of each: msgspec's encoder, a fifth of json.dumps' CPU."""
+    return [_ENCODER.encode(record).decode() for record in records]
+
+
+def _stats_row(
+    snapshot: ShardSnapshot,
+    frame: HealthFrame | None,
+    records: _Records,
+    report: ApplyReport,
+    late: int,
+    duplicates: int,
+    now: int,
+) -> dict[str, object]:
+    """Counters of this batch and gauges of the shard now, for the driver (ShardStats)."""
+    shard = snapshot.model.shard.index if snapshot.model.shard else 0
+    rules = snapshot.model.settings
+    whole = frame is not None and len(frame) > 0
+    # T of the leader: the record leaves it out, the metrics draw the shrink thresholds
+    unhealthy: list[dict[str, Any]] = []
+    if frame is not None and whole:
+        positions = np.flatnonzero(is_unhealthy(frame))
+        unhealthy = [
+            {**record, "replica_lag_time_max_ms": lag_time_max}
+            for record, lag_time_max in zip(records.at(positions.tolist()),
+                                            frame.lag_time_max_ms[positions].tolist(),
+                                            strict=True)
+        ]  # fmt: skip
+    stats = ShardStats(
+        shard=shard,
+        applied=dict(report.applied),
+        applied_total=dict(snapshot.applied_total),
+        fetch_error_responses=report.fetch_error_responses,
+        fetch_error_responses_total=snapshot.fetch_error_responses_total,
+        rejected={r.value: n for r, n in report.rejections_by_reason().items()},
+        late=late,
+        duplicates=duplicates,
+        isr_transitions=[
+            IsrTransitionCount(t.topic, t.leader, t.kind.value, t.by_controller)
+            for t in report.isr_transitions
+        ],
+        propagation_delays_ms=report.propagation_delays_ms,
+        bounced_brokers=report.bounced_brokers,
+        clock_ms=snapshot.clock_ms,
+        now_ms=now,
+        partitions=0 if frame is None else len(frame),
+        topics=topic_gauges(frame) if frame is not None and whole else {},
+        brokers=broker_gauges(frame) if frame is not None and whole else {},
+        unhealthy=unhealthy,
+        cause_shape=shape_of_model(frame, snapshot.model).to_json()
+        if frame is not None and whole
+        else None,
+        fragile=fragile_entries(frame) if frame is not None and whole else [],
+        flapping=snapshot.model.flaps.recent(now, rules.flapping_window_ms),
+    )
+    return {"kind": STATS, "key": str(shard), "value": shard_stats.encode(stats)}

@@ -1,0 +1,60 @@
+"""The layout of ``streaming/`` and ``state/`` (docs/architecture.md): the roles keep to
+themselves, and no module grows past what a reader takes in at once."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+MOST_LINES = 450
+
+# Loads every module of the feeds, the tools, the configuration and the command line, and
+# names the first one after which pyspark is loaded.
+_IMPORT_ALL = """
+import importlib, pkgutil, sys
+import streaming.config, streaming.feeds, streaming.tools
+names = ["streaming.cli", "streaming.cli_options"]
+for package in (streaming.config, streaming.feeds, streaming.tools):
+    names += [m.name for m in pkgutil.walk_packages(package.__path__, package.__name__ + ".")]
+for name in names:
+    importlib.import_module(name)
+    if "pyspark" in sys.modules:
+        print("pyspark loaded by", name)
+        break
+else:
+    print(len(names), "modules without pyspark")
+"""
+
+
+def test_only_the_job_loads_pyspark() -> None:
+    """The collectors, the simulator and the tools run where Spark is not installed (a
+    collector's sidecar, a laptop): none of them may load pyspark on import."""
+    done = subprocess.run([sys.executable, "-c", _IMPORT_ALL], cwd=REPO, check=True,
+                          capture_output=True, text=True)  # fmt: skip
+    assert done.stdout.strip().endswith("modules without pyspark"), done.stdout
+    assert int(done.stdout.split()[0]) > 50  # the walk found the packages' modules
+
+
+def test_the_job_is_where_pyspark_is_imported() -> None:
+    importing = sorted(
+        str(path.relative_to(REPO))
+        for path in (REPO / "streaming").rglob("*.py")
+        if any(
+            line.lstrip().startswith(("import pyspark", "from pyspark"))
+            for line in path.read_text(encoding="utf-8").splitlines()
+        )
+    )
+    assert importing, "no module imports pyspark: the scan is broken"
+    assert all(path.startswith("streaming/job/") for path in importing), importing
+
+
+def test_no_module_of_streaming_or_state_passes_450_lines() -> None:
+    sizes = {
+        str(path.relative_to(REPO)): len(path.read_text(encoding="utf-8").splitlines())
+        for folder in ("streaming", "state")
+        for path in (REPO / folder).rglob("*.py")
+    }
+    assert len(sizes) > 100
+    assert {path: n for path, n in sizes.items() if n > MOST_LINES} == {}
