@@ -49,11 +49,14 @@ Options (strings; names are case-insensitive):
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
 starts, in micro-batches capped by ``maxOffsetsPerPartition``.
 
-Failures. When Kafka does not answer, ``latestOffset`` logs a warning, waits (exponential
-back-off from ``retryBackoffMs`` to ``retryBackoffMaxMs`` over consecutive failures, at
-most a few seconds per call) and returns its ``start``: the micro-batch has no new data
-and the query goes on. A read that stops making progress raises, and Spark retries the
-task.
+Failures. When Kafka does not answer, ``latestOffset`` finds out why with librdkafka
+(a refused SASL login, a failed TLS handshake, or no broker answering:
+``streaming.connection_errors``), logs a warning naming the cause and the brokers, waits
+(exponential back-off from ``retryBackoffMs`` to ``retryBackoffMaxMs`` over consecutive
+failures, at most a few seconds per call) and returns its ``start``: the micro-batch has
+no new data and the query goes on (clients are made afresh for the next try, so a CA or
+certificate file replaced on disk is read again). A read that stops making progress
+raises, and Spark retries the task.
 
 New partitions (and topics created after the query started) are registered at their
 beginning offset in one micro-batch and read from the next one, so that planning a
@@ -102,6 +105,7 @@ from pyspark.sql.types import (
 
 from state.events import Source
 from streaming.config import librdkafka_names
+from streaming.connection_errors import ConnectionProblem, diagnose
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -166,6 +170,8 @@ DEFAULT_REQUEST_TIMEOUT_MS = 30000
 
 #: The longest a single latestOffset call sleeps after a failure, whatever the back-off.
 MAX_WAIT_PER_CALL_S = 5.0
+#: The longest a failed offset request spends finding out why (streaming.connection_errors).
+DIAGNOSIS_TIMEOUT_S = 3.0
 #: How long the true-end probe waits for the last records (Tansu answers at once).
 PROBE_TIMEOUT_MS = 3000
 #: The longest the driver's clients wait to bootstrap, unless kafkaOptions says otherwise.
@@ -494,9 +500,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     For metrics: ``consecutive_failures`` counts the offset requests in a row that Kafka
     did not answer (0 once it answers), ``last_error`` is the last one's error (None once
-    it answers), ``failures_total``, ``last_error_at`` and ``last_success_at`` (epoch
-    seconds) tell the history. The reader runs in the Python process the JVM starts for
-    the source, not in the driver's Python process.
+    it answers) and ``last_error_reason`` its cause when it is about connecting
+    (``streaming.connection_errors``: authentication, tls, unreachable), ``failures_total``,
+    ``last_error_at`` and ``last_success_at`` (epoch seconds) tell the history. The reader
+    runs in the Python process the JVM starts for the source, not in the driver's Python
+    process.
     """
 
     def __init__(self, settings: SourceSettings) -> None:
@@ -507,9 +515,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consecutive_failures = 0
         self.failures_total = 0
         self.last_error: str | None = None
+        self.last_error_reason: str | None = None  # a ConnectionFailure value
         self.last_error_at: float | None = None  # time.time() of the last failure
         self.last_success_at: float | None = None
         self._sleep: Callable[[float], None] = time.sleep
+        self._diagnose: Callable[[], ConnectionProblem | None] = self._connection_problem
         self._consumer: Any = None
         self._admin: Any = None
         # Per partition: (topic id, reported end, true end) of the last exact computation;
@@ -845,10 +855,30 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         backoff_ms = min(settings.retry_backoff_max_ms, settings.retry_backoff_ms << exponent)
         return backoff_ms / 1000
 
+    def _connection_problem(self) -> ConnectionProblem | None:
+        """Why librdkafka cannot connect with these settings (kafka-python, which failed,
+        hides a refused login or handshake behind NoBrokersAvailable)."""
+        config = {
+            "bootstrap.servers": ",".join(self.settings.bootstrap_servers),
+            "socket.timeout.ms": self.settings.request_timeout_ms,
+            **librdkafka_names(self.settings.client_options),
+        }
+        timeout_s = min(DIAGNOSIS_TIMEOUT_S, self.settings.request_timeout_ms / 1000)
+        try:
+            return diagnose(config, timeout_s)
+        except Exception as error:  # a bad setting librdkafka refuses: say so, go on
+            log.warning("%s: cannot check the connection to Kafka: %s", SOURCE_NAME, error)
+            return None
+
     def _failed(self, error: BaseException, what: str) -> None:
         self.consecutive_failures += 1
         self.failures_total += 1
-        self.last_error = f"{type(error).__name__}: {error}"
+        problem = self._diagnose()
+        servers = ",".join(self.settings.bootstrap_servers)
+        self.last_error_reason = problem.reason.value if problem is not None else None
+        self.last_error = (
+            problem.describe(servers) if problem is not None else f"{type(error).__name__}: {error}"
+        )
         self.last_error_at = time.time()
         wait = min(self.backoff_s(self.consecutive_failures), MAX_WAIT_PER_CALL_S)
         log.warning(
@@ -875,6 +905,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         self.consecutive_failures = 0
         self.last_error = None
+        self.last_error_reason = None
         self.last_success_at = time.time()
         self._publish_status()
 
@@ -889,6 +920,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "consecutive_failures": self.consecutive_failures,
             "failures_total": self.failures_total,
             "last_error": self.last_error,
+            "last_error_reason": self.last_error_reason,
             "last_error_at": self.last_error_at,
             "last_success_at": self.last_success_at,
         }
