@@ -1,8 +1,9 @@
 """Why a Kafka client cannot talk to the brokers: refused credentials, a failed TLS
 handshake, or no broker answering, in words an operator can act on.
 
-kafka-python, which plans the source's micro-batches on the driver, hides the cause of a
-failed bootstrap behind ``NoBrokersAvailable`` (the cause goes to its own log). librdkafka
+kafka-python, which plans the source's micro-batches on the driver, reports a failed
+bootstrap as a timeout ("Unable to bootstrap", ``NoBrokersAvailable``) and the cause only
+to its own log. librdkafka
 reports it to the client's ``error_cb`` as a ``KafkaError``: ``_AUTHENTICATION`` for a SASL
 login the broker refused, ``_SSL`` for a failed TLS handshake (an untrusted or mismatched
 certificate, or TLS against a plaintext listener), ``_TRANSPORT``, ``_RESOLVE`` and

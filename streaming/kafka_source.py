@@ -857,7 +857,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def _connection_problem(self) -> ConnectionProblem | None:
         """Why librdkafka cannot connect with these settings (kafka-python, which failed,
-        hides a refused login or handshake behind NoBrokersAvailable)."""
+        reports a refused login or handshake as a bootstrap timeout)."""
         config = {
             "bootstrap.servers": ",".join(self.settings.bootstrap_servers),
             "socket.timeout.ms": self.settings.request_timeout_ms,
