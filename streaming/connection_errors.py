@@ -20,7 +20,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-__all__ = ["ConnectionFailure", "ConnectionProblem", "classify", "diagnose", "most_telling"]
+__all__ = [
+    "ConnectionFailure",
+    "ConnectionProblem",
+    "classify",
+    "diagnose",
+    "explain_failure",
+    "most_telling",
+]
 
 
 class ConnectionFailure(StrEnum):
@@ -82,6 +89,28 @@ def classify(code: int, text: str) -> ConnectionProblem | None:
         return ConnectionProblem(ConnectionFailure.TLS, text)
     if code in _UNREACHABLE_CODES:
         return ConnectionProblem(ConnectionFailure.UNREACHABLE, text)
+    return None
+
+
+# What a failed query says (its exception's text) when the cause was connecting: Spark's
+# JVM connector (the Java client's exceptions) and the sinks' producer (librdkafka).
+_FAILURE_WORDS = (
+    (ConnectionFailure.AUTHENTICATION,
+     ("SaslAuthenticationException", "SASL authentication error", "_AUTHENTICATION")),
+    (ConnectionFailure.TLS,
+     ("SslAuthenticationException", "SSLHandshakeException", "PKIX path building failed",
+      "SSL handshake failed", "code=_SSL")),
+)  # fmt: skip
+_DETAIL_CHARS = 500
+
+
+def explain_failure(text: str) -> ConnectionProblem | None:
+    """The refused login or TLS handshake a failed query's error text names (Spark's JVM
+    connector, the sinks' producer), with the line that names it; None otherwise."""
+    for reason, words in _FAILURE_WORDS:
+        for line in text.splitlines():
+            if any(word in line for word in words):
+                return ConnectionProblem(reason, line.strip()[:_DETAIL_CHARS])
     return None
 
 

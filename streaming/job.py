@@ -34,6 +34,7 @@ import pandas as pd
 
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
+from streaming.connection_errors import explain_failure
 from streaming.metrics import HealthExporter
 from streaming.python_worker import freezing_imports
 from streaming.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
@@ -307,6 +308,9 @@ def run(
                 if query.exception() is None:
                     return
             except Exception as error:  # a failed batch: restart from the checkpoint
+                problem = explain_failure(str(error))  # the JVM connector, the sinks
+                if problem is not None:
+                    log.error("%s", problem.describe(config.kafka.bootstrap_servers))
                 log.error("streaming query failed, restarting from its checkpoint: %s", error)
                 if available_now:
                     raise

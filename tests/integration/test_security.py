@@ -142,7 +142,7 @@ class JobProcess:
         self.metrics_port = free_port()
         self.health_out = directory / "health.jsonl"
         self.stderr_path = directory / "job.stderr"
-        env = {**os.environ, **{
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1", **{
             f"ISRWATCH_{key.upper().replace('.', '__')}": str(value) for key, value in {
                 "streaming.checkpoint_location": directory / "checkpoint",
                 "streaming.trigger_interval_ms": 500,
@@ -277,7 +277,7 @@ def test_an_untrusted_certificate_is_named_and_the_job_recovers_with_the_right_c
         assert connection_errors(up) == {}
         assert job.process.pid == pid
         assert job.process.poll() is None
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 300
         while not job.health_out.exists() and time.monotonic() < deadline:
             assert job.process.poll() is None, job.stderr()[-4000:]
             time.sleep(0.5)

@@ -16,6 +16,7 @@ from streaming.connection_errors import (
     ConnectionProblem,
     classify,
     diagnose,
+    explain_failure,
     most_telling,
 )
 
@@ -173,3 +174,37 @@ def test_the_source_logs_and_publishes_the_cause_of_a_failed_offset_request(
         assert status["last_error"].startswith("KafkaTimeoutError: ")
     finally:
         reader.stop()
+
+
+@pytest.mark.parametrize(
+    ("text", "reason", "line"),
+    [
+        (  # Spark's JVM connector, as the failed query reports it
+            "[STREAM_FAILED] Query terminated with exception\n"
+            "Caused by: org.apache.kafka.common.errors.SaslAuthenticationException: "
+            "Authentication failed during authentication due to invalid credentials with "
+            "SASL mechanism SCRAM-SHA-512\n\tat org.apache.kafka...",
+            ConnectionFailure.AUTHENTICATION, 1,
+        ),
+        (
+            "Caused by: org.apache.kafka.common.errors.SslAuthenticationException: SSL "
+            "handshake failed\nCaused by: javax.net.ssl.SSLHandshakeException: PKIX path "
+            "building failed",
+            ConnectionFailure.TLS, 0,
+        ),
+        (  # the sinks' producer (streaming.sinks.DeliveryError)
+            '3 of 3 records not written (first error: KafkaError{code=_SSL,val=-181,str="'
+            'ssl://k:9093/1: SSL handshake failed: certificate verify failed"})',
+            ConnectionFailure.TLS, 0,
+        ),
+    ],
+)  # fmt: skip
+def test_a_failed_query_is_explained_by_the_refused_login_or_handshake_it_names(
+    text: str, reason: ConnectionFailure, line: int
+) -> None:
+    assert explain_failure(text) == ConnectionProblem(reason, text.splitlines()[line].strip())
+
+
+def test_a_failed_query_for_another_cause_is_not_explained() -> None:
+    assert explain_failure("java.io.EOFException\n\tat java.base/java.io.Data") is None
+    assert explain_failure("1 of 5 records not written (first error: flush timed out)") is None
