@@ -329,6 +329,18 @@ class HealthExporter(Collector):
         )
         failures.add_metric([], status.get("failures_total") or 0)
         yield failures
+        # Why it is down, while it is: a refused login or TLS handshake needs a person, an
+        # unreachable broker may only need time (streaming.job.connection_errors).
+        connection = GaugeMetricFamily(
+            "isrwatch_source_connection_error",
+            "1 while the Kafka source cannot connect, by cause (authentication, tls, "
+            "unreachable) and bootstrap servers; no series while it connects",
+            labels=["reason", "bootstrap_servers"],
+        )
+        if status.get("consecutive_failures") and status.get("last_error_reason"):
+            servers = ",".join(status.get("bootstrap_servers") or [])
+            connection.add_metric([str(status["last_error_reason"]), servers], 1)
+        yield connection
         if status.get("last_success_at"):
             success = GaugeMetricFamily(
                 "isrwatch_source_last_success_time_seconds",

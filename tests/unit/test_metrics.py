@@ -222,3 +222,30 @@ def test_the_exporter_serves_until_closed_and_releases_its_port() -> None:
     with socket.socket() as again:  # nobody listens any more
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", port))
+
+
+def test_the_cause_of_a_failing_connection_is_a_labelled_series_while_it_fails(
+    tmp_path: Path,
+) -> None:
+    status = tmp_path / "source-status.json"
+    exporter = HealthExporter(source_status=status)
+    failing = {
+        "bootstrap_servers": ["k1:9093", "k2:9093"], "consecutive_failures": 2,
+        "failures_total": 2, "last_error": "authentication failed connecting to Kafka at ...",
+        "last_error_reason": "authentication", "last_error_at": 1_700_000_100.0,
+        "last_success_at": None,
+    }  # fmt: skip
+    status.write_text(json.dumps(failing))
+    errors = {k: v for k, v in samples(exporter).items()
+              if k[0] == "isrwatch_source_connection_error"}  # fmt: skip
+    labels = (("bootstrap_servers", "k1:9093,k2:9093"), ("reason", "authentication"))
+    assert errors == {("isrwatch_source_connection_error", labels): 1}
+    # Connected again: no series at all (the reader clears the reason with the failures).
+    status.write_text(json.dumps({**failing, "consecutive_failures": 0,
+                                  "last_error_reason": None}))  # fmt: skip
+    assert not [k for k in samples(exporter) if k[0] == "isrwatch_source_connection_error"]
+    # A failure that is not about connecting (no reason): down, but no cause to show.
+    status.write_text(json.dumps({**failing, "last_error_reason": None}))
+    got = samples(exporter)
+    assert got[("isrwatch_source_up", ())] == 0
+    assert not [k for k in got if k[0] == "isrwatch_source_connection_error"]

@@ -49,11 +49,14 @@ Options (strings; names are case-insensitive):
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
 starts, in micro-batches capped by ``maxOffsetsPerPartition``.
 
-Failures. When Kafka does not answer, ``latestOffset`` logs a warning, waits (exponential
-back-off from ``retryBackoffMs`` to ``retryBackoffMaxMs`` over consecutive failures, at
-most a few seconds per call) and returns its ``start``: the micro-batch has no new data
-and the query goes on. A read that stops making progress raises, and Spark retries the
-task.
+Failures. When Kafka does not answer, ``latestOffset`` finds out why with librdkafka
+(a refused SASL login, a failed TLS handshake, or no broker answering:
+``streaming.job.connection_errors``), logs a warning naming the cause and the brokers, waits
+(exponential back-off from ``retryBackoffMs`` to ``retryBackoffMaxMs`` over consecutive
+failures, at most a few seconds per call) and returns its ``start``: the micro-batch has
+no new data and the query goes on (clients are made afresh for the next try, so a CA or
+certificate file replaced on disk is read again). A read that stops making progress
+raises, and Spark retries the task.
 
 New partitions (and topics created after the query started) are registered at their
 beginning offset in one micro-batch and read from the next one, so that planning a

@@ -18,6 +18,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from pyspark.sql.streaming.datasource import ReadLimit, ReadMaxRows, SupportsTriggerAvailableNow
 from pyspark.sql.types import StructType
 
+from streaming.config import librdkafka_names
+from streaming.job.connection_errors import ConnectionProblem, diagnose
 from streaming.job.kafka_source.offset_reader import OffsetReader
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition
@@ -37,6 +39,8 @@ log = logging.getLogger("isrwatch.kafka_source")
 
 #: The longest a single latestOffset call sleeps after a failure, whatever the back-off.
 MAX_WAIT_PER_CALL_S = 5.0
+#: The longest a failed offset request spends finding out why (connection_errors).
+DIAGNOSIS_TIMEOUT_S = 3.0
 
 
 class KafkaSource(DataSource):
@@ -72,9 +76,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     For metrics: ``consecutive_failures`` counts the offset requests in a row that Kafka
     did not answer (0 once it answers), ``last_error`` is the last one's error (None once
-    it answers), ``failures_total``, ``last_error_at`` and ``last_success_at`` (epoch
-    seconds) tell the history. The reader runs in the Python process the JVM starts for
-    the source, not in the driver's Python process.
+    it answers) and ``last_error_reason`` its cause when it is about connecting
+    (``streaming.job.connection_errors``: authentication, tls, unreachable), ``failures_total``,
+    ``last_error_at`` and ``last_success_at`` (epoch seconds) tell the history. The reader
+    runs in the Python process the JVM starts for the source, not in the driver's Python
+    process.
     """
 
     def __init__(self, settings: SourceSettings) -> None:
@@ -85,9 +91,11 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.consecutive_failures = 0
         self.failures_total = 0
         self.last_error: str | None = None
+        self.last_error_reason: str | None = None  # a ConnectionFailure value
         self.last_error_at: float | None = None  # time.time() of the last failure
         self.last_success_at: float | None = None
         self._sleep: Callable[[float], None] = time.sleep
+        self._diagnose: Callable[[], ConnectionProblem | None] = self._connection_problem
         self._offsets = OffsetReader(settings)
         self._latest: dict[str, int] | None = None
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow
@@ -209,10 +217,30 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         backoff_ms = min(settings.retry_backoff_max_ms, settings.retry_backoff_ms << exponent)
         return backoff_ms / 1000
 
+    def _connection_problem(self) -> ConnectionProblem | None:
+        """Why librdkafka cannot connect with these settings (kafka-python, which failed,
+        reports a refused login or handshake as a bootstrap timeout)."""
+        config = {
+            "bootstrap.servers": ",".join(self.settings.bootstrap_servers),
+            "socket.timeout.ms": self.settings.request_timeout_ms,
+            **librdkafka_names(self.settings.client_options),
+        }
+        timeout_s = min(DIAGNOSIS_TIMEOUT_S, self.settings.request_timeout_ms / 1000)
+        try:
+            return diagnose(config, timeout_s)
+        except Exception as error:  # a bad setting librdkafka refuses: say so, go on
+            log.warning("%s: cannot check the connection to Kafka: %s", SOURCE_NAME, error)
+            return None
+
     def _failed(self, error: BaseException, what: str) -> None:
         self.consecutive_failures += 1
         self.failures_total += 1
-        self.last_error = f"{type(error).__name__}: {error}"
+        problem = self._diagnose()
+        servers = ",".join(self.settings.bootstrap_servers)
+        self.last_error_reason = problem.reason.value if problem is not None else None
+        self.last_error = (
+            problem.describe(servers) if problem is not None else f"{type(error).__name__}: {error}"
+        )
         self.last_error_at = time.time()
         wait = min(self.backoff_s(self.consecutive_failures), MAX_WAIT_PER_CALL_S)
         log.warning(
@@ -239,6 +267,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             )
         self.consecutive_failures = 0
         self.last_error = None
+        self.last_error_reason = None
         self.last_success_at = time.time()
         self._publish_status()
 
@@ -253,6 +282,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "consecutive_failures": self.consecutive_failures,
             "failures_total": self.failures_total,
             "last_error": self.last_error,
+            "last_error_reason": self.last_error_reason,
             "last_error_at": self.last_error_at,
             "last_success_at": self.last_success_at,
         }

@@ -1,0 +1,326 @@
+"""The job against brokers that enforce TLS and SASL (docs/security.md).
+
+TLS: the embedded broker (Tansu) behind stunnel, which terminates TLS with a throwaway
+CA's certificate; the broker advertises the proxy's address, so every connection of every
+client (the source's planner and readers, the sinks' producer) goes through TLS.
+SASL: Tansu started with ``--authentication`` refuses every login (with memory storage no
+SCRAM user can be created: ``streaming.tools.embedded_broker``), which is what the refused
+credentials test needs; no test here can log in with SASL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from state.settings import RuleSettings
+from streaming.config import IsrwatchConfig
+from streaming.job.metrics import HealthExporter
+from streaming.job.query import run
+from streaming.tools.embedded_broker import EmbeddedBroker, free_port
+from streaming.tools.replay import replay
+from streaming.tools.tls_proxy import TlsProxy, stunnel_binary
+from tests.integration.certificates import Certificates, make_certificates
+from tests.integration.kafka_topics import isolated_job_config, last_per_key
+
+pytestmark = pytest.mark.integration
+
+SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
+# The stunnel and openssl programs are installed by .ci/run: missing, the tests fail.
+assert stunnel_binary() is not None, "stunnel4 is not installed (apt-get install stunnel4)"
+assert shutil.which("openssl") is not None, "openssl is not installed"
+
+
+@pytest.fixture(scope="module")
+def certificates(tmp_path_factory: pytest.TempPathFactory) -> Certificates:
+    return make_certificates(tmp_path_factory.mktemp("certificates"))
+
+
+def tls_options(ca: Path) -> dict[str, Any]:
+    return {"kafka.security_protocol": "SSL", "kafka.ssl_cafile": str(ca)}
+
+
+class SecuredBroker:
+    """Tansu behind a TLS proxy, advertising the proxy's address."""
+
+    def __init__(self, certificates: Certificates, *, authentication: bool = False) -> None:
+        proxy_port = free_port()
+        self.broker = EmbeddedBroker(
+            advertised_port=proxy_port,
+            authentication=authentication,
+            client_options={"security_protocol": "SSL", "ssl_cafile": str(certificates.ca)},
+        )
+        self.proxy = TlsProxy(
+            self.broker.listener, certificates.server_cert, certificates.server_key,
+            port=proxy_port,
+        )  # fmt: skip
+
+    def __enter__(self) -> EmbeddedBroker:
+        self.proxy.start()
+        self.broker.start()
+        return self.broker
+
+    def __exit__(self, *exc: object) -> None:
+        self.broker.stop()
+        self.proxy.stop()
+
+
+@pytest.fixture(scope="module")
+def tls_broker(certificates: Certificates) -> Iterator[EmbeddedBroker]:
+    with SecuredBroker(certificates) as broker:
+        yield broker
+
+
+@pytest.fixture(scope="module")
+def sasl_broker(certificates: Certificates) -> Iterator[EmbeddedBroker]:
+    with SecuredBroker(certificates, authentication=True) as broker:
+        yield broker
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def sample() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+
+
+def replayed() -> dict[str, dict[str, Any]]:
+    with SAMPLE.open() as lines:
+        return {f"{r['topic']}:{r['partition']}": r
+                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+
+
+def produce_sample(config: IsrwatchConfig) -> None:
+    topics = {"controller-events": config.topics.controller_events,
+              "fetch-responses": config.topics.fetch_responses}  # fmt: skip
+    producer = KafkaProducer(**config.kafka.kafka_python_options(), linger_ms=20)
+    for envelope in sample():
+        value = envelope["value"]
+        key = f"{value.get('topic')}:{value.get('partition')}" if "topic" in value else "0"
+        producer.send(topics[envelope["source"]], key=key.encode(),
+                      value=json.dumps(value).encode())  # fmt: skip
+    producer.flush()
+    producer.close()
+
+
+def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
+    """Every record of ``topic`` as (key, value), read with ``config``'s security settings,
+    until it has been quiet for 3 s."""
+    consumer = KafkaConsumer(**config.kafka.kafka_python_options(), enable_auto_commit=False)
+    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
+    consumer.assign(partitions)
+    consumer.seek_to_beginning(*partitions)
+    records: list[tuple[str, str | None]] = []
+    idle_since = time.monotonic()
+    while time.monotonic() - idle_since < 3:
+        for messages in consumer.poll(timeout_ms=500).values():
+            idle_since = time.monotonic()
+            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
+                        for m in messages]  # fmt: skip
+    consumer.close()
+    return records
+
+
+class JobProcess:
+    """``isrwatch run`` in a process of its own (its own process group), configured by
+    environment variables, with /metrics on a free port and its stderr in a file."""
+
+    def __init__(self, settings: dict[str, object], directory: Path) -> None:
+        self.metrics_port = free_port()
+        self.health_out = directory / "health.jsonl"
+        self.stderr_path = directory / "job.stderr"
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1", **{
+            f"ISRWATCH_{key.upper().replace('.', '__')}": str(value) for key, value in {
+                "streaming.checkpoint_location": directory / "checkpoint",
+                "streaming.trigger_interval_ms": 500,
+                "streaming.state_shards": 3,
+                "metrics.host": "127.0.0.1",
+                "metrics.port": self.metrics_port,
+                "kafka.retry_backoff_ms": 200,
+                "kafka.retry_backoff_max_ms": 1000,
+                "kafka.request_timeout_ms": 5000,
+                **settings,
+            }.items()
+        }}  # fmt: skip
+        with self.stderr_path.open("wb") as stderr:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "streaming.cli", "run", "--health-out",
+                 str(self.health_out)],
+                env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=stderr,
+            )  # fmt: skip
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(errors="replace")
+
+    def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+        """The samples /metrics serves now (empty while it does not answer)."""
+        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
+        try:
+            with urllib.request.urlopen(url, timeout=5) as answer:
+                text = answer.read().decode()
+        except OSError:
+            return {}
+        return {
+            (s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text)
+            for s in family.samples
+        }
+
+    def wait_for(self, what: str, condition: Any, timeout_s: float = 300) -> dict[Any, float]:
+        """Poll /metrics until ``condition(samples)``; fails if the job exits meanwhile."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            assert self.process.poll() is None, f"the job exited:\n{self.stderr()[-4000:]}"
+            samples = self.metrics()
+            if samples and condition(samples):
+                return samples
+            time.sleep(0.5)
+        raise AssertionError(f"no {what} within {timeout_s} s:\n{self.stderr()[-4000:]}")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+
+
+def health_records(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def connection_errors(samples: dict[Any, float]) -> dict[tuple[str, str], float]:
+    """isrwatch_source_connection_error by (reason, bootstrap_servers)."""
+    return {
+        (dict(labels)["reason"], dict(labels)["bootstrap_servers"]): value
+        for (name, labels), value in samples.items()
+        if name == "isrwatch_source_connection_error"
+    }
+
+
+# ------------------------------------------------------------------------------ tests
+
+
+def test_the_broker_tells_clients_the_tls_address(
+    tls_broker: EmbeddedBroker, certificates: Certificates
+) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": tls_broker.bootstrap_servers,
+                         "security.protocol": "SSL",
+                         "ssl.ca.location": str(certificates.ca)})  # fmt: skip
+    brokers = admin.list_topics(timeout=10).brokers.values()
+    assert [f"{b.host}:{b.port}" for b in brokers] == [tls_broker.bootstrap_servers]
+    assert tls_broker.bootstrap_servers != tls_broker.listener
+
+
+def test_the_job_reads_and_writes_through_tls(
+    tls_broker: EmbeddedBroker, certificates: Certificates, tmp_path: Path
+) -> None:
+    config = isolated_job_config(tls_broker, tmp_path, tls_options(certificates.ca))
+    produce_sample(config)
+    health_out = tmp_path / "health.jsonl"
+    run(config, available_now=True, health_out=health_out, exporter=HealthExporter())
+    expected = replayed()
+    from_file = last_per_key([
+        (f"{r['topic']}:{r['partition']}", json.dumps(r))
+        for r in map(json.loads, health_out.read_text().splitlines())
+    ])  # fmt: skip
+    assert from_file == expected
+    assert last_per_key(read_topic(config, config.topics.partition_health)) == expected
+
+
+def test_an_untrusted_certificate_is_named_and_the_job_recovers_with_the_right_ca(
+    tls_broker: EmbeddedBroker, certificates: Certificates, tmp_path: Path
+) -> None:
+    config = isolated_job_config(tls_broker, tmp_path / "setup", tls_options(certificates.ca))
+    produce_sample(config)
+    trusted = tmp_path / "trusted-ca.pem"  # the file the job is told to trust
+    shutil.copy(certificates.other_ca, trusted)
+    servers = tls_broker.bootstrap_servers
+    job = JobProcess({
+        "kafka.bootstrap_servers": servers,
+        "kafka.security_protocol": "SSL", "kafka.ssl_cafile": trusted,
+        "topics.controller_events": config.topics.controller_events,
+        "topics.fetch_responses": config.topics.fetch_responses,
+        "topics.partition_health": config.topics.partition_health,
+        "topics.dead_letters": config.topics.dead_letters,
+    }, tmp_path)  # fmt: skip
+    try:
+        down = job.wait_for(
+            "TLS connection error",
+            lambda s: (
+                connection_errors(s) == {("tls", servers): 1}
+                and s[("isrwatch_source_failures_total", ())] >= 3
+            ),
+        )
+        assert down[("isrwatch_source_up", ())] == 0
+        pid = job.process.pid
+        log = job.stderr()
+        assert "TLS handshake failed connecting to Kafka at " + servers in log
+        assert "certificate verify failed" in log
+        assert "Traceback" not in log
+        # The certificate's authority is fixed on disk: the next try reads it again.
+        shutil.copy(certificates.ca, trusted)
+        up = job.wait_for("source up", lambda s: s.get(("isrwatch_source_up", ())) == 1)
+        assert connection_errors(up) == {}
+        assert job.process.pid == pid
+        assert job.process.poll() is None
+        # A batch writes its health records to the file (none: an empty file).
+        deadline = time.monotonic() + 300
+        while not health_records(job.health_out) and time.monotonic() < deadline:
+            assert job.process.poll() is None, job.stderr()[-4000:]
+            time.sleep(0.5)
+        assert health_records(job.health_out), "no health record written after recovery"
+    finally:
+        job.stop()
+
+
+def test_refused_credentials_are_named_and_the_job_keeps_retrying(
+    sasl_broker: EmbeddedBroker, certificates: Certificates, tmp_path: Path
+) -> None:
+    servers = sasl_broker.bootstrap_servers
+    job = JobProcess({
+        "kafka.bootstrap_servers": servers,
+        "kafka.security_protocol": "SASL_SSL", "kafka.ssl_cafile": certificates.ca,
+        "kafka.sasl_mechanism": "SCRAM-SHA-512", "kafka.sasl_username": "isrwatch",
+        "kafka.sasl_password": "not-the-password",
+    }, tmp_path)  # fmt: skip
+    try:
+        down = job.wait_for(
+            "authentication error",
+            lambda s: (
+                connection_errors(s) == {("authentication", servers): 1}
+                and s[("isrwatch_source_failures_total", ())] >= 3
+            ),
+        )
+        assert down[("isrwatch_source_up", ())] == 0
+        log = job.stderr()
+        assert "authentication failed connecting to Kafka at " + servers in log
+        assert "SASL SCRAM authentication failed" in log
+        assert "not-the-password" not in log
+        assert "Traceback" not in log
+        # Not a crash loop: the same process goes on trying, with back-off.
+        failures = down[("isrwatch_source_failures_total", ())]
+        later = job.wait_for(
+            "more failures", lambda s: s[("isrwatch_source_failures_total", ())] > failures
+        )
+        assert connection_errors(later) == {("authentication", servers): 1}
+        assert job.process.poll() is None
+    finally:
+        job.stop()
