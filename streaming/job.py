@@ -52,9 +52,11 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 
 def spark_session(config: IsrwatchConfig) -> Any:
-    """A session for the job; Python workers run this interpreter (docs/architecture.md)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    """A session for the job; Python workers run this interpreter (docs/architecture.md)
+    unless PYSPARK_PYTHON names another: on a cluster, the environment shipped to the
+    executors (``./environment/bin/python`` of spark.archives, docs/spark-cluster.md)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (

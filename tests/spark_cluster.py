@@ -10,6 +10,7 @@ nothing outlives the cluster, whether the test passed or not.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -31,13 +32,18 @@ EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 _STARTUP_S = 90.0
 
 
-def session_of(pid: int) -> int | None:
-    """The session id of a process (field 6 of /proc/PID/stat), None if it is gone."""
+def _stat(pid: int) -> list[str]:
+    """The fields of /proc/PID/stat after the command name ([] if the process is gone)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return None
-    return int(fields[3]) if fields[0] != "Z" else None
+        return []
+
+
+def session_of(pid: int) -> int | None:
+    """The session id of a live process (field 6 of /proc/PID/stat)."""
+    fields = _stat(pid)
+    return int(fields[3]) if fields and fields[0] != "Z" else None
 
 
 def processes_in_sessions(sessions: set[int]) -> set[int]:
@@ -62,10 +68,8 @@ def kill_sessions(sessions: set[int], timeout_s: float = 15.0) -> set[int]:
     left = processes_in_sessions(sessions)
     while left and time.monotonic() < deadline:
         for pid in left:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         time.sleep(0.2)
         left = processes_in_sessions(sessions)
     return left
@@ -83,6 +87,10 @@ class Worker:
             pid for pid in processes_in_sessions({self.process.pid})
             if EXECUTOR_CLASS in command_line(pid)
         )  # fmt: skip
+
+    def executor_dirs(self) -> list[Path]:
+        """The work directories of every executor this worker launched (app-*/<id>)."""
+        return sorted(self.work_dir.glob("app-*/*"))
 
 
 @dataclass

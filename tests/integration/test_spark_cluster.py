@@ -18,6 +18,7 @@ import time
 import urllib.request
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from streaming.replay import replay
 from streaming.simulator import ClusterSimulator, load_scenario
 from streaming.simulator.publish import envelope_line
 from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
-from tests.spark_cluster import SparkStandaloneCluster, kill_sessions
+from tests.spark_cluster import SparkStandaloneCluster, Worker, kill_sessions
 
 pytestmark = pytest.mark.integration
 
@@ -64,6 +65,8 @@ def job_config(broker: EmbeddedBroker, tmp_path: Path, cluster: SparkStandaloneC
         "streaming.state_store": "rocksdb",
         "streaming.state_shards": 4,
         "streaming.shuffle_partitions": 2,
+        # several micro-batches for each half of the input (8,597 records)
+        "kafka.max_records_per_batch": 3000,
         **(metrics if metrics_port is not None else {}),
     }, fetch_partitions=2)  # fmt: skip
 
@@ -90,6 +93,7 @@ def job_environment(config: IsrwatchConfig, tmp_path: Path) -> dict[str, str]:
         "streaming.state_shards": config.streaming.state_shards,
         "streaming.shuffle_partitions": config.streaming.shuffle_partitions,
         "streaming.trigger_interval_ms": config.streaming.trigger_interval_ms,
+        "kafka.max_records_per_batch": config.kafka.max_records_per_batch,
         "metrics.enabled": str(config.metrics.enabled).lower(),
         "metrics.host": config.metrics.host,
         "metrics.port": config.metrics.port,
@@ -168,65 +172,102 @@ def produced_by_type(events: Sequence[InputRecord]) -> Counter[str]:
     return Counter(str(e.value.get("type", "FetchResponse")) for e in events)
 
 
-def wait_for_applied(driver: Driver, port: int, expected: Counter[str]) -> Counter[str]:
-    """The job's applied totals once they reach ``expected``'s sum (or at the deadline)."""
-    deadline = time.monotonic() + DEADLINE_S
-    seen: Counter[str] | None = None
-    while time.monotonic() < deadline:
-        assert driver.process.poll() is None, driver.output()
-        seen = applied_by_type(port) or seen
-        if seen is not None and seen.total() >= expected.total():
-            return seen
-        time.sleep(1)
-    return seen or Counter()
+@dataclass
+class FirstRun:
+    """The first half of the events, run to the end (--available-now) on the cluster."""
+
+    config: IsrwatchConfig
+    env: dict[str, str]
+    metrics_port: int
+    half: int
+    driver: Driver
 
 
-def test_job_on_the_cluster_gives_what_replay_gives(
+@pytest.fixture(scope="module")
+def first_run(
     broker: EmbeddedBroker, cluster: SparkStandaloneCluster, events: list[InputRecord],
-    tmp_path: Path,
-) -> None:  # fmt: skip
-    config = job_config(broker, tmp_path, cluster)
-    publish(config, events)
-    driver = Driver(["--available-now"], job_environment(config, tmp_path), tmp_path / "run.log")
-    assert driver.wait() == 0, driver.output()
-    # both workers launched an executor for the job (their logs are in the work dirs)
-    assert all(list(worker.work_dir.glob("app-*/*/stderr")) for worker in cluster.started)
-    assert last_per_key(read_topic(config, config.topics.partition_health)) == replayed(events)
-
-
-def test_executor_killed_mid_run_loses_and_repeats_nothing(
-    broker: EmbeddedBroker, cluster: SparkStandaloneCluster, events: list[InputRecord],
-    tmp_path: Path,
-) -> None:  # fmt: skip
+    tmp_path_factory: pytest.TempPathFactory,
+) -> FirstRun:  # fmt: skip
+    tmp_path = tmp_path_factory.mktemp("job")
     port = free_port()
     config = job_config(broker, tmp_path, cluster, metrics_port=port)
     env = job_environment(config, tmp_path)
     half = len(events) // 2
     publish(config, events[:half])
-    driver = Driver([], env, tmp_path / "run.log")
+    driver = Driver(["--available-now"], env, tmp_path / "first.log")
+    driver.wait()
+    return FirstRun(config, env, port, half, driver)
+
+
+def test_job_on_the_cluster_gives_what_replay_gives(
+    first_run: FirstRun, cluster: SparkStandaloneCluster, events: list[InputRecord]
+) -> None:
+    assert first_run.driver.process.returncode == 0, first_run.driver.output()
+    # both workers launched an executor for the job (its logs are in their work dirs)
+    assert all(worker.executor_dirs() for worker in cluster.started), cluster.logs()
+    health = last_per_key(read_topic(first_run.config, first_run.config.topics.partition_health))
+    assert health == replayed(events[: first_run.half])
+
+
+def test_executor_killed_mid_run_loses_and_repeats_nothing(
+    first_run: FirstRun, cluster: SparkStandaloneCluster, events: list[InputRecord],
+    tmp_path: Path,
+) -> None:  # fmt: skip
+    """The rest of the input, from the same checkpoint, in several micro-batches; one
+    executor is killed (SIGKILL) once the first of them is committed, inside whatever
+    batch runs then: Spark launches another, the lost tasks run again, and the state
+    restored from the checkpoint is applied once."""
+    config, port = first_run.config, first_run.metrics_port
+    publish(config, events[first_run.half :])
+    victim = cluster.started[0]
+    executors_before = victim.executor_dirs()
+    committed = committed_batches(config)
+    driver = Driver(["--available-now"], first_run.env, tmp_path / "second.log")
     try:
-        first = wait_for_applied(driver, port, produced_by_type(events[:half]))
-        assert first == produced_by_type(events[:half]), driver.output()
-        victim = cluster.started[0]
-        (executor,) = victim.executors()
-        # The rest arrives in slices while the job runs; the executor dies among them,
-        # inside whatever batch is running then.
-        slices = [events[i : i + 2000] for i in range(half, len(events), 2000)]
-        publish(config, slices[0])
-        publish(config, slices[1])
+        executor = executor_after_a_commit(driver, victim, config, committed)
         os.kill(executor, signal.SIGKILL)
-        for part in slices[2:]:
-            publish(config, part)
-        applied = wait_for_applied(driver, port, produced_by_type(events))
-        # exactly once: each record applied once, none lost and none counted twice
-        assert applied == produced_by_type(events), driver.output()
-        # Spark replaced the executor it lost (the master launched another on that worker)
-        assert victim.executors() and victim.executors() != [executor], cluster.logs()
-        assert driver.stop() == 0, driver.output()
+        # The applied totals are checkpointed with the state: since the first run.
+        applied = applied_until_exit(driver, port, produced_by_type(events).total())
+        assert driver.wait() == 0, driver.output()
     finally:
         driver.kill()
-    # The checkpoint restores on the cluster: a last pass evaluates every partition at the
-    # input's largest event time, which is what replay does.
-    final = Driver(["--available-now"], env, tmp_path / "final.log")
-    assert final.wait() == 0, final.output()
-    assert last_per_key(read_topic(config, config.topics.partition_health)) == replayed(events)
+    # exactly once: each record applied once, none lost and none counted twice
+    assert applied == produced_by_type(events), driver.output()
+    # Spark replaced the executor it lost: the worker launched another for the job
+    assert len(victim.executor_dirs()) - len(executors_before) == 2, cluster.logs()
+    health = last_per_key(read_topic(config, config.topics.partition_health))
+    assert health == replayed(events)
+
+
+def committed_batches(config: IsrwatchConfig) -> int:
+    """How many micro-batches the query has committed (its checkpoint's commit log)."""
+    commits = Path(config.streaming.checkpoint_location) / "commits"
+    return sum(1 for entry in commits.iterdir() if entry.name.isdigit())
+
+
+def executor_after_a_commit(
+    driver: Driver, worker: Worker, config: IsrwatchConfig, committed: int
+) -> int:
+    """The worker's executor for ``driver``'s job, once the job committed a batch more."""
+    deadline = time.monotonic() + DEADLINE_S
+    while time.monotonic() < deadline:
+        assert driver.process.poll() is None, driver.output()
+        executors = worker.executors()
+        if executors and committed_batches(config) > committed:
+            return executors[0]
+        time.sleep(0.2)
+    raise AssertionError(f"no batch committed with an executor on {worker}:\n{driver.output()}")
+
+
+def applied_until_exit(driver: Driver, port: int, total: int) -> Counter[str]:
+    """The job's applied totals, scraped until they reach ``total`` or the job exits.
+    An --available-now run writes its last snapshot in a batch after the last data:
+    its exporter outlives the last data batch by at least a trigger and a batch."""
+    deadline = time.monotonic() + DEADLINE_S
+    seen: Counter[str] = Counter()
+    while driver.process.poll() is None and time.monotonic() < deadline:
+        seen = applied_by_type(port) or seen
+        if seen.total() >= total:
+            break
+        time.sleep(0.2)
+    return seen
