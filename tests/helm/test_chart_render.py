@@ -352,7 +352,11 @@ def test_spark_application_ships_a_packed_python_environment() -> None:
     driver_env = {e["name"]: e.get("value") for e in driver["env"]}
     assert driver_env["PYSPARK_PYTHON"] == "./environment/bin/python"
     assert driver_env["PYSPARK_DRIVER_PYTHON"] == "./environment/bin/python"
-    assert executor["env"] == [{"name": "PYSPARK_PYTHON", "value": "./environment/bin/python"}]
+    assert executor["env"] == [
+        {"name": "PYSPARK_PYTHON", "value": "./environment/bin/python"},
+        {"name": "ISRWATCH_CONF_DIR", "value": "./environment/conf"},  # the schemas
+    ]
+    assert driver_env["ISRWATCH_CONF_DIR"] == "./environment/conf"
     assert app["sparkConf"]["spark.sql.streaming.minBatchesToRetain"] == "20"  # still there
 
 
@@ -363,7 +367,8 @@ def test_without_an_archive_the_image_python_runs() -> None:
     for role in ("driver", "executor"):
         container = app[role]["template"]["spec"]["containers"][0]
         assert "workingDir" not in container, role
-        assert not any(e["name"].startswith("PYSPARK") for e in container.get("env", [])), role
+        names = [e["name"] for e in container.get("env", [])]
+        assert not [n for n in names if n.startswith("PYSPARK") or n == "ISRWATCH_CONF_DIR"], role
 
 
 def test_driver_may_manage_its_executors_and_nothing_else() -> None:
