@@ -34,9 +34,9 @@ import pandas as pd
 
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
+from streaming.job.connection_errors import explain_failure
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
-from streaming.job.connection_errors import explain_failure
 from streaming.job.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.job.shard_state import (
     CLOCK_DELAY_MS,
@@ -53,9 +53,11 @@ ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateS
 
 
 def spark_session(config: IsrwatchConfig) -> Any:
-    """A session for the job; Python workers run this interpreter (docs/architecture.md)."""
-    os.environ["PYSPARK_PYTHON"] = sys.executable
-    os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    """A session for the job; Python workers run this interpreter (docs/architecture.md)
+    unless PYSPARK_PYTHON names another: on a cluster, the environment shipped to the
+    executors (``./environment/bin/python`` of spark.archives, docs/spark-cluster.md)."""
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     from pyspark.sql import SparkSession
 
     builder = (

@@ -331,6 +331,46 @@ def test_spark_application_runs_the_job() -> None:
     assert claim["spec"]["accessModes"] == ["ReadWriteMany"]
 
 
+def test_spark_application_ships_a_packed_python_environment() -> None:
+    archive = "s3a://envs/isrwatch-env-0.1.0.tar.gz"
+    values = merged(value_set("spark-operator"), {"sparkOperator": {"pythonArchive": archive}})
+    manifest = find(render(values), "SparkApplication")
+    for kube_version in KUBE_VERSIONS:
+        assert schema_errors(manifest, kube_version) == []
+    app = manifest["spec"]
+    # Spark unpacks it as ./environment in each pod's working directory ...
+    assert app["deps"] == {"archives": ["s3a://envs/isrwatch-env-0.1.0.tar.gz#environment"]}
+    driver = app["driver"]["template"]["spec"]["containers"][0]
+    executor = app["executor"]["template"]["spec"]["containers"][0]
+    # ... which is the writable, per-pod /tmp (the tmpVolume), not the shared checkpoint
+    assert driver["workingDir"] == executor["workingDir"] == "/tmp"
+    for container in (driver, executor):
+        assert {"name": "tmp", "mountPath": "/tmp"} in container["volumeMounts"]
+    # ... and its Python runs the driver and the executors' Python workers
+    assert app["sparkConf"]["spark.pyspark.python"] == "./environment/bin/python"
+    assert app["sparkConf"]["spark.pyspark.driver.python"] == "./environment/bin/python"
+    driver_env = {e["name"]: e.get("value") for e in driver["env"]}
+    assert driver_env["PYSPARK_PYTHON"] == "./environment/bin/python"
+    assert driver_env["PYSPARK_DRIVER_PYTHON"] == "./environment/bin/python"
+    assert executor["env"] == [
+        {"name": "PYSPARK_PYTHON", "value": "./environment/bin/python"},
+        {"name": "ISRWATCH_CONF_DIR", "value": "./environment/conf"},  # the schemas
+    ]
+    assert driver_env["ISRWATCH_CONF_DIR"] == "./environment/conf"
+    assert app["sparkConf"]["spark.sql.streaming.minBatchesToRetain"] == "20"  # still there
+
+
+def test_without_an_archive_the_image_python_runs() -> None:
+    app = find(render(value_set("spark-operator")), "SparkApplication")["spec"]
+    assert "deps" not in app
+    assert not any(key.startswith("spark.pyspark.") for key in app["sparkConf"])
+    for role in ("driver", "executor"):
+        container = app[role]["template"]["spec"]["containers"][0]
+        assert "workingDir" not in container, role
+        names = [e["name"] for e in container.get("env", [])]
+        assert not [n for n in names if n.startswith("PYSPARK") or n == "ISRWATCH_CONF_DIR"], role
+
+
 def test_driver_may_manage_its_executors_and_nothing_else() -> None:
     manifests = render(value_set("spark-operator"))
     app = find(manifests, "SparkApplication")["spec"]

@@ -88,6 +88,15 @@ SCHEMA_PREFIX = "values don't meet the specifications of the schema(s)"
             {"sparkOperator": {"restartPolicy": {"type": "Never"}}},
             "at '/sparkOperator/restartPolicy/type': value must be one of 'Always', 'OnFailure'",
         ),
+        # the chart names the unpacked archive itself (#environment); a URI, not a path
+        (
+            {"sparkOperator": {"pythonArchive": "s3a://envs/env.tar.gz#venv"}},
+            "at '/sparkOperator/pythonArchive': 's3a://envs/env.tar.gz#venv' does not match",
+        ),
+        (
+            {"sparkOperator": {"pythonArchive": "/opt/env.tar.gz"}},
+            "at '/sparkOperator/pythonArchive': '/opt/env.tar.gz' does not match pattern",
+        ),
         (
             {"probes": {"liveness": {"maxBatchAgeSeconds": 5}}},
             "at '/probes/liveness/maxBatchAgeSeconds': minimum: got 5, want 10",

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from pyspark.sql.streaming.datasource import ReadAllAvailable
+
 from streaming.job.connection_errors import (
     ConnectionFailure,
     ConnectionProblem,
