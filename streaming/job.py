@@ -130,7 +130,7 @@ def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
 
 RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", ROUTED_LAYOUT)
 """State layouts this release restores: routed-v1 (the release before, whose layout file
-has no ``routed_layout``) is migrated as it is unpickled (``shard_state.migrate_routed_v1``)."""
+has no ``routed_layout``) is migrated as it is unpickled (``shard_snapshot.migrate_routed_v1``)."""
 
 
 def guard_checkpoint(config: IsrwatchConfig) -> None:

@@ -26,16 +26,17 @@ from streaming.attribution import CauseAnnotator
 from streaming.job import CheckpointMismatchError, checkpoint_layout, guard_checkpoint
 from streaming.replay import replay
 from streaming.routing import DEAD, ROUTED_LAYOUT, route, stable_hash
+from streaming.shard_snapshot import migrate_routed_v1
 from streaming.shard_state import (
     HEALTH,
     STATS,
     TOMBSTONE,
     ShardJobSettings,
     ShardSnapshot,
-    migrate_routed_v1,
     process,
     restore_snapshot,
 )
+from streaming.state_format import write_snapshot
 from tests.unit.test_checkpoint import config
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "routed-v1"
@@ -49,7 +50,7 @@ def capture() -> list[dict[str, Any]]:
 
 
 class Shards:
-    """The stateful step of every shard, state pickled between batches as Spark keeps it;
+    """The stateful step of every shard, state stored between batches as the job keeps it;
     Kafka offsets go on from one batch to the next."""
 
     def __init__(self, states: dict[int, bytes] | None = None, stream_clock: int = -1) -> None:
@@ -88,7 +89,7 @@ class Shards:
             mine = None if routed is None else routed[routed["shard"] == shard]
             outputs.append(process(snapshot, mine if mine is not None and len(mine) else None,
                                    self.stream_clock, self.settings))  # fmt: skip
-            self.states[shard] = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
+            self.states[shard] = write_snapshot(snapshot)
         if routed is not None and len(routed):
             self.stream_clock = max(self.stream_clock, int(routed["ts"].max()))
         return pd.concat(outputs, ignore_index=True)
@@ -98,7 +99,7 @@ class Shards:
         applied: Counter[str] = Counter()
         errors = 0
         for state in self.states.values():
-            snapshot = pickle.loads(state)
+            snapshot = restore_snapshot(state, self.settings.rules)
             applied.update(snapshot.applied_total)
             errors += snapshot.fetch_error_responses_total
         return applied, errors
