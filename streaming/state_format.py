@@ -30,7 +30,7 @@ import pickle
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from itertools import chain, pairwise
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -107,8 +107,10 @@ class TableField:
 
 
 LIST_FIELDS = ("isr", "replicas")
-"""List columns of the table kept in its rows (broker ids, in order); ``cached_isr`` is
-its own table (``metadata_caches``)."""
+"""List columns of the table kept in its rows (broker ids, in order). ``cached_isr`` (per
+broker, the ISR its cache holds) is kept in them as two lists, ``cached_isr_brokers`` and
+``cached_isr_sets`` (each an index into the ``isr_sets`` column, which holds each ISR
+once: brokers cache the same few sets)."""
 CACHED_ISR = "cached_isr"
 
 
@@ -141,6 +143,8 @@ def state_schema(owner: type = PartitionTable) -> Any:
     broker_ms = (_field("broker", I32), _field("ms", I64))
     partition_row = [_field(f.name, _arrow_type(f.column)) for f in partition_fields]
     partition_row += [_field(name, _int_list(I32)) for name in LIST_FIELDS]
+    partition_row += [_field("cached_isr_brokers", _int_list(I32)),
+                      _field("cached_isr_sets", _int_list(I32))]  # fmt: skip
     topic_partition = (_field("topic", STR), _field("partition", I32))
     return pa.schema([
         _field("snapshot", _record(
@@ -148,9 +152,11 @@ def state_schema(owner: type = PartitionTable) -> Any:
             _field("signature_scheme", STR),
             _field("shard_index", I32, nullable=True), _field("shard_count", I32, nullable=True),
         )),
+        # slot_count: the length of the table's slot_to_row, which the rows and topics
+        # give (each live row at its topic's slot_base + partition, -1 elsewhere).
         _field("partition_table", _record(
             _field("size", I64), _field("partition_capacity", I64),
-            _field("replica_capacity", I64),
+            _field("replica_capacity", I64), _field("slot_count", I64),
         )),
         _field("partitions", _table(*partition_row)),
         # size x replica_capacity rows: the slots of row 0, then of row 1...
@@ -158,12 +164,8 @@ def state_schema(owner: type = PartitionTable) -> Any:
                                     for f in replica_fields))),
         _field("topics", _table(_field("name", STR), _field("slot_base", I64),
                                 _field("slot_capacity", I64))),  # in topic_id order
-        _field("slot_to_row", _int_list(I64)),
         _field("deleted_rows", _table(*topic_partition, _field("row", I64))),
-        # Each broker's cached ISR of each row: an index into isr_sets (each set once).
         _field("isr_sets", pa.list_(pa.field("set", _int_list(I32), nullable=False))),
-        _field("metadata_caches", _table(_field("row", I64), _field("broker", I32),
-                                         _field("isr_set", I32))),
         _field("metadata_mismatched", _int_list(I64)),
         _field("cluster", _record(
             _field("controller_id", I32, nullable=True),
@@ -242,6 +244,22 @@ def _one_list(kind: Any, values: Sequence[int] | npt.NDArray[Any]) -> Any:
     return pa.ListArray.from_arrays(pa.array([0, len(items)], I32), items, type=kind)
 
 
+def _cached_isrs(caches: Sequence[dict[int, frozenset[int]]], kind: Any) -> tuple[
+    Any, Any, list[list[int]]
+]:  # fmt: skip
+    """Per row, the brokers of its cache entries and the index of each one's ISR in the
+    distinct ISRs (returned too), as two list arrays with the same offsets. Iterating a
+    dict gives its keys; each step is a C-level pass over all entries."""
+    brokers = _lists(kind, caches)
+    isrs = list(chain.from_iterable(map(dict.values, caches)))
+    index: dict[frozenset[int], int] = dict.fromkeys(isrs, 0)
+    for i, isr in enumerate(index):
+        index[isr] = i
+    ids = np.fromiter(map(index.__getitem__, isrs), dtype=np.int32, count=len(isrs))
+    sets = pa.ListArray.from_arrays(brokers.offsets, pa.array(ids), type=kind)
+    return brokers, sets, [sorted(isr) for isr in index]
+
+
 def _pairs(mapping: dict[Any, Any]) -> tuple[list[Any], list[Any]]:
     return list(mapping.keys()), list(mapping.values())
 
@@ -272,33 +290,30 @@ def _columns(snapshot: ShardSnapshot) -> dict[str, Any]:
         snapshot.clock_ms, snapshot.fetch_error_responses_total, snapshot.signature_scheme,
         None if shard is None else shard.index, None if shard is None else shard.count,
     ))  # fmt: skip
-    out["partition_table"] = _one(kind["partition_table"], (
-        size, table.partition_capacity, table.replica_capacity))  # fmt: skip
+    out["partition_table"] = _one(
+        kind["partition_table"],
+        (size, table.partition_capacity, table.replica_capacity, len(table.slot_to_row)),
+    )
     partition_kind = kind["partitions"].value_type
+    cached_brokers, cached_sets, isr_sets = _cached_isrs(
+        table.cached_isr[:size], partition_kind.field("cached_isr_brokers").type
+    )
     out["partitions"] = _rows(kind["partitions"], [
         *(np.ascontiguousarray(f.values(table)) for f in PARTITION_FIELDS),
         *(_lists(partition_kind.field(name).type, table.__dict__[name][:size])
           for name in LIST_FIELDS),
+        cached_brokers, cached_sets,
     ])  # fmt: skip
+    out["isr_sets"] = pa.array([isr_sets], type=kind["isr_sets"])
     out["replicas"] = _rows(kind["replicas"], [
         np.ascontiguousarray(f.values(table)).reshape(-1) for f in REPLICA_FIELDS])  # fmt: skip
     topics = [table._topic_ids[name] for name in table.topic_names]
     out["topics"] = _rows(kind["topics"], [
         table.topic_names, [s.base for s in topics], [s.capacity for s in topics]])  # fmt: skip
-    out["slot_to_row"] = _one_list(kind["slot_to_row"], table.slot_to_row)
     deleted = list(table._deleted_rows.items())
     out["deleted_rows"] = _rows(kind["deleted_rows"], [[k[0] for k, _ in deleted],
                                                        [k[1] for k, _ in deleted],
                                                        [r for _, r in deleted]])  # fmt: skip
-    sets: dict[frozenset[int], int] = {}
-    rows, brokers, indexes = [], [], []
-    for row, cache in enumerate(table.cached_isr[:size]):
-        for broker, isr in cache.items():
-            rows.append(row)
-            brokers.append(broker)
-            indexes.append(sets.setdefault(isr, len(sets)))
-    out["isr_sets"] = pa.array([[sorted(s) for s in sets]], type=kind["isr_sets"])
-    out["metadata_caches"] = _rows(kind["metadata_caches"], [rows, brokers, indexes])
     out["metadata_mismatched"] = _one_list(kind["metadata_mismatched"],
                                            sorted(model.caches.mismatched))  # fmt: skip
     out["cluster"] = _one(
@@ -413,15 +428,40 @@ def _fields(batch: Any, name: str) -> list[list[Any]]:
 
 
 def _record_of(batch: Any, name: str) -> dict[str, Any]:
-    record: dict[str, Any] = batch.column(name)[0].as_py()
-    return record
+    record = batch.column(name)
+    return {f.name: record.field(i)[0].as_py() for i, f in enumerate(record.type)}
+
+
+def _per_row(offsets: npt.NDArray[Any], values: npt.NDArray[Any]) -> list[list[Any]]:
+    """The values of each row of a list array (``offsets`` into ``values``) as a list.
+    Rows are gathered by length, each length one gather and ``tolist`` (a table's rows
+    mostly have the same replication factor): no Python step per value."""
+    counts = np.diff(offsets)
+    lengths = np.unique(counts).tolist()
+    if len(lengths) == 1 and lengths[0] > 0:  # one reshape
+        whole: list[list[Any]] = values[offsets[0] : offsets[-1]].reshape(-1, lengths[0]).tolist()
+        return whole
+    out: list[list[Any]] = [[]] * len(counts)
+    for length in lengths:
+        rows = np.flatnonzero(counts == length).tolist()
+        chunk: list[list[Any]] = (
+            [[] for _ in rows] if length == 0  # each row its own empty list
+            else values[offsets[rows][:, None] + np.arange(length)].tolist()
+        )  # fmt: skip
+        for row, items in zip(rows, chunk, strict=True):
+            out[row] = items
+    return out
+
+
+def _offsets(array: Any) -> npt.NDArray[np.int32]:
+    offsets: npt.NDArray[np.int32] = array.offsets.to_numpy()  # into ``values``, even of a slice
+    return offsets
 
 
 def _tuples(array: Any) -> list[tuple[int, ...]]:
     """A list array of integers as one tuple per row."""
-    offsets = array.offsets.to_numpy().tolist()  # into ``values``, even of a slice
-    values = array.values.to_numpy(zero_copy_only=False).tolist()
-    return [tuple(values[a:b]) for a, b in pairwise(offsets)]
+    values = array.values.to_numpy(zero_copy_only=False)
+    return list(map(tuple, _per_row(_offsets(array), values)))
 
 
 def _snapshot(batch: Any, rules: RuleSettings) -> ShardSnapshot:
@@ -479,15 +519,20 @@ def _table_of(batch: Any) -> PartitionTable:
     table.topic_names = names
     table._topic_ids = {name: TopicSlots(i, base, capacity) for i, (name, base, capacity)
                         in enumerate(zip(names, bases, capacities, strict=True))}  # fmt: skip
-    table._slot_to_row = batch.column("slot_to_row").flatten().to_numpy().astype(np.int64)
+    slot_to_row = np.full(sizes["slot_count"], -1, dtype=np.int64)
+    live = np.flatnonzero(table.exists[:size])
+    slot_bases = np.asarray(bases, dtype=np.int64)
+    slot_to_row[slot_bases[table.topic_id[live]] + table.partition[live]] = live
+    table._slot_to_row = slot_to_row
     topics, partitions, deleted = _fields(batch, "deleted_rows")
     table._deleted_rows = {(t, p): r for t, p, r in zip(topics, partitions, deleted, strict=True)}
-    isr_sets = [frozenset(s) for s in _tuples(batch.column("isr_sets").flatten())]
-    caches = _rows_of(batch, "metadata_caches")
-    cached = table.cached_isr
-    for row, broker, index in zip(_ints(caches.field(0)), _ints(caches.field(1)),
-                                  _ints(caches.field(2)), strict=True):  # fmt: skip
-        cached[row][broker] = isr_sets[index]
+    listed = batch.column("isr_sets").flatten()
+    isr_sets = np.fromiter(map(frozenset, _tuples(listed)), dtype=object, count=len(listed))
+    brokers, sets = rows.field("cached_isr_brokers"), rows.field("cached_isr_sets")
+    offsets = _offsets(brokers)
+    keys = _per_row(offsets, brokers.values.to_numpy())
+    values = _per_row(offsets, isr_sets[sets.values.to_numpy()])
+    table.cached_isr[:size] = list(map(dict, map(zip, keys, values)))
     return table
 
 

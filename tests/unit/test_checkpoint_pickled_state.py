@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from state.settings import RuleSettings
+from streaming.job import guard_checkpoint
 from streaming.replay import replay
 from streaming.routing import DEAD
 from streaming.shard_state import process, restore_snapshot
 from streaming.state_format import FORMAT_VERSION, PICKLED, stored_version
+from tests.unit.test_checkpoint import config
 from tests.unit.test_checkpoint_upgrade import Shards, annotated, capture, health
 from tests.unit.test_state_format import state_of
 
@@ -116,3 +118,18 @@ def test_the_first_batch_writes_the_format_and_it_holds_what_the_pickle_held() -
         kept = restore_snapshot(pickled(shard), rules)
         process(kept, None, int(MANIFEST["stream_clock_ms"]), shards.settings)
         assert state_of(restore_snapshot(state, rules)) == state_of(kept)
+
+
+def test_the_layout_file_of_9711ad5_is_accepted_and_rewritten(tmp_path: Path) -> None:
+    """9711ad5 recorded ``routed-v2``; this release restores it and records ``routed-v3``,
+    which 9711ad5 refuses by name (it reads ``routed-v1`` and ``routed-v2`` only) rather
+    than failing on a state it cannot unpickle."""
+    location = tmp_path / "checkpoint"
+    location.mkdir()
+    layout_file = location / "isrwatch-layout.json"
+    previous = {"state_shards": 16, "routed_layout": "routed-v2",
+                "controller_events": "controller-events", "fetch_responses": "fetch-responses",
+                "source_format": "python"}  # fmt: skip
+    layout_file.write_text(json.dumps(previous))
+    guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))
+    assert json.loads(layout_file.read_text()) == {**previous, "routed_layout": "routed-v3"}

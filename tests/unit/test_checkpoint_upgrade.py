@@ -284,10 +284,10 @@ def test_a_previous_release_layout_with_other_settings_is_still_refused(tmp_path
 def test_an_unknown_state_layout_is_refused_by_name(tmp_path: Path) -> None:
     location = tmp_path / "checkpoint"
     location.mkdir()
-    later = {"state_shards": 16, "routed_layout": "routed-v3",
+    later = {"state_shards": 16, "routed_layout": "routed-v4",
              "controller_events": "controller-events", "fetch_responses": "fetch-responses",
              "source_format": "python"}  # fmt: skip
     (location / "isrwatch-layout.json").write_text(json.dumps(later))
-    with pytest.raises(CheckpointMismatchError, match=r"another release of isrwatch.*routed-v3.*"
-                       r"routed-v2.*new streaming.checkpoint_location"):  # fmt: skip
+    with pytest.raises(CheckpointMismatchError, match=r"another release of isrwatch.*routed-v4.*"
+                       r"routed-v3.*new streaming.checkpoint_location"):  # fmt: skip
         guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))
