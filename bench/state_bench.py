@@ -57,7 +57,8 @@ from state import (
 from state.events import ControllerEvent, DeadLetter, FetchResponse, LeaderAndIsr, Source
 from state.settings import RuleSettings
 from streaming.shard_snapshot import ShardSnapshot
-from streaming.state_format import FORMAT_VERSION, read_snapshot, write_snapshot
+from streaming.shard_state import restore_snapshot, save_snapshot
+from streaming.state_format import FORMAT_VERSION
 
 REPLICAS = 3
 TOPICS = 100
@@ -332,8 +333,8 @@ def stored_state(partitions: int, shards: int) -> None:
     formats: dict[str, tuple[Callable[[ShardSnapshot], bytes], Callable[[bytes], object]]] = {
         "pickle (9711ad5)": (
             lambda s: pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL), pickle.loads),
-        f"state format {FORMAT_VERSION}": (
-            write_snapshot, lambda b: read_snapshot(b, RuleSettings())),
+        f"state format {FORMAT_VERSION}": (  # as the job saves and restores it
+            save_snapshot, lambda b: restore_snapshot(b, RuleSettings())),
     }  # fmt: skip
     for failover in (False, True):
         snapshots = shard_snapshots(partitions, shards, failover)

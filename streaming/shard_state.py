@@ -101,7 +101,14 @@ def restore_snapshot(stored: bytes, rules: RuleSettings) -> ShardSnapshot:
     may change them; a snapshot of an older release kept the settings it was made with).
     Any format this release reads (``streaming.state_format``): a pickle of an earlier
     release is read once, and the batch writes it back in the current format."""
-    return read_snapshot(stored, rules)
+    with cyclic_gc_paused():  # a container per row, no cycles (see cyclic_gc_paused)
+        return read_snapshot(stored, rules)
+
+
+def save_snapshot(snapshot: ShardSnapshot) -> bytes:
+    """What the group state keeps of a shard (``streaming.state_format``)."""
+    with cyclic_gc_paused():
+        return write_snapshot(snapshot)
 
 
 def legacy_health_signature(frame: HealthFrame, i: int) -> int:
@@ -153,7 +160,7 @@ def make_shard_function(
         frames = [frame for frame in batches if len(frame)]
         rows = pd.concat(frames, ignore_index=True) if frames else None
         output = process(snapshot, rows, stream_clock, settings)
-        state.update((write_snapshot(snapshot),))
+        state.update((save_snapshot(snapshot),))
         state.setTimeoutDuration(1)  # be called again next batch, events or not
         yield output
 
