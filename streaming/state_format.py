@@ -6,12 +6,16 @@ renames a module or changes a class still reads the checkpoint of the one before
 bytes of an Arrow IPC stream holding one record batch of one row, whose schema metadata
 carries ``isrwatch.state_format`` (:data:`FORMAT_VERSION`). Each column of that row is
 either a record (a struct: the snapshot's scalars, the cluster's, the table's sizes) or
-a table (a list of structs): the partition table's rows and its replica slots (their
-columns derived from ``PartitionTable``'s declarations, ``state.table_columns``), the
-topics' slot ranges, the metadata caches, the propagation windows, the DescribeQuorum
-report, flapping history, maintenance, epoch floors, health signatures, controller
-events seen and the applied totals. ``tests/unit/data/state_format.json`` describes the
-schema of every version; a test fails when the schema changes without a new version.
+a table (a list of structs): the partition table's rows (each with its brokers' cached
+ISRs, as indexes into the distinct ISRs) and its replica slots, their columns derived
+from ``PartitionTable``'s declarations (``state.table_columns``); the topics' slot
+ranges (the slot index itself is rebuilt from the rows), the propagation windows, the
+DescribeQuorum report, flapping history, maintenance, epoch floors, health signatures,
+controller events seen and the applied totals (docs/upgrades.md lists them).
+``tests/unit/data/state_format.json`` describes the schema of every version; a test
+fails when the schema changes without a new version. This module reads and writes the
+classes' private attributes too (``_topic_ids``, ``_followers``...): it is the one place
+that knows everything a shard keeps.
 
 Reading: a state of an older version is first brought to this one by
 :data:`MIGRATIONS` (each one reads the bytes of its version and returns those of a later
@@ -438,7 +442,9 @@ def _per_row(offsets: npt.NDArray[Any], values: npt.NDArray[Any]) -> list[list[A
     mostly have the same replication factor): no Python step per value."""
     counts = np.diff(offsets)
     lengths = np.unique(counts).tolist()
-    if len(lengths) == 1 and lengths[0] > 0:  # one reshape
+    if len(lengths) == 1:  # one reshape (or no values at all)
+        if lengths[0] == 0:
+            return [[] for _ in range(len(counts))]
         whole: list[list[Any]] = values[offsets[0] : offsets[-1]].reshape(-1, lengths[0]).tolist()
         return whole
     out: list[list[Any]] = [[]] * len(counts)
@@ -529,6 +535,9 @@ def _table_of(batch: Any) -> PartitionTable:
     listed = batch.column("isr_sets").flatten()
     isr_sets = np.fromiter(map(frozenset, _tuples(listed)), dtype=object, count=len(listed))
     brokers, sets = rows.field("cached_isr_brokers"), rows.field("cached_isr_sets")
+    if len(brokers.values) == 0:  # no broker's cache known (KRaft without reports, say)
+        table.cached_isr[:size] = [{} for _ in range(size)]
+        return table
     offsets = _offsets(brokers)
     keys = _per_row(offsets, brokers.values.to_numpy())
     values = _per_row(offsets, isr_sets[sets.values.to_numpy()])
