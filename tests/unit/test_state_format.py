@@ -206,7 +206,7 @@ def sequences(draw: st.DrawFn) -> list[Event]:
     ]  # fmt: skip
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     sequence=sequences(),
     cut=st.integers(0, 100),
