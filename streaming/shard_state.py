@@ -60,7 +60,7 @@ from streaming.routing import (
     unpack_fetches,
 )
 from streaming.shard_snapshot import SIGNATURES
-from streaming.shard_snapshot import ShardSnapshot as ShardSnapshot  # its home before 9711ad5+
+from streaming.shard_snapshot import ShardSnapshot as ShardSnapshot  # re-exported: its old home
 from streaming.shard_stats import (
     BrokerGauges,
     IsrTransitionCount,
