@@ -1,7 +1,7 @@
 """Events/s of the state model applying fetch responses, next to a one-at-a-time baseline.
 
     python bench/state_bench.py [--partitions 100000] [--events 1000000] [--batch 100000]
-                                [--shards 16] [--no-controller]
+                                [--shards 16] [--no-controller] [--stored-state]
 
 Both sides start from the same 100,000 elected partitions (3 replicas: a leader and two
 followers) and apply the same fetch responses with the same rule (docs/domain.md#caught-up,
@@ -11,6 +11,9 @@ baseline is the straightforward implementation: a dict of per-follower objects u
 in a Python loop over parsed events. Printed: events/s of each, the ratio, the
 evaluation time of all partitions at ``now`` and the state size. Pinned to one core
 (``taskset``) where available so that the figure is per core.
+
+With ``--stored-state``, only the size and the save + restore time of each shard's
+group state, as a pickle (the releases up to 9711ad5) and in the state format.
 
 Then the controller bursts of a 100,000-partition cluster, in CPU seconds per stage
 (``time.process_time``): a cold start (one LeaderAndIsr per partition) and a failover
@@ -27,13 +30,17 @@ import argparse
 import copy
 import json
 import os
+import pickle
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, cast
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 
 import state.model as model_module
 from state import (
@@ -42,11 +49,16 @@ from state import (
     ReplicationModel,
     Shard,
     decode_controller_events,
+    health_signatures,
     parse_record,
     route_controller_events,
+    shard_of,
 )
 from state.events import ControllerEvent, DeadLetter, FetchResponse, LeaderAndIsr, Source
 from state.settings import RuleSettings
+from streaming.job.shard_snapshot import ShardSnapshot
+from streaming.job.shard_state import restore_snapshot, save_snapshot
+from streaming.job.state_format import FORMAT_VERSION
 
 REPLICAS = 3
 TOPICS = 100
@@ -271,6 +283,80 @@ def baseline_apply(state: dict[tuple[str, int], Partition], fetches: list[FetchR
     return rejected
 
 
+# ------------------------------------------------------- the stored shard state
+
+
+def shard_snapshots(partitions: int, shards: int, failover: bool) -> list[ShardSnapshot]:
+    """Every shard of a job at ``partitions``: elected, one round of fetches (every
+    follower once), with ``failover`` every broker's cache of every partition
+    (UpdateMetadata), and the signatures, seen events and totals a batch leaves."""
+    models = [ReplicationModel(RuleSettings(), Shard(i, shards)) for i in range(shards)]
+    controller = parse_bulk(election_values(partitions))
+    if failover:
+        controller += parse_bulk(failover_values(partitions))
+    apply_bulk(models, shard_inputs(controller, shards))
+    (frame,) = fetch_frames(partitions, partitions * (REPLICAS - 1), partitions * REPLICAS)
+    owners = np.asarray([shard_of(t, int(p), shards) for t, p in
+                         zip(frame["topic"], frame["partition"], strict=True)])  # fmt: skip
+    snapshots = []
+    for i, model in enumerate(models):
+        report = ApplyReport()
+        model.apply_fetch_batch(FetchBatch.from_frame(frame[owners == i]), report)
+        now = int(frame["ts"].max())
+        health = model.evaluate(now)
+        keys = [f"{t}:{p}" for t, p in zip(health.topic, health.partition.tolist(), strict=True)]
+        snapshots.append(ShardSnapshot(
+            model, clock_ms=now,
+            signatures=dict(zip(keys, health_signatures(health).tolist(), strict=True)),
+            seen_controller_events={-(n + 1): now for n in range(200)},
+            applied_total=Counter(report.applied),
+        ))  # fmt: skip
+    return snapshots
+
+
+def least_cpu(work: Callable[[], object], repeats: int = 5) -> float:
+    """The least CPU time of ``repeats`` runs: the cost without other processes' noise."""
+    spent = []
+    for _ in range(repeats):
+        started = time.process_time()
+        work()
+        spent.append(time.process_time() - started)
+    return min(spent)
+
+
+def stored_state(partitions: int, shards: int) -> None:
+    """Size and save + restore time of each shard's group state, per format: the pickle
+    of the releases up to 9711ad5 and this release's (streaming.job.state_format). The size
+    in LZ4 approximates what RocksDB (which compresses its blocks) keeps of it."""
+    print(f"stored shard state: {partitions:,} partitions, {shards} shards (per shard: mean "
+          f"over the shards of the least CPU time of 5 runs)")  # fmt: skip
+    formats: dict[str, tuple[Callable[[ShardSnapshot], bytes], Callable[[bytes], object]]] = {
+        "pickle (9711ad5)": (
+            lambda s: pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL), pickle.loads),
+        f"state format {FORMAT_VERSION}": (  # as the job saves and restores it
+            save_snapshot, lambda b: restore_snapshot(b, RuleSettings())),
+    }  # fmt: skip
+    for failover in (False, True):
+        snapshots = shard_snapshots(partitions, shards, failover)
+        what = "after a failover (every broker caches every ISR)" if failover else "steady"
+        print(f"  {what}:")
+        for name, (save, restore) in formats.items():
+            sizes, packed, saves, restores = [], [], [], []
+            for snapshot in snapshots:
+                stored = save(snapshot)
+                sizes.append(len(stored))
+                packed.append(len(pa.compress(stored, codec="lz4", asbytes=True)))
+                saves.append(least_cpu(partial(save, snapshot)))
+                restores.append(least_cpu(partial(restore, stored)))
+            save_ms, restore_ms = np.mean(saves) * 1000, np.mean(restores) * 1000
+            print(
+                f"    {name:17s}: {np.mean(sizes) / 2**20:5.2f} MiB "
+                f"({np.mean(packed) / 2**20:5.2f} MiB in LZ4)   save {save_ms:5.1f} ms   "
+                f"restore {restore_ms:5.1f} ms   "
+                f"save+restore {save_ms + restore_ms:5.1f} ms"
+            )
+
+
 # ------------------------------------------------------------------------ main
 
 
@@ -294,10 +380,18 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16, help="state shards (controller bursts)")
     parser.add_argument("--no-controller", action="store_true",
                         help="skip the controller bursts (cold start, failover)")  # fmt: skip
+    parser.add_argument(
+        "--stored-state",
+        action="store_true",
+        help="only the size and save + restore time of each shard's state",
+    )
     args = parser.parse_args()
     if not args.no_pin and hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 
+    if args.stored_state:
+        stored_state(args.partitions, args.shards)
+        return
     cores = len(os.sched_getaffinity(0))
     print(f"state bench: {args.partitions:,} partitions x {REPLICAS} replicas, "
           f"{args.events:,} fetch responses, cores used: {cores}")  # fmt: skip

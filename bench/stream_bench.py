@@ -53,6 +53,8 @@ from streaming.job.shard_state import (
     ShardJobSettings,
     ShardSnapshot,
     process,
+    restore_snapshot,
+    save_snapshot,
 )
 from streaming.tools.embedded_broker import EmbeddedBroker
 
@@ -170,15 +172,13 @@ def per_partition(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]
     def update(
         key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
     ) -> Iterator[pd.DataFrame]:
-        import pickle
-
-        snapshot = (pickle.loads(state.get[0]) if state.exists
+        snapshot = (restore_snapshot(state.get[0], settings.rules) if state.exists
                     else ShardSnapshot(ReplicationModel(settings.rules)))  # fmt: skip
         rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
         watermark = state.getCurrentWatermarkMs()
         clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
         out = process(snapshot, rows if len(rows) else None, clock, settings)
-        state.update((pickle.dumps(snapshot),))
+        state.update((save_snapshot(snapshot),))
         yield out
 
     return (

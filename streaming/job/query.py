@@ -141,9 +141,10 @@ def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
     }
 
 
-RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", ROUTED_LAYOUT)
-"""State layouts this release restores: routed-v1 (the release before, whose layout file
-has no ``routed_layout``) is migrated as it is unpickled (``shard_state.migrate_routed_v1``)."""
+RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", "routed-v2", ROUTED_LAYOUT)
+"""State layouts this release restores: routed-v1 (whose layout file has no
+``routed_layout``) and routed-v2 pickled the shard state, read once and migrated
+(``streaming.job.state_format``, ``shard_snapshot.migrate_routed_v1``)."""
 
 
 def guard_checkpoint(config: IsrwatchConfig) -> None:

@@ -56,8 +56,10 @@ ROUTED_SCHEMA = (
 )
 """One row per routed fetch, per part of a controller event, per dead letter."""
 
-ROUTED_LAYOUT = "routed-v2"
-"""Names the routed schema and the state it feeds, for the checkpoint layout guard."""
+ROUTED_LAYOUT = "routed-v3"
+"""Names the routed schema and the state it feeds, for the checkpoint layout guard.
+routed-v3: the routed rows of routed-v2, the shard state in ``streaming.job.state_format``
+(routed-v2 pickled it), so that a release that pickles refuses the checkpoint by name."""
 
 _ARROW_TYPES = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(),
                 "binary": pa.binary(), "boolean": pa.bool_()}  # fmt: skip

@@ -3,7 +3,7 @@
 It is what ``applyInPandasWithState`` runs, written over plain pandas and bytes so that
 it is tested without Spark. Per call it:
 
-1. restores the shard's ``ReplicationModel`` (pickled in the group state);
+1. restores the shard's ``ReplicationModel`` (``streaming.job.state_format`` in the group state);
 2. unpacks the fetch rows (routing sends them packed per shard), dead-letters late
    events (older than the shard's event-time watermark: the largest event time seen
    minus ``watermark_delay_ms``) and duplicate controller events;
@@ -20,12 +20,10 @@ a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time
 from __future__ import annotations
 
 import gc
-import io
 import pickle
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, cast
 
 import msgspec
@@ -55,15 +53,17 @@ from streaming.job.routing import (
     DEAD,
     FETCH,
     conform,
-    signed_digest,
     stable_hash,
     unpack_fetches,
 )
 from streaming.job.shard_gauges import broker_gauges, topic_gauges
+from streaming.job.shard_snapshot import SIGNATURES
+from streaming.job.shard_snapshot import ShardSnapshot as ShardSnapshot  # re-exported: its old home
 from streaming.job.shard_stats import (
     IsrTransitionCount,
     ShardStats,
 )
+from streaming.job.state_format import read_snapshot, write_snapshot
 
 HEALTH = "health"
 TOMBSTONE = "tombstone"
@@ -74,9 +74,6 @@ OUTPUT_SCHEMA = (
 )
 OUTPUT_COLUMNS = [part.strip().split(" ")[0] for part in OUTPUT_SCHEMA.split(",")]
 STATE_SCHEMA = "snapshot binary"
-
-SIGNATURES = "columns-splitmix64"
-LEGACY_SIGNATURES = "repr-blake2b"
 
 _ENCODER = msgspec.json.Encoder()
 
@@ -95,76 +92,19 @@ class ShardJobSettings:
     snapshot_when_idle: bool = False  # --available-now: full snapshot in the flush batch
 
 
-@dataclass
-class ShardSnapshot:
-    """What a shard keeps between micro-batches."""
-
-    model: ReplicationModel
-    clock_ms: int = -1  # the largest event time this shard has applied
-    signatures: dict[str, int] = field(default_factory=dict)  # key -> health last emitted
-    # signed_digest(stable_hash(record text)) -> ts: as routing's ``digest`` column
-    seen_controller_events: dict[int, int] = field(default_factory=dict)
-    # Events applied since the job first started, checkpointed with the state: after a
-    # restart they count each event once, however often a batch was re-run.
-    # applied_total["FetchResponse"] + fetch_error_responses_total is every valid fetch
-    # response. A snapshot of routed-v1 counted error responses inside "FetchResponse";
-    # restored, they stay there and fetch_error_responses_total counts from the upgrade.
-    applied_total: Counter[str] = field(default_factory=Counter)
-    fetch_error_responses_total: int = 0
-    # How ``signatures`` were computed: SIGNATURES (state.health_signature), or
-    # LEGACY_SIGNATURES in a snapshot pickled before it (see legacy_health_signature).
-    signature_scheme: str = SIGNATURES
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle; a snapshot of the release before ``routed-v2`` is migrated first."""
-        if "fetch_error_responses_total" not in state:
-            state = migrate_routed_v1(state)
-        self.__dict__.update({"signature_scheme": LEGACY_SIGNATURES, **state})
-
-
-def migrate_routed_v1(state: dict[str, Any]) -> dict[str, Any]:
-    """A snapshot pickled by the release before ``routed-v2`` (it had no
-    ``fetch_error_responses_total``), as this release keeps it.
-
-    * ``seen_controller_events`` was keyed by the unsigned ``stable_hash`` of the record
-      text; routing now hands the shards the same hash as a signed 64-bit ``long``. A key
-      at or above 2**63 is converted, or a producer's retry of an event applied before the
-      upgrade would be applied again after it.
-    * ``applied_total["FetchResponse"]`` counted fetch responses answered with an error;
-      how many is not known, so they stay counted there (once) and the separate total of
-      error responses starts at 0: the sum of both is exact across the upgrade.
-    The model's own classes (``state/``) read their older pickles themselves.
-    """
-    seen: dict[int, int] = state.get("seen_controller_events", {})
-    return {
-        **state,
-        "seen_controller_events": {signed_digest(key): ts for key, ts in seen.items()},
-        "fetch_error_responses_total": 0,
-    }
-
-
-# Classes that earlier releases pickled under another module path: (module, name) as
-# pickled -> (module, name) now. Pickle names a class by its path, so without this a
-# checkpoint written before a move would stop restoring.
-MOVED_CLASSES: dict[tuple[str, str], tuple[str, str]] = {
-    ("streaming.shard_state", "ShardSnapshot"): (__name__, "ShardSnapshot"),
-}
-
-
-class _MovedClassesUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        module, name = MOVED_CLASSES.get((module, name), (module, name))
-        return super().find_class(module, name)
-
-
-def restore_snapshot(pickled: bytes, rules: RuleSettings) -> ShardSnapshot:
+def restore_snapshot(stored: bytes, rules: RuleSettings) -> ShardSnapshot:
     """A shard's snapshot from Spark's group state, judged by this run's rules (a restart
-    may change them; a snapshot of an older release kept the settings it was made with)."""
-    snapshot = _MovedClassesUnpickler(io.BytesIO(pickled)).load()
-    if not isinstance(snapshot, ShardSnapshot):
-        raise TypeError(f"the group state holds a {type(snapshot).__name__}, not a ShardSnapshot")
-    snapshot.model.reconfigure(rules)
-    return snapshot
+    may change them; a snapshot of an older release kept the settings it was made with).
+    Any format this release reads (``streaming.job.state_format``): a pickle of an earlier
+    release is read once, and the batch writes it back in the current format."""
+    with cyclic_gc_paused():  # a container per row, no cycles (see cyclic_gc_paused)
+        return read_snapshot(stored, rules)
+
+
+def save_snapshot(snapshot: ShardSnapshot) -> bytes:
+    """What the group state keeps of a shard (``streaming.job.state_format``)."""
+    with cyclic_gc_paused():
+        return write_snapshot(snapshot)
 
 
 def legacy_health_signature(frame: HealthFrame, i: int) -> int:
@@ -216,7 +156,7 @@ def make_shard_function(
         frames = [frame for frame in batches if len(frame)]
         rows = pd.concat(frames, ignore_index=True) if frames else None
         output = process(snapshot, rows, stream_clock, settings)
-        state.update((pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL),))
+        state.update((save_snapshot(snapshot),))
         state.setTimeoutDuration(1)  # be called again next batch, events or not
         yield output
 

@@ -19,7 +19,8 @@ import numpy as np
 
 from state.partition_table import COLUMNS, LIST_COLUMNS, PartitionTable
 from state.settings import RuleSettings
-from streaming.job.shard_state import MOVED_CLASSES, restore_snapshot
+from streaming.job.shard_state import restore_snapshot
+from streaming.job.state_format import MOVED_CLASSES
 from tests.unit.test_checkpoint_upgrade import Shards, annotated, capture, health
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "routed-v2"
@@ -40,7 +41,8 @@ class _Recording(pickle.Unpickler):
 
     def find_class(self, module: str, name: str) -> Any:
         self.paths.add((module, name))
-        return super().find_class(*MOVED_CLASSES.get((module, name), (module, name)))
+        moved = MOVED_CLASSES.get((module, name))
+        return moved if moved is not None else super().find_class(module, name)
 
 
 def restored() -> Shards:

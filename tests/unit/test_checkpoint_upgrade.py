@@ -25,16 +25,17 @@ from streaming.job import shard_stats
 from streaming.job.attribution import CauseAnnotator
 from streaming.job.query import CheckpointMismatchError, checkpoint_layout, guard_checkpoint
 from streaming.job.routing import DEAD, ROUTED_LAYOUT, route, stable_hash
+from streaming.job.shard_snapshot import migrate_routed_v1
 from streaming.job.shard_state import (
     HEALTH,
     STATS,
     TOMBSTONE,
     ShardJobSettings,
     ShardSnapshot,
-    migrate_routed_v1,
     process,
     restore_snapshot,
 )
+from streaming.job.state_format import write_snapshot
 from streaming.tools.replay import replay
 from tests.unit.test_checkpoint import config
 
@@ -49,7 +50,7 @@ def capture() -> list[dict[str, Any]]:
 
 
 class Shards:
-    """The stateful step of every shard, state pickled between batches as Spark keeps it;
+    """The stateful step of every shard, state stored between batches as the job keeps it;
     Kafka offsets go on from one batch to the next."""
 
     def __init__(self, states: dict[int, bytes] | None = None, stream_clock: int = -1) -> None:
@@ -88,7 +89,7 @@ class Shards:
             mine = None if routed is None else routed[routed["shard"] == shard]
             outputs.append(process(snapshot, mine if mine is not None and len(mine) else None,
                                    self.stream_clock, self.settings))  # fmt: skip
-            self.states[shard] = pickle.dumps(snapshot, protocol=pickle.HIGHEST_PROTOCOL)
+            self.states[shard] = write_snapshot(snapshot)
         if routed is not None and len(routed):
             self.stream_clock = max(self.stream_clock, int(routed["ts"].max()))
         return pd.concat(outputs, ignore_index=True)
@@ -98,7 +99,7 @@ class Shards:
         applied: Counter[str] = Counter()
         errors = 0
         for state in self.states.values():
-            snapshot = pickle.loads(state)
+            snapshot = restore_snapshot(state, self.settings.rules)
             applied.update(snapshot.applied_total)
             errors += snapshot.fetch_error_responses_total
         return applied, errors
@@ -283,10 +284,10 @@ def test_a_previous_release_layout_with_other_settings_is_still_refused(tmp_path
 def test_an_unknown_state_layout_is_refused_by_name(tmp_path: Path) -> None:
     location = tmp_path / "checkpoint"
     location.mkdir()
-    later = {"state_shards": 16, "routed_layout": "routed-v3",
+    later = {"state_shards": 16, "routed_layout": "routed-v4",
              "controller_events": "controller-events", "fetch_responses": "fetch-responses",
              "source_format": "python"}  # fmt: skip
     (location / "isrwatch-layout.json").write_text(json.dumps(later))
-    with pytest.raises(CheckpointMismatchError, match=r"another release of isrwatch.*routed-v3.*"
-                       r"routed-v2.*new streaming.checkpoint_location"):  # fmt: skip
+    with pytest.raises(CheckpointMismatchError, match=r"another release of isrwatch.*routed-v4.*"
+                       r"routed-v3.*new streaming.checkpoint_location"):  # fmt: skip
         guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))

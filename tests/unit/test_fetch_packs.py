@@ -9,7 +9,6 @@ row each.
 from __future__ import annotations
 
 import json
-import pickle
 import random
 from typing import Any
 
@@ -21,7 +20,8 @@ from state import ReplicationModel, Shard, shard_of
 from state.events import Source
 from state.settings import RuleSettings
 from streaming.job.routing import FETCH, FETCHES, route, unpack_fetches
-from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process
+from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process, restore_snapshot
+from streaming.job.state_format import write_snapshot
 from tests.unit.test_shard_state import kafka_records
 
 SOURCES = {s.value: s for s in Source}
@@ -144,11 +144,11 @@ def test_a_shard_gives_the_same_output_packed_or_not(
             for shard in range(SHARDS):
                 mine = rows[rows["shard"] == shard]
                 snapshot = (
-                    pickle.loads(states[packed][shard]) if shard in states[packed]
+                    restore_snapshot(states[packed][shard], rules) if shard in states[packed]
                     else ShardSnapshot(ReplicationModel(rules, Shard(shard, SHARDS)))
                 )  # fmt: skip
                 outputs.append(process(snapshot, mine if len(mine) else None, clock, job))
-                states[packed][shard] = pickle.dumps(snapshot)
+                states[packed][shard] = write_snapshot(snapshot)
             if packed:
                 with_packs = pd.concat(outputs, ignore_index=True)
             else:

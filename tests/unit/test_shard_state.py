@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import pickle
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,10 @@ from streaming.job.shard_state import (
     ShardJobSettings,
     ShardSnapshot,
     process,
+    restore_snapshot,
 )
 from streaming.job.sinks import shard_stats_of
+from streaming.job.state_format import write_snapshot
 from streaming.tools.replay import replay
 
 SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
@@ -47,7 +48,8 @@ def kafka_records(envelopes: list[dict[str, Any]]) -> pd.DataFrame:
 
 
 class Job:
-    """The stateful step of every shard, with state pickled between batches as Spark does."""
+    """The stateful step of every shard, with state stored between batches as the job
+    stores it in Spark's group state (``streaming.job.state_format``)."""
 
     def __init__(self, shards: int, snapshot_when_idle: bool = True, **rules: Any) -> None:
         self.settings = ShardJobSettings(RuleSettings(**rules), shards, 60_000, snapshot_when_idle)
@@ -60,12 +62,12 @@ class Job:
         for shard in range(self.settings.shards):
             rows = None if routed is None else routed[routed["shard"] == shard]
             snapshot = (
-                pickle.loads(self.states[shard]) if shard in self.states
+                restore_snapshot(self.states[shard], self.settings.rules) if shard in self.states
                 else ShardSnapshot(_model(self.settings, shard))
             )  # fmt: skip
             outputs.append(process(snapshot, rows if rows is not None and len(rows) else None,
                                    self.stream_clock, self.settings))  # fmt: skip
-            self.states[shard] = pickle.dumps(snapshot)
+            self.states[shard] = write_snapshot(snapshot)
         if routed is not None and len(routed):
             self.stream_clock = max(self.stream_clock, int(routed["ts"].max()))
         return pd.concat(outputs, ignore_index=True)
