@@ -158,7 +158,7 @@ def _plain(item: Any) -> Any:
     """A field's value as JSON-ready data."""
     if isinstance(item, int | str):
         return item
-    if isinstance(item, tuple):
+    if isinstance(item, tuple | list):  # a list where a producer did not make a tuple
         return [_plain(part) for part in item]
     if isinstance(item, Mapping):  # TopicChange.created: JSON keys are strings
         return {str(key): _plain(part) for key, part in item.items()}
