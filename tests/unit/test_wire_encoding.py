@@ -10,6 +10,7 @@ per event type, with the partial forms and the fields left out at their default.
 
 from __future__ import annotations
 
+import inspect
 import json
 from dataclasses import MISSING, fields, is_dataclass
 from typing import Any, cast
@@ -45,6 +46,7 @@ from streaming.feeds.wire import encode
 from streaming.feeds.wire_encoding import (
     NO_CONTROLLER_KEY,
     OMITTED_AT_DEFAULT,
+    fetch_response,
     input_record,
     record_key,
     wire_value,
@@ -213,6 +215,17 @@ def test_the_key_follows_the_contract(event: Event) -> None:
     assert record.source is source_of(event)
     assert record.value == wire_value(event)
     assert input_record(event, key="given").key == "given"
+
+
+@settings(max_examples=200, deadline=None)
+@given(fetch_responses)
+def test_the_cheap_fetch_response_is_the_dataclass_s(event: FetchResponse) -> None:
+    built = fetch_response(**{f.name: getattr(event, f.name) for f in fields(event)})
+    assert (type(built), built, hash(built)) == (FetchResponse, event, hash(event))
+    defaults = fetch_response(ts=1, topic="t", partition=0, leader=1, follower=2, leader_epoch=0,
+                              fetch_offset=0, leader_leo=0, high_watermark=0)  # fmt: skip
+    assert (defaults.log_start_offset, defaults.error, defaults.bytes) == (None, "NONE", None)
+    assert list(inspect.signature(fetch_response).parameters) == [f.name for f in fields(event)]
 
 
 def test_fields_left_out_at_their_default_are_those_the_schema_lets_be_absent() -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from state.events import FetchResponse
 from streaming.feeds.simulator.partition import NO_LEADER, Partition
+from streaming.feeds.wire_encoding import fetch_response
 
 if TYPE_CHECKING:
     from streaming.feeds.simulator.cluster import ClusterSimulator
@@ -149,7 +149,7 @@ class ReplicaFetchers:
             p.remote[follower].update_fetch_state(offset, leader_leo, now)
             self._cluster.broker_tasks.maybe_expand_isr(p, follower, offset)
             p.maybe_increment_high_watermark()
-            self._loop.emit(FetchResponse(
+            self._loop.emit(fetch_response(
                 ts=now, topic=p.topic, partition=p.partition, leader=leader,
                 follower=follower, leader_epoch=p.leader_epoch, fetch_offset=offset,
                 leader_leo=leader_leo, high_watermark=p.high_watermark,
