@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
-from dataclasses import MISSING, fields, is_dataclass
+from dataclasses import MISSING, fields, is_dataclass, replace
 from typing import Any, cast
 
 import pytest
@@ -381,6 +381,26 @@ def test_a_controller_event_begins_with_its_type() -> None:
 def test_the_table_covers_every_event_type() -> None:
     covered = {type(event) for _, event, _, _ in TABLE}
     assert covered == {*CONTROLLER_EVENT_TYPES.values(), FetchResponse}
+
+
+def test_update_metadata_to_every_broker_writes_its_states_once() -> None:
+    """A controller's states go to every live broker: the records of one tuple share its
+    encoded list; another tuple, even right after, gets its own."""
+    state = MetadataPartitionState(topic="t", partition=0, leader=1, leader_epoch=2, isr=(1,),
+                                   replicas=(1, 2), offline_replicas=())  # fmt: skip
+    states = (state,)
+    one, two = (wire_value(UpdateMetadata(ts=T, broker=b, partitions=states)) for b in (1, 2))
+    assert one["partitions"] is two["partitions"]
+    assert (one["broker"], two["broker"]) == (1, 2)
+    deleted = (MetadataPartitionState(topic="t", partition=0, leader=-2, leader_epoch=0, isr=(),
+                                      replicas=(), offline_replicas=()),)  # fmt: skip
+    assert wire_value(UpdateMetadata(ts=T, broker=1, partitions=deleted))["partitions"] == [
+        {"topic": "t", "partition": 0, "leader": -2, "leader_epoch": 0, "isr": [],
+         "replicas": [], "offline_replicas": []}]  # fmt: skip
+    for n in range(100):  # more tuples than are kept: each still gets its own states
+        again = (replace(state, partition=n),)
+        assert wire_value(UpdateMetadata(ts=T, broker=1, partitions=again))["partitions"][0][
+            "partition"] == n  # fmt: skip
 
 
 def test_something_that_is_not_an_event_is_refused() -> None:

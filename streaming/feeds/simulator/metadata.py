@@ -137,6 +137,8 @@ class MetadataChannel:
         if not snapshot:
             return
         live = tuple(sorted(controller.live))
+        # one tuple per part, sent to every broker: the encoder writes each part once
+        parts = [tuple(part) for part in chunks(snapshot, MAX_PARTITIONS_PER_EVENT)]
         jitter = self._loop.scenario.cluster.update_metadata_jitter_ms
         for broker_id in live:
             # one connection per broker: its requests arrive in the order they were sent
@@ -145,14 +147,14 @@ class MetadataChannel:
                 self._last_arrival_ms.get(broker_id, 0),
             )
             self._last_arrival_ms[broker_id] = arrival
-            for chunk in chunks(snapshot, MAX_PARTITIONS_PER_EVENT):
-                self._loop.schedule(arrival, self._arrives, broker_id, chunk, live,
+            for part in parts:
+                self._loop.schedule(arrival, self._arrives, broker_id, part, live,
                                     controller.id, controller.epoch)  # fmt: skip
 
     def _arrives(
         self,
         broker_id: int,
-        snapshot: list[MetadataPartitionState],
+        snapshot: tuple[MetadataPartitionState, ...],
         live: tuple[int, ...],
         controller_id: int,
         controller_epoch: int,
@@ -161,7 +163,7 @@ class MetadataChannel:
             return  # the request fails; the controller resends on the broker's return
         self._loop.emit(UpdateMetadata(
             ts=self._loop.now, controller_id=controller_id, controller_epoch=controller_epoch,
-            broker=broker_id, partitions=tuple(snapshot), live_brokers=live,
+            broker=broker_id, partitions=snapshot, live_brokers=live,
         ))  # fmt: skip
         self._loop.truth.add(self._loop.now, "update_metadata", broker=broker_id, partitions=[
             {"topic": s.topic, "partition": s.partition, "isr": list(s.isr), "leader": s.leader}
