@@ -282,11 +282,9 @@ class LogTranslator:
         key = partition_key(topic, partition)
         known = self._isr.get(key)
         self._isr[key] = [known[0] if known is not None else 0, list(pending["new"])]
-        return input_record(IsrChange(
-            ts=int(pending["ts"]), topic=topic, partition=partition,
+        return input_record(IsrChange(ts=int(pending["ts"]), topic=topic, partition=partition,
             leader=int(pending["broker"]), old_isr=tuple(pending["old"]),
-            new_isr=tuple(pending["new"]),
-        ))  # fmt: skip
+            new_isr=tuple(pending["new"])))  # fmt: skip
 
     def _translate(self, item: TranslatorInput) -> InputRecord | None:
         match item:
@@ -296,20 +294,16 @@ class LogTranslator:
                 return self._leader_and_isr_event(item)
             case ControllerElected():
                 self._controller_epochs[item.controller_id] = item.controller_epoch
-                return input_record(ControllerChange(
-                    ts=item.ts, controller_id=item.controller_id,
-                    controller_epoch=item.controller_epoch,
-                ))  # fmt: skip
+                return input_record(ControllerChange(ts=item.ts, controller_id=item.controller_id,
+                    controller_epoch=item.controller_epoch))  # fmt: skip
             case ControllerSeen():
                 # The partial form: the line names no epoch, and the epoch of an election
                 # this translator saw may be another one's (docs/event-contract.md).
                 return input_record(ControllerChange(ts=item.ts, controller_id=item.controller_id))
             case PreferredLeaderElected():
                 # The partial form: the new leader only (no epochs, ISR or replicas).
-                return self._controller_event(
-                    LeaderAndIsr, item.ts, item.controller_id, topic=item.topic,
-                    partition=item.partition, leader=item.leader,
-                )  # fmt: skip
+                return self._controller_event(LeaderAndIsr, item.ts, item.controller_id,
+                    topic=item.topic, partition=item.partition, leader=item.leader)  # fmt: skip
             case BrokerEpochsInitialized():
                 self._live = dict(item.epochs)
                 for broker, epoch in item.epochs.items():
@@ -340,23 +334,18 @@ class LogTranslator:
         partitions = []
         for state in item.states:
             if isinstance(state, PartitionState):
-                partitions.append(MetadataPartitionState(
-                    topic=state.topic, partition=state.partition, leader=state.leader,
-                    leader_epoch=state.leader_epoch, isr=tuple(state.isr),
-                    replicas=tuple(state.replicas),
-                    offline_replicas=tuple(state.offline_replicas),
-                ))  # fmt: skip
+                partitions.append(MetadataPartitionState(topic=state.topic,
+                    partition=state.partition, leader=state.leader, leader_epoch=state.leader_epoch,
+                    isr=tuple(state.isr), replicas=tuple(state.replicas),
+                    offline_replicas=tuple(state.offline_replicas)))  # fmt: skip
             else:
                 topic, partition = state
-                partitions.append(MetadataPartitionState(
-                    topic=topic, partition=partition, leader=LEADER_DURING_DELETE,
-                    leader_epoch=0, isr=(), replicas=(), offline_replicas=(),
-                ))  # fmt: skip
-        return input_record(UpdateMetadata(
-            ts=item.ts, controller_id=item.controller_id,
+                partitions.append(MetadataPartitionState(topic=topic, partition=partition,
+                    leader=LEADER_DURING_DELETE, leader_epoch=0, isr=(), replicas=(),
+                    offline_replicas=()))  # fmt: skip
+        return input_record(UpdateMetadata(ts=item.ts, controller_id=item.controller_id,
             controller_epoch=item.controller_epoch, broker=item.broker,
-            partitions=tuple(partitions),
-        ))  # fmt: skip
+            partitions=tuple(partitions)))  # fmt: skip
 
     def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> InputRecord | None:
         state = item.state
