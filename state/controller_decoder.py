@@ -47,6 +47,7 @@ class _Wire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False, k
     ts: _Timestamp
     controller_id: _BrokerId | UnsetType = UNSET
     controller_epoch: _Epoch | UnsetType = UNSET
+    metadata_offset: _Offset | UnsetType = UNSET
 
 
 class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr", frozen=True):
@@ -57,7 +58,6 @@ class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr", frozen=True):
     isr: _BrokerIds
     replicas: _BrokerIds
     partition_epoch: _Epoch
-    metadata_offset: _Offset | UnsetType = UNSET
 
 
 class WireMetadataPartitionState(msgspec.Struct, forbid_unknown_fields=True, frozen=True,

@@ -39,11 +39,15 @@ class TopicPartition:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ControllerEvent:
-    """Fields common to every controller event."""
+    """Fields common to every controller event. ``metadata_offset`` (KRaft) is the offset
+    in ``__cluster_metadata`` of the record the event comes from: the model reads it on
+    ``LeaderAndIsr`` and ``IsrChange`` (which brokers have applied the change); the KRaft
+    producers put it on every event they derive from the log."""
 
     ts: int
     controller_id: int | None = None
     controller_epoch: int | None = None
+    metadata_offset: int | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -60,7 +64,6 @@ class LeaderAndIsr(ControllerEvent):
     isr: tuple[int, ...] | None = None
     replicas: tuple[int, ...] | None = None
     partition_epoch: int | None = None
-    metadata_offset: int | None = None  # KRaft: offset of the record in __cluster_metadata
 
     @property
     def is_partial(self) -> bool:
@@ -79,7 +82,6 @@ class IsrChange(ControllerEvent):
     old_isr: tuple[int, ...] | None = None
     leader_epoch: int | None = None
     partition_epoch: int | None = None
-    metadata_offset: int | None = None  # KRaft: offset of the record in __cluster_metadata
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -20,6 +20,8 @@ Kafka's default 1 MB record limit: a controller failover puts every partition of
 cluster in one request."""
 
 _T = TypeVar("_T")
+_K = TypeVar("_K")
+_V = TypeVar("_V")
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +55,10 @@ def chunks(items: Sequence[_T], size: int) -> list[list[_T]]:
 
 
 def split_created(
-    created: Mapping[str, Mapping[str, list[int]]], most: int = MAX_PARTITIONS_PER_EVENT
-) -> list[dict[str, dict[str, list[int]]]]:
+    created: Mapping[str, Mapping[_K, _V]], most: int = MAX_PARTITIONS_PER_EVENT
+) -> list[dict[str, dict[_K, _V]]]:
     """A TopicChange's ``created`` map in parts of at most ``most`` partitions each."""
-    parts: list[dict[str, dict[str, list[int]]]] = []
+    parts: list[dict[str, dict[_K, _V]]] = []
     size = most
     for topic, partitions in created.items():
         for partition, replicas in partitions.items():

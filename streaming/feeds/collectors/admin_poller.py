@@ -41,15 +41,24 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from state.events import Source
-from streaming.feeds.wire import (
-    InputRecord,
-    partition_key,
-    split_created,
+from state.events import (
+    BrokerChange,
+    BrokerConfig,
+    BrokerRegistration,
+    ControllerChange,
+    ControllerEvent,
+    FetchResponse,
+    IsrChange,
+    LeaderAndIsr,
+    MetadataLogProgress,
+    ReplicaProgress,
+    TopicChange,
+    TopicConfig,
 )
+from streaming.feeds.wire import InputRecord, split_created
+from streaming.feeds.wire_encoding import input_record
 
 STATE_VERSION = 1
-NO_CONTROLLER = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,53 +175,50 @@ class AdminPoller:
         previous = self._previous
         out: list[InputRecord] = []
         controller = snapshot.controller_id
-        common: dict[str, Any] = {}
-        if controller is not None and controller >= 0:
-            common["controller_id"] = controller
-        if snapshot.controller_epoch is not None:
-            common["controller_epoch"] = snapshot.controller_epoch
-        key = str(controller if controller is not None else NO_CONTROLLER)
+        if controller is not None and controller < 0:
+            controller = None  # no controller (-1): the events name none
 
-        def event(body: dict[str, Any], event_key: str = key) -> None:
-            out.append(InputRecord(Source.CONTROLLER_EVENTS, event_key,
-                                {**body, "ts": snapshot.ts, **common}))  # fmt: skip
+        def event(kind: type[ControllerEvent], **fields: Any) -> None:
+            out.append(input_record(kind(ts=snapshot.ts, controller_id=controller,
+                                         controller_epoch=snapshot.controller_epoch,
+                                         **fields)))  # fmt: skip
 
         if (
             snapshot.controller_epoch is not None
-            and "controller_id" in common
+            and controller is not None
             and (
                 previous is None
                 or (previous.controller_id, previous.controller_epoch)
                 != (snapshot.controller_id, snapshot.controller_epoch)
             )
         ):
-            event({"type": "ControllerChange"})
+            event(ControllerChange)
         if previous is None or set(previous.brokers) != set(snapshot.brokers):
             live = self._live(previous, snapshot)
             if self._broker_changes:
-                event({"type": "BrokerChange", "live": live})
+                event(BrokerChange, live=live)
         if self._partition_events:
             created, deleted = _topic_changes(previous, snapshot)
             for part in split_created(created):
-                event({"type": "TopicChange", "created": part, "deleted": []})
+                event(TopicChange, created=part)
             if deleted:
-                event({"type": "TopicChange", "created": {}, "deleted": deleted})
+                event(TopicChange, deleted=tuple(deleted))
             for topic, parts in sorted(snapshot.partitions.items()):
                 before_parts = previous.partitions.get(topic, {}) if previous else {}
                 for partition, info in sorted(parts.items()):
                     before = before_parts.get(partition)
-                    body = self._partition_event(topic, partition, before, info)
-                    if body is not None:
-                        event(body, partition_key(topic, partition))
+                    change = self._partition_event(topic, partition, before, info)
+                    if change is not None:
+                        kind, fields = change
+                        event(kind, **fields)
         for topic, value in sorted(snapshot.min_insync_replicas.items()):
             if previous is None or previous.min_insync_replicas.get(topic) != value:
-                event({"type": "TopicConfig", "topic": topic, "min_insync_replicas": value})
+                event(TopicConfig, topic=topic, min_insync_replicas=value)
         for broker, value in sorted(snapshot.replica_lag_time_max_ms.items()):
             if previous is None or previous.replica_lag_time_max_ms.get(broker) != value:
-                event({"type": "BrokerConfig", "broker": broker,
-                       "replica_lag_time_max_ms": value}, str(broker))  # fmt: skip
+                event(BrokerConfig, broker=broker, replica_lag_time_max_ms=value)
         if snapshot.quorum is not None:
-            event(self._quorum_progress(snapshot.quorum))
+            event(MetadataLogProgress, **self._quorum_progress(snapshot.quorum))
         if self._fetch_responses:
             out += self._fetches(snapshot)
         self._previous = snapshot
@@ -220,7 +226,8 @@ class AdminPoller:
 
     def _partition_event(
         self, topic: str, partition: int, before: PartitionInfo | None, info: PartitionInfo
-    ) -> dict[str, Any] | None:
+    ) -> tuple[type[ControllerEvent], dict[str, Any]] | None:
+        """The event of a partition's change since the last poll, as (class, fields)."""
         identity = {"topic": topic, "partition": partition, "leader": info.leader}
         if before is None or (before.leader, before.leader_epoch, before.replicas) != (
             info.leader,
@@ -230,43 +237,39 @@ class AdminPoller:
             if info.leader_epoch is None:
                 self._skip("leader_and_isr_without_leader_epoch")
                 return None
-            return {"type": "LeaderAndIsr", **identity, "leader_epoch": info.leader_epoch,
-                    "isr": list(info.isr), "replicas": list(info.replicas),
-                    "partition_epoch": info.leader_epoch}  # fmt: skip
+            return LeaderAndIsr, {**identity, "leader_epoch": info.leader_epoch,
+                                  "isr": info.isr, "replicas": info.replicas,
+                                  "partition_epoch": info.leader_epoch}  # fmt: skip
         if set(before.isr) != set(info.isr):
-            body = {"type": "IsrChange", **identity, "old_isr": list(before.isr),
-                    "new_isr": list(info.isr)}  # fmt: skip
-            if info.leader_epoch is not None:
-                body["leader_epoch"] = info.leader_epoch
-            return body
+            return IsrChange, {**identity, "old_isr": before.isr, "new_isr": info.isr,
+                               "leader_epoch": info.leader_epoch}  # fmt: skip
         return None
 
     def _quorum_progress(self, quorum: QuorumSnapshot) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            "type": "MetadataLogProgress", "high_watermark": max(quorum.high_watermark, 0),
-            "replicas": [
-                {"broker": r.broker, "log_end_offset": r.log_end_offset,
-                 **({} if r.last_caught_up_ms is None else
-                    {"last_caught_up_ms": r.last_caught_up_ms}),
-                 **({} if r.last_fetch_ms is None else {"last_fetch_ms": r.last_fetch_ms})}
+        """The fields of the poll's ``MetadataLogProgress``."""
+        return {
+            "high_watermark": max(quorum.high_watermark, 0),
+            "replicas": tuple(
+                ReplicaProgress(broker=r.broker, log_end_offset=r.log_end_offset,
+                                last_caught_up_ms=r.last_caught_up_ms,
+                                last_fetch_ms=r.last_fetch_ms)
                 for r in quorum.replicas if r.broker >= 0 and r.log_end_offset >= -1
-            ],
+            ),
+            "fetch_timeout_ms": quorum.fetch_timeout_ms,
+            "interval_ms": self._interval_ms,
         }  # fmt: skip
-        if quorum.fetch_timeout_ms is not None:
-            body["fetch_timeout_ms"] = quorum.fetch_timeout_ms
-        if self._interval_ms is not None:
-            body["interval_ms"] = self._interval_ms
-        return body
 
-    def _live(self, previous: ClusterSnapshot | None, snapshot: ClusterSnapshot) -> list[Any]:
+    def _live(
+        self, previous: ClusterSnapshot | None, snapshot: ClusterSnapshot
+    ) -> tuple[BrokerRegistration, ...]:
         was_live = set(previous.brokers) if previous is not None else set()
         live = []
         for broker in sorted(snapshot.brokers):
             if previous is not None and broker not in was_live and broker in self._epochs:
                 self._epochs[broker] += 1  # back after a poll without it
             self._epochs.setdefault(broker, 0)
-            live.append({"id": broker, "epoch": self._epochs[broker]})
-        return live
+            live.append(BrokerRegistration(id=broker, epoch=self._epochs[broker]))
+        return tuple(live)
 
     def _fetches(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
         if snapshot.offsets_ts is None:
@@ -286,13 +289,12 @@ class AdminPoller:
                     fetch_offset = leos.get((topic, partition, follower))
                     if follower == info.leader or fetch_offset is None:
                         continue
-                    key = partition_key(topic, partition)
-                    out.append(InputRecord(Source.FETCH_RESPONSES, key, {
-                        "ts": snapshot.offsets_ts, "topic": topic, "partition": partition,
-                        "leader": info.leader, "follower": follower,
-                        "leader_epoch": info.leader_epoch, "fetch_offset": fetch_offset,
-                        "leader_leo": leader_leo, "high_watermark": hw,
-                    }))  # fmt: skip
+                    out.append(input_record(FetchResponse(
+                        ts=snapshot.offsets_ts, topic=topic, partition=partition,
+                        leader=info.leader, follower=follower,
+                        leader_epoch=info.leader_epoch, fetch_offset=fetch_offset,
+                        leader_leo=leader_leo, high_watermark=hw,
+                    )))  # fmt: skip
         return out
 
     def _skip(self, reason: str) -> None:
@@ -301,11 +303,11 @@ class AdminPoller:
 
 def _topic_changes(
     previous: ClusterSnapshot | None, snapshot: ClusterSnapshot
-) -> tuple[dict[str, dict[str, list[int]]], list[str]]:
+) -> tuple[dict[str, dict[int, tuple[int, ...]]], list[str]]:
     before = previous.partitions if previous is not None else {}
-    created: dict[str, dict[str, list[int]]] = {}
+    created: dict[str, dict[int, tuple[int, ...]]] = {}
     for topic, parts in sorted(snapshot.partitions.items()):
-        new = {str(p): list(i.replicas) for p, i in sorted(parts.items())
+        new = {p: i.replicas for p, i in sorted(parts.items())
                if p not in before.get(topic, {})}  # fmt: skip
         if new:
             created[topic] = new

@@ -70,7 +70,18 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from state.events import LEADER_DURING_DELETE, Source
+from state.events import (
+    LEADER_DURING_DELETE,
+    BrokerChange,
+    BrokerRegistration,
+    ControllerChange,
+    ControllerEvent,
+    IsrChange,
+    LeaderAndIsr,
+    MetadataPartitionState,
+    TopicChange,
+    UpdateMetadata,
+)
 from streaming.feeds.collectors.log_lines import Record
 from streaming.feeds.collectors.log_messages.controller import (
     BrokerEpochsInitialized,
@@ -95,6 +106,7 @@ from streaming.feeds.collectors.log_messages.state_changes import (
     PartitionState,
 )
 from streaming.feeds.wire import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
+from streaming.feeds.wire_encoding import input_record
 
 STATE_VERSION = 2
 
@@ -270,10 +282,9 @@ class LogTranslator:
         key = partition_key(topic, partition)
         known = self._isr.get(key)
         self._isr[key] = [known[0] if known is not None else 0, list(pending["new"])]
-        value = {"type": "IsrChange", "ts": int(pending["ts"]), "topic": topic,
-                 "partition": partition, "leader": int(pending["broker"]),
-                 "old_isr": list(pending["old"]), "new_isr": list(pending["new"])}  # fmt: skip
-        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
+        return input_record(IsrChange(ts=int(pending["ts"]), topic=topic, partition=partition,
+            leader=int(pending["broker"]), old_isr=tuple(pending["old"]),
+            new_isr=tuple(pending["new"])))  # fmt: skip
 
     def _translate(self, item: TranslatorInput) -> InputRecord | None:
         match item:
@@ -283,23 +294,16 @@ class LogTranslator:
                 return self._leader_and_isr_event(item)
             case ControllerElected():
                 self._controller_epochs[item.controller_id] = item.controller_epoch
-                value = {"type": "ControllerChange", "ts": item.ts,
-                         "controller_id": item.controller_id,
-                         "controller_epoch": item.controller_epoch}  # fmt: skip
-                return InputRecord(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
+                return input_record(ControllerChange(ts=item.ts, controller_id=item.controller_id,
+                    controller_epoch=item.controller_epoch))  # fmt: skip
             case ControllerSeen():
                 # The partial form: the line names no epoch, and the epoch of an election
                 # this translator saw may be another one's (docs/event-contract.md).
-                value = {"type": "ControllerChange", "ts": item.ts,
-                         "controller_id": item.controller_id}  # fmt: skip
-                return InputRecord(Source.CONTROLLER_EVENTS, str(item.controller_id), value)
+                return input_record(ControllerChange(ts=item.ts, controller_id=item.controller_id))
             case PreferredLeaderElected():
                 # The partial form: the new leader only (no epochs, ISR or replicas).
-                body = {"type": "LeaderAndIsr", "topic": item.topic,
-                        "partition": item.partition, "leader": item.leader}  # fmt: skip
-                partial = self._controller_event(item.ts, item.controller_id, body).value
-                key = partition_key(item.topic, item.partition)
-                return InputRecord(Source.CONTROLLER_EVENTS, key, partial)
+                return self._controller_event(LeaderAndIsr, item.ts, item.controller_id,
+                    topic=item.topic, partition=item.partition, leader=item.leader)  # fmt: skip
             case BrokerEpochsInitialized():
                 self._live = dict(item.epochs)
                 for broker, epoch in item.epochs.items():
@@ -312,20 +316,16 @@ class LogTranslator:
                                                     item.epoch)  # fmt: skip
                 return None
             case TopicsCreated():
-                created = {topic: {str(p): list(replicas) for p, replicas in sorted(parts.items())}
+                created = {topic: {p: tuple(replicas) for p, replicas in sorted(parts.items())}
                            for topic, parts in item.assignment.items()}  # fmt: skip
                 if not created:
                     return None
-                return self._controller_event(
-                    item.ts, item.controller_id, {"type": "TopicChange", "created": created,
-                                                  "deleted": []})  # fmt: skip
+                return self._controller_event(TopicChange, item.ts, item.controller_id,
+                                              created=created)  # fmt: skip
             case TopicDeleted():
                 self._forget_topic(item.topic)
-                return self._controller_event(
-                    item.ts,
-                    item.controller_id,
-                    {"type": "TopicChange", "created": {}, "deleted": [item.topic]},
-                )
+                return self._controller_event(TopicChange, item.ts, item.controller_id,
+                                              deleted=(item.topic,))  # fmt: skip
         return None  # the records with no event were handled above
 
     # ------------------------------------------------------------------ per kind
@@ -334,22 +334,18 @@ class LogTranslator:
         partitions = []
         for state in item.states:
             if isinstance(state, PartitionState):
-                partitions.append({
-                    "topic": state.topic, "partition": state.partition, "leader": state.leader,
-                    "leader_epoch": state.leader_epoch, "isr": list(state.isr),
-                    "replicas": list(state.replicas),
-                    "offline_replicas": list(state.offline_replicas),
-                })  # fmt: skip
+                partitions.append(MetadataPartitionState(topic=state.topic,
+                    partition=state.partition, leader=state.leader, leader_epoch=state.leader_epoch,
+                    isr=tuple(state.isr), replicas=tuple(state.replicas),
+                    offline_replicas=tuple(state.offline_replicas)))  # fmt: skip
             else:
                 topic, partition = state
-                partitions.append({
-                    "topic": topic, "partition": partition, "leader": LEADER_DURING_DELETE,
-                    "leader_epoch": 0, "isr": [], "replicas": [], "offline_replicas": [],
-                })  # fmt: skip
-        value = {"type": "UpdateMetadata", "ts": item.ts, "broker": item.broker,
-                 "partitions": partitions, "controller_id": item.controller_id,
-                 "controller_epoch": item.controller_epoch}  # fmt: skip
-        return InputRecord(Source.CONTROLLER_EVENTS, str(item.broker), value)
+                partitions.append(MetadataPartitionState(topic=topic, partition=partition,
+                    leader=LEADER_DURING_DELETE, leader_epoch=0, isr=(), replicas=(),
+                    offline_replicas=()))  # fmt: skip
+        return input_record(UpdateMetadata(ts=item.ts, controller_id=item.controller_id,
+            controller_epoch=item.controller_epoch, broker=item.broker,
+            partitions=tuple(partitions)))  # fmt: skip
 
     def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> InputRecord | None:
         state = item.state
@@ -362,13 +358,13 @@ class LogTranslator:
             return None
         self._leader_and_isr[key] = epochs
         self._learn_isr(key, state.partition_epoch, state.isr)
-        value = {"type": "LeaderAndIsr", "ts": item.ts, "topic": state.topic,
-                 "partition": state.partition, "leader": state.leader,
-                 "leader_epoch": state.leader_epoch, "isr": list(state.isr),
-                 "replicas": list(state.replicas), "partition_epoch": state.partition_epoch,
-                 "controller_id": item.controller_id,
-                 "controller_epoch": item.controller_epoch}  # fmt: skip
-        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
+        return input_record(LeaderAndIsr(
+            ts=item.ts, controller_id=item.controller_id,
+            controller_epoch=item.controller_epoch, topic=state.topic,
+            partition=state.partition, leader=state.leader, leader_epoch=state.leader_epoch,
+            isr=tuple(state.isr), replicas=tuple(state.replicas),
+            partition_epoch=state.partition_epoch,
+        ))  # fmt: skip
 
     def _isr_change(self, item: IsrCommitted) -> InputRecord | None:
         key = partition_key(item.topic, item.partition)
@@ -381,12 +377,12 @@ class LogTranslator:
         if old is not None and set(old) == set(item.isr):
             self.dropped["isr_update_unchanged"] += 1
             return None
-        value = {"type": "IsrChange", "ts": item.ts, "topic": item.topic,
-                 "partition": item.partition, "leader": item.broker,
-                 "new_isr": list(item.isr), "partition_epoch": item.partition_epoch}  # fmt: skip
-        if old is not None:  # else the partial form: the model's ISR is the old one
-            value["old_isr"] = old
-        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
+        # old None: the partial form (the model's ISR is the old one)
+        return input_record(IsrChange(
+            ts=item.ts, topic=item.topic, partition=item.partition, leader=item.broker,
+            new_isr=tuple(item.isr), old_isr=None if old is None else tuple(old),
+            partition_epoch=item.partition_epoch,
+        ))  # fmt: skip
 
     def _broker_set_changed(self, item: BrokerSetChanged) -> InputRecord:
         live: dict[int, int] = {}
@@ -403,15 +399,17 @@ class LogTranslator:
         return self._broker_change(item.ts, item.controller_id)
 
     def _broker_change(self, ts: int, controller_id: int) -> InputRecord:
-        live = [{"id": broker, "epoch": epoch} for broker, epoch in sorted(self._live.items())]
-        return self._controller_event(ts, controller_id, {"type": "BrokerChange", "live": live})
+        live = tuple(BrokerRegistration(id=broker, epoch=epoch)
+                     for broker, epoch in sorted(self._live.items()))  # fmt: skip
+        return self._controller_event(BrokerChange, ts, controller_id, live=live)
 
-    def _controller_event(self, ts: int, controller_id: int, body: dict[str, Any]) -> InputRecord:
-        value: dict[str, Any] = {**body, "ts": ts, "controller_id": controller_id}
-        epoch = self._controller_epochs.get(controller_id)
-        if epoch is not None:
-            value["controller_epoch"] = epoch
-        return InputRecord(Source.CONTROLLER_EVENTS, str(controller_id), value)
+    def _controller_event(
+        self, kind: type[ControllerEvent], ts: int, controller_id: int, **fields: Any
+    ) -> InputRecord:
+        """An event of that controller, with the epoch of its last election seen if any."""
+        return input_record(kind(ts=ts, controller_id=controller_id,
+                                 controller_epoch=self._controller_epochs.get(controller_id),
+                                 **fields))  # fmt: skip
 
     # ------------------------------------------------------------------ memory
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from state.events import Source
+from state.events import IsrChange, IsrChangePropagation, TopicPartition
 from streaming.feeds.simulator.partition import Partition
 
 if TYPE_CHECKING:
@@ -114,12 +114,11 @@ class BrokerTasks:
     ) -> None:
         """The leader's ISR write (ZooKeeper / AlterPartition) and its propagation."""
         p.partition_epoch += 1
-        self._loop.emit(Source.CONTROLLER_EVENTS, p.key, {
-            "type": "IsrChange", "topic": p.topic, "partition": p.partition,
-            "leader": p.leader, "old_isr": old, "new_isr": list(p.isr),
-            "leader_epoch": p.leader_epoch, "partition_epoch": p.partition_epoch,
-            **self._cluster.metadata.record(),
-        })  # fmt: skip
+        self._loop.emit(IsrChange(
+            ts=self._loop.now, topic=p.topic, partition=p.partition, leader=p.leader,
+            old_isr=tuple(old), new_isr=tuple(p.isr), leader_epoch=p.leader_epoch,
+            partition_epoch=p.partition_epoch, metadata_offset=self._cluster.metadata.record(),
+        ))  # fmt: skip
         if truth_kind:
             self._loop.truth.add(self._loop.now, truth_kind, topic=p.topic,
                                  partition=p.partition, leader=p.leader, **facts)  # fmt: skip
@@ -143,10 +142,10 @@ class BrokerTasks:
             changes = sorted(broker.isr_change_set.items())
             broker.isr_change_set.clear()
             broker.last_isr_propagation_ms = now
-            self._loop.emit(Source.CONTROLLER_EVENTS, str(broker_id), {
-                "type": "IsrChangePropagation", "broker": broker_id,
-                "partitions": [{"topic": t, "partition": n} for (t, n), _ in changes],
-            })  # fmt: skip
+            self._loop.emit(IsrChangePropagation(
+                ts=now, broker=broker_id,
+                partitions=tuple(TopicPartition(t, n) for (t, n), _ in changes),
+            ))  # fmt: skip
             self._loop.truth.add(now, "propagation", broker=broker_id, changes=[
                 {"topic": t, "partition": n, "first_change_ms": first}
                 for (t, n), first in changes

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from state.events import Source
+from state.events import BrokerConfig, ControllerChange
 from streaming.feeds.simulator.actions import Timeline
 from streaming.feeds.simulator.broker import BROKER_EPOCH_BASE, Broker, BrokerTasks
 from streaming.feeds.simulator.controller import Controller
@@ -86,13 +86,14 @@ class ClusterSimulator:
 
     def _start(self) -> None:
         controller = self.controller
-        controller.event(str(controller.id), "ControllerChange")
+        controller.event(ControllerChange)
         controller.broker_change()
         for broker in self.brokers.values():
-            self.loop.emit(Source.CONTROLLER_EVENTS, str(broker.id), {
-                "type": "BrokerConfig", "broker": broker.id,
-                "replica_lag_time_max_ms": broker.lag_time_max_ms,
-            })  # fmt: skip
+            self.loop.emit(
+                BrokerConfig(
+                    ts=self.now, broker=broker.id, replica_lag_time_max_ms=broker.lag_time_max_ms
+                )
+            )
             broker.last_isr_propagation_ms = self.now
             self.broker_tasks.start(broker)
         controller.create_topics(self.scenario.topics)

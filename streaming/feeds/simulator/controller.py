@@ -7,9 +7,18 @@ over. Each decision is a ``LeaderAndIsr`` record; the brokers learn it through
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from state.events import Source
+from state.events import (
+    BrokerChange,
+    BrokerRegistration,
+    ControllerChange,
+    ControllerEvent,
+    LeaderAndIsr,
+    TopicChange,
+    TopicConfig,
+)
 from streaming.feeds.simulator.partition import LEADER_DURING_DELETE, NO_LEADER, Partition
 from streaming.feeds.simulator.scenario import TopicSpec
 from streaming.feeds.wire import split_created
@@ -37,18 +46,18 @@ class Controller:
 
     # ------------------------------------------------------------------ records
 
-    def event(self, key: str, event_type: str, **fields: Any) -> None:
+    def event(self, kind: type[ControllerEvent], **fields: Any) -> None:
         """A controller record; in KRaft it is also the next record of the metadata log."""
-        self._loop.emit(Source.CONTROLLER_EVENTS, key, {
-            "type": event_type, "controller_id": self.id,
-            "controller_epoch": self.epoch, **fields, **self._cluster.metadata.record(),
-        })  # fmt: skip
+        self._loop.emit(kind(
+            ts=self._loop.now, controller_id=self.id, controller_epoch=self.epoch, **fields,
+            metadata_offset=self._cluster.metadata.record(),
+        ))  # fmt: skip
 
     def leader_and_isr(self, p: Partition, reason: str) -> None:
         p.controller_isr = list(p.isr)
         self.event(
-            p.key, "LeaderAndIsr", topic=p.topic, partition=p.partition, leader=p.leader,
-            leader_epoch=p.leader_epoch, isr=list(p.isr), replicas=list(p.replicas),
+            LeaderAndIsr, topic=p.topic, partition=p.partition, leader=p.leader,
+            leader_epoch=p.leader_epoch, isr=tuple(p.isr), replicas=tuple(p.replicas),
             partition_epoch=p.partition_epoch,
         )  # fmt: skip
         self._loop.truth.add(self._loop.now, "leader_and_isr", topic=p.topic,
@@ -57,8 +66,8 @@ class Controller:
                              reason=reason)  # fmt: skip
 
     def broker_change(self) -> None:
-        live = [{"id": b, "epoch": e} for b, e in sorted(self.live.items())]
-        self.event(str(self.id), "BrokerChange", live=live)
+        live = tuple(BrokerRegistration(id=b, epoch=e) for b, e in sorted(self.live.items()))
+        self.event(BrokerChange, live=live)
 
     def is_up(self) -> bool:
         return self._cluster.brokers[self.id].alive
@@ -91,22 +100,22 @@ class Controller:
 
     def create_topics(self, specs: list[TopicSpec]) -> None:
         partitions = self._cluster.partitions
-        created: dict[str, dict[str, list[int]]] = {}
+        created: dict[str, dict[int, tuple[int, ...]]] = {}
         new: list[Partition] = []
         for spec in specs:
             for name in spec.names():
                 if any(t == name for t, _ in partitions):
                     continue
-                self._loop.emit(Source.CONTROLLER_EVENTS, str(self.id), {
-                    "type": "TopicConfig", "topic": name,
-                    "min_insync_replicas": spec.min_insync_replicas,
-                })  # fmt: skip
+                # no controller fields, yet keyed by the controller (as since the start)
+                self._loop.emit(TopicConfig(
+                    ts=self._loop.now, topic=name, min_insync_replicas=spec.min_insync_replicas,
+                ), key=str(self.id))  # fmt: skip
                 assignment = (
                     [tuple(replicas) for replicas in spec.replica_assignment]
                     if spec.replica_assignment
                     else self._assign(spec.partitions, spec.replication_factor)
                 )
-                created[name] = {str(i): list(r) for i, r in enumerate(assignment)}
+                created[name] = dict(enumerate(assignment))
                 for i, replicas in enumerate(assignment):
                     p = Partition(name, i, replicas, spec.min_insync_replicas, spec.produce_rate)
                     p.logs = dict.fromkeys(replicas, spec.initial_offset)
@@ -115,7 +124,7 @@ class Controller:
         if not created:
             return
         for part in split_created(created):
-            self.event(str(self.id), "TopicChange", created=part, deleted=[])
+            self.event(TopicChange, created=part, deleted=())
         for p in new:
             partitions[(p.topic, p.partition)] = p
             live = [r for r in p.replicas if r in self.live]
@@ -132,14 +141,14 @@ class Controller:
         doomed = [p for (t, _), p in partitions.items() if t == topic]
         if not doomed:
             return
-        states = [{**p.metadata_state(set()), "leader": LEADER_DURING_DELETE} for p in doomed]
+        states = [replace(p.metadata_state(set()), leader=LEADER_DURING_DELETE) for p in doomed]
         self._cluster.metadata.send_update_metadata(doomed, states=states)
         for p in doomed:
             del partitions[(p.topic, p.partition)]
             for broker in self._cluster.brokers.values():
                 broker.isr_change_set.pop((p.topic, p.partition), None)
         self._cluster.fetchers.forget_pairs()
-        self.event(str(self.id), "TopicChange", created={}, deleted=[topic])
+        self.event(TopicChange, created={}, deleted=(topic,))
         self._loop.truth.add(self._loop.now, "topic_deleted", topic=topic)
 
     # ------------------------------------------------------------------ leaders
@@ -280,7 +289,7 @@ class Controller:
     def fail_over(self, new_controller: int) -> None:
         self.id = new_controller
         self.epoch += 1
-        self.event(str(new_controller), "ControllerChange")
+        self.event(ControllerChange)
         self._loop.truth.add(self._loop.now, "controller_change", controller_id=new_controller,
                              controller_epoch=self.epoch)  # fmt: skip
 
@@ -304,12 +313,12 @@ class Controller:
         if not partitions:
             return
         p = partitions[min(partitions)]
-        self._loop.emit(Source.CONTROLLER_EVENTS, p.key, {
-            "type": "LeaderAndIsr", "controller_id": old_controller,
-            "controller_epoch": old_epoch, "topic": p.topic, "partition": p.partition,
-            "leader": p.leader, "leader_epoch": p.leader_epoch + 1, "isr": list(p.isr),
-            "replicas": list(p.replicas), "partition_epoch": p.partition_epoch + 1,
-        })  # fmt: skip
+        self._loop.emit(LeaderAndIsr(
+            ts=self._loop.now, controller_id=old_controller, controller_epoch=old_epoch,
+            topic=p.topic, partition=p.partition, leader=p.leader,
+            leader_epoch=p.leader_epoch + 1, isr=tuple(p.isr), replicas=tuple(p.replicas),
+            partition_epoch=p.partition_epoch + 1,
+        ))  # fmt: skip
         self._loop.truth.add(
             self._loop.now,
             "zombie_event",

@@ -13,10 +13,11 @@ from typing import Any
 
 import numpy as np
 
-from state.events import Source
+from state.events import Event
 from streaming.feeds.simulator.ground_truth import GroundTruth
 from streaming.feeds.simulator.scenario import PropagationMode, Scenario
 from streaming.feeds.wire import InputRecord
+from streaming.feeds.wire_encoding import input_record
 
 __all__ = ["EventLoop"]
 
@@ -46,8 +47,10 @@ class EventLoop:
         low, high = bounds
         return self.random.randint(low, max(low, high))
 
-    def emit(self, source: Source, key: str, value: dict[str, Any]) -> None:
-        self._out.append(InputRecord(source, key, {"ts": self.now, **value}))
+    def emit(self, event: Event, key: str | None = None) -> None:
+        """A record of ``event`` (its ``ts`` is ``now``), keyed by the contract's rule
+        unless ``key`` is given."""
+        self._out.append(input_record(event, key))
 
     def run(self, end: int) -> Iterator[InputRecord]:
         """Run the tasks due up to ``end``, yielding each one's records as it finishes."""

@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import TYPE_CHECKING
 
-from state.events import Source
 from streaming.feeds.simulator.partition import NO_LEADER, Partition
+from streaming.feeds.wire_encoding import fetch_response
 
 if TYPE_CHECKING:
     from streaming.feeds.simulator.cluster import ClusterSimulator
@@ -149,12 +149,12 @@ class ReplicaFetchers:
             p.remote[follower].update_fetch_state(offset, leader_leo, now)
             self._cluster.broker_tasks.maybe_expand_isr(p, follower, offset)
             p.maybe_increment_high_watermark()
-            self._loop.emit(Source.FETCH_RESPONSES, p.key, {
-                "topic": p.topic, "partition": p.partition, "leader": leader,
-                "follower": follower, "leader_epoch": p.leader_epoch, "fetch_offset": offset,
-                "leader_leo": leader_leo, "high_watermark": p.high_watermark,
-                "log_start_offset": 0, "error": "NONE", "bytes": returned * fetch.record_bytes,
-            })  # fmt: skip
+            self._loop.emit(fetch_response(
+                ts=now, topic=p.topic, partition=p.partition, leader=leader,
+                follower=follower, leader_epoch=p.leader_epoch, fetch_offset=offset,
+                leader_leo=leader_leo, high_watermark=p.high_watermark,
+                log_start_offset=0, bytes=returned * fetch.record_bytes,
+            ))  # fmt: skip
         return has_data
 
     def _respond(self, follower: int, leader: int, token: int) -> None:

@@ -10,9 +10,14 @@ publishes it) gives every broker's log end offset at a fixed interval.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from state.events import Source
+from state.events import (
+    MetadataLogProgress,
+    MetadataPartitionState,
+    ReplicaProgress,
+    UpdateMetadata,
+)
 from streaming.feeds.simulator.broker import Broker
 from streaming.feeds.simulator.partition import Partition
 from streaming.feeds.wire import MAX_PARTITIONS_PER_EVENT, chunks
@@ -36,17 +41,17 @@ class MetadataChannel:
 
     # ------------------------------------------------------------------ KRaft
 
-    def record(self) -> dict[str, int]:
-        """KRaft: the decision is the next record of the metadata log; every live broker
-        fetches it a little later. ZK: nothing."""
+    def record(self) -> int | None:
+        """KRaft: the decision is the next record of the metadata log (its offset); every
+        live broker fetches it a little later. ZK: nothing (None)."""
         if not self._loop.kraft:
-            return {}
+            return None
         offset = self._log_end
         self._log_end += 1
         for broker in self._cluster.brokers.values():
             if broker.alive:
                 self._schedule_fetch(broker, offset + 1)
-        return {"metadata_offset": offset}
+        return offset
 
     def catch_up(self, broker: Broker) -> None:
         """KRaft: a restarted broker reads the metadata log to its end before it serves."""
@@ -75,13 +80,13 @@ class MetadataChannel:
     def _progress(self) -> None:
         """What DescribeQuorum reports, as ``collect admin`` publishes it."""
         controller = self._cluster.controller
-        self._loop.emit(Source.CONTROLLER_EVENTS, str(controller.id), {
-            "type": "MetadataLogProgress", "controller_id": controller.id,
-            "controller_epoch": controller.epoch, "high_watermark": self._log_end,
-            "interval_ms": self._loop.scenario.cluster.kraft_progress_interval_ms,
-            "replicas": [{"broker": b, "log_end_offset": end}
-                         for b, end in sorted(self._fetched.items())],
-        })  # fmt: skip
+        self._loop.emit(MetadataLogProgress(
+            ts=self._loop.now, controller_id=controller.id, controller_epoch=controller.epoch,
+            high_watermark=self._log_end,
+            interval_ms=self._loop.scenario.cluster.kraft_progress_interval_ms,
+            replicas=tuple(ReplicaProgress(broker=b, log_end_offset=end)
+                           for b, end in sorted(self._fetched.items())),
+        ))  # fmt: skip
         self._schedule_progress()
 
     # ------------------------------------------------------------------ ZK
@@ -89,7 +94,7 @@ class MetadataChannel:
     def send_update_metadata(
         self,
         partitions: list[Partition],
-        states: list[dict[str, Any]] | None = None,
+        states: list[MetadataPartitionState] | None = None,
         refresh: bool = False,
     ) -> None:
         """The controller sends these partitions' states to every live broker; with
@@ -113,7 +118,7 @@ class MetadataChannel:
     def _sent(
         self,
         partitions: tuple[Partition, ...],
-        states: tuple[dict[str, Any], ...] | None,
+        states: tuple[MetadataPartitionState, ...] | None,
         refresh: bool,
         controller_epoch: int,
     ) -> None:
@@ -131,7 +136,9 @@ class MetadataChannel:
         ]  # fmt: skip
         if not snapshot:
             return
-        live = sorted(controller.live)
+        live = tuple(sorted(controller.live))
+        # one tuple per part, sent to every broker: the encoder writes each part once
+        parts = [tuple(part) for part in chunks(snapshot, MAX_PARTITIONS_PER_EVENT)]
         jitter = self._loop.scenario.cluster.update_metadata_jitter_ms
         for broker_id in live:
             # one connection per broker: its requests arrive in the order they were sent
@@ -140,26 +147,25 @@ class MetadataChannel:
                 self._last_arrival_ms.get(broker_id, 0),
             )
             self._last_arrival_ms[broker_id] = arrival
-            for chunk in chunks(snapshot, MAX_PARTITIONS_PER_EVENT):
-                self._loop.schedule(arrival, self._arrives, broker_id, chunk, live,
+            for part in parts:
+                self._loop.schedule(arrival, self._arrives, broker_id, part, live,
                                     controller.id, controller.epoch)  # fmt: skip
 
     def _arrives(
         self,
         broker_id: int,
-        snapshot: list[dict[str, Any]],
-        live: list[int],
+        snapshot: tuple[MetadataPartitionState, ...],
+        live: tuple[int, ...],
         controller_id: int,
         controller_epoch: int,
     ) -> None:
         if not self._cluster.brokers[broker_id].alive:
             return  # the request fails; the controller resends on the broker's return
-        self._loop.emit(Source.CONTROLLER_EVENTS, str(broker_id), {
-            "type": "UpdateMetadata", "controller_id": controller_id,
-            "controller_epoch": controller_epoch, "broker": broker_id,
-            "live_brokers": live, "partitions": snapshot,
-        })  # fmt: skip
+        self._loop.emit(UpdateMetadata(
+            ts=self._loop.now, controller_id=controller_id, controller_epoch=controller_epoch,
+            broker=broker_id, partitions=snapshot, live_brokers=live,
+        ))  # fmt: skip
         self._loop.truth.add(self._loop.now, "update_metadata", broker=broker_id, partitions=[
-            {"topic": s["topic"], "partition": s["partition"], "isr": s["isr"],
-             "leader": s["leader"]} for s in snapshot
+            {"topic": s.topic, "partition": s.partition, "isr": list(s.isr), "leader": s.leader}
+            for s in snapshot
         ])  # fmt: skip

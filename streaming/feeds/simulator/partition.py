@@ -4,9 +4,8 @@ view of each follower (Kafka's Partition and Replica)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from state.events import LEADER_DURING_DELETE, NO_LEADER
+from state.events import LEADER_DURING_DELETE, NO_LEADER, MetadataPartitionState
 
 __all__ = [
     "LEADER_DURING_DELETE",
@@ -74,13 +73,13 @@ class Partition:
     def leader_leo(self) -> int:
         return self.logs[self.leader]
 
-    def metadata_state(self, offline: set[int]) -> dict[str, Any]:
-        return {
-            "topic": self.topic, "partition": self.partition, "leader": self.leader,
-            "leader_epoch": self.leader_epoch, "isr": list(self.controller_isr),
-            "replicas": list(self.replicas),
-            "offline_replicas": [r for r in self.replicas if r in offline],
-        }  # fmt: skip
+    def metadata_state(self, offline: set[int]) -> MetadataPartitionState:
+        return MetadataPartitionState(
+            topic=self.topic, partition=self.partition, leader=self.leader,
+            leader_epoch=self.leader_epoch, isr=tuple(self.controller_isr),
+            replicas=tuple(self.replicas),
+            offline_replicas=tuple(r for r in self.replicas if r in offline),
+        )  # fmt: skip
 
     def make_leader(self, leader: int, now: int) -> tuple[int, ...]:
         """Partition.makeLeader on the brokers, for a leader epoch the caller has set: the

@@ -33,7 +33,17 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
 
-from state.events import Source
+from state.events import (
+    BrokerChange,
+    BrokerConfig,
+    BrokerRegistration,
+    ControllerChange,
+    ControllerEvent,
+    IsrChange,
+    LeaderAndIsr,
+    TopicChange,
+    TopicConfig,
+)
 from streaming.feeds.collectors.metadata_log.image import BrokerState, MetadataImage, PartitionState
 from streaming.feeds.collectors.metadata_log.records import (
     CONTROL_LEADER_CHANGE,
@@ -43,9 +53,8 @@ from streaming.feeds.collectors.metadata_log.records import (
 )
 from streaming.feeds.collectors.metadata_log.segments import Batch
 from streaming.feeds.collectors.metadata_log.wire import DecodeError
-from streaming.feeds.wire import InputRecord, partition_key, split_created
-
-NO_CONTROLLER_KEY = "-1"
+from streaming.feeds.wire import InputRecord, split_created
+from streaming.feeds.wire_encoding import input_record
 
 
 class RecordType(IntEnum):
@@ -79,7 +88,7 @@ class _Unit:
     live_before: dict[int, int]
     min_isr_before: dict[str, int]
     lag_before: dict[int, int]
-    created: dict[str, dict[str, list[int]]] = field(default_factory=dict)
+    created: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
     events: list[InputRecord] = field(default_factory=list)
     broker_offset: int | None = None  # of its last broker record
     config_offset: int | None = None  # of its last config, topic or broker record
@@ -150,11 +159,10 @@ class MetadataReplayer:
             self.image.controller_id = leader if leader >= 0 else None
             self.image.controller_epoch = batch.epoch
             if leader >= 0:
-                out.append(InputRecord(Source.CONTROLLER_EVENTS, str(leader), {
-                    "type": "ControllerChange", "ts": batch.append_ms,
-                    "controller_id": leader, "controller_epoch": batch.epoch,
-                    "metadata_offset": record.offset,
-                }))  # fmt: skip
+                out.append(input_record(ControllerChange(
+                    ts=batch.append_ms, controller_id=leader, controller_epoch=batch.epoch,
+                    metadata_offset=record.offset,
+                )))  # fmt: skip
         return out
 
     # ------------------------------------------------------------------ units
@@ -175,44 +183,35 @@ class MetadataReplayer:
         ts, epoch, offset = unit.first
         out: list[InputRecord] = []
         for part in split_created(unit.created) if unit.created else []:
-            out.append(self._event(ts, epoch, offset, {"type": "TopicChange", "created": part,
-                                                        "deleted": []}))  # fmt: skip
+            out.append(self._event(TopicChange, ts, epoch, offset, created=part))
         live = self.image.live_brokers()
         if live != unit.live_before:
-            out.append(self._event(ts, epoch, unit.broker_offset or offset, {
-                "type": "BrokerChange", "live": [{"id": b, "epoch": e} for b, e in live.items()],
-            }))  # fmt: skip
+            registrations = tuple(BrokerRegistration(id=b, epoch=e) for b, e in live.items())
+            at = unit.broker_offset or offset
+            out.append(self._event(BrokerChange, ts, epoch, at, live=registrations))
         out += unit.events
         if unit.config_offset is not None:
             at = unit.config_offset
             for topic, value in self.image.min_insync_replicas().items():
                 if unit.min_isr_before.get(topic) != value:
-                    out.append(
-                        self._event(
-                            ts,
-                            epoch,
-                            at,
-                            {"type": "TopicConfig", "topic": topic, "min_insync_replicas": value},
-                        )
-                    )
+                    out.append(self._event(TopicConfig, ts, epoch, at, topic=topic,
+                                           min_insync_replicas=value))  # fmt: skip
             for broker, lag in self.image.replica_lag_time_max_ms().items():
                 if unit.lag_before.get(broker) != lag:
-                    out.append(self._event(ts, epoch, at, {
-                        "type": "BrokerConfig", "broker": broker, "replica_lag_time_max_ms": lag,
-                    }, key=str(broker)))  # fmt: skip
+                    out.append(self._event(BrokerConfig, ts, epoch, at, broker=broker,
+                                           replica_lag_time_max_ms=lag))  # fmt: skip
         return out
 
     def _event(
-        self, ts: int, epoch: int, offset: int, body: dict[str, Any], key: str | None = None
+        self, kind: type[ControllerEvent], ts: int, epoch: int, offset: int, **fields: Any
     ) -> InputRecord:
-        value: dict[str, Any] = {**body, "ts": ts, "controller_epoch": epoch}
+        """An event of the record at ``offset``, written in quorum epoch ``epoch``: it
+        names the quorum leader only when the image knows the leader of that epoch."""
         controller = self.image.controller_id
-        if controller is not None and self.image.controller_epoch == epoch:
-            value["controller_id"] = controller
-        value["metadata_offset"] = offset
-        if key is None:
-            key = str(value.get("controller_id", NO_CONTROLLER_KEY))
-        return InputRecord(Source.CONTROLLER_EVENTS, key, value)
+        if self.image.controller_epoch != epoch:
+            controller = None
+        return input_record(kind(ts=ts, controller_id=controller, controller_epoch=epoch,
+                                 metadata_offset=offset, **fields))  # fmt: skip
 
     # ------------------------------------------------------------------ records
 
@@ -230,7 +229,7 @@ class MetadataReplayer:
                 if name is None:
                     self.dropped["partition_of_unknown_topic"] += 1
                     return
-                unit.created.setdefault(name, {})[str(partition)] = list(state.replicas)
+                unit.created.setdefault(name, {})[partition] = tuple(state.replicas)
                 unit.events.append(self._leader_and_isr(ts, epoch, offset, name, partition, state))
             case RecordType.PARTITION_CHANGE:
                 change = image.replay_partition_change(f)
@@ -248,8 +247,7 @@ class MetadataReplayer:
                     self.dropped["removal_of_unknown_topic"] += 1
                     return
                 unit.created.pop(name, None)
-                unit.events.append(self._event(ts, epoch, offset, {
-                    "type": "TopicChange", "created": {}, "deleted": [name]}))  # fmt: skip
+                unit.events.append(self._event(TopicChange, ts, epoch, offset, deleted=(name,)))
             case RecordType.REGISTER_BROKER:
                 image.brokers[f["BrokerId"]] = BrokerState(
                     f["BrokerEpoch"], bool(f["Fenced"]), bool(f["InControlledShutdown"])
@@ -293,12 +291,11 @@ class MetadataReplayer:
     def _leader_and_isr(
         self, ts: int, epoch: int, offset: int, topic: str, partition: int, state: PartitionState
     ) -> InputRecord:
-        return self._event(ts, epoch, offset, {
-            "type": "LeaderAndIsr", "topic": topic, "partition": partition,
-            "leader": state.leader, "leader_epoch": state.leader_epoch,
-            "isr": list(state.isr), "replicas": list(state.replicas),
-            "partition_epoch": state.partition_epoch,
-        }, key=partition_key(topic, partition))  # fmt: skip
+        return self._event(
+            LeaderAndIsr, ts, epoch, offset, topic=topic, partition=partition,
+            leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
+            replicas=tuple(state.replicas), partition_epoch=state.partition_epoch,
+        )  # fmt: skip
 
     def _partition_change(
         self, ts: int, epoch: int, offset: int, topic: str, partition: int,
@@ -312,11 +309,11 @@ class MetadataReplayer:
         )
         if not isr_only:
             return self._leader_and_isr(ts, epoch, offset, topic, partition, after)
-        return self._event(ts, epoch, offset, {
-            "type": "IsrChange", "topic": topic, "partition": partition,
-            "leader": after.leader, "old_isr": list(before.isr), "new_isr": list(after.isr),
-            "leader_epoch": after.leader_epoch, "partition_epoch": after.partition_epoch,
-        }, key=partition_key(topic, partition))  # fmt: skip
+        return self._event(
+            IsrChange, ts, epoch, offset, topic=topic, partition=partition,
+            leader=after.leader, old_isr=tuple(before.isr), new_isr=tuple(after.isr),
+            leader_epoch=after.leader_epoch, partition_epoch=after.partition_epoch,
+        )  # fmt: skip
 
 
 def replay_all(replayer: MetadataReplayer, batches: Iterable[Batch]) -> list[InputRecord]:
