@@ -95,13 +95,18 @@ def _parent_death_signal() -> Callable[[], None] | None:
 class EmbeddedBroker:
     """A Tansu broker on ``host:port`` (memory storage), as a context manager.
 
-    ``port`` None picks a free port. ``start()`` returns once the broker answers
-    metadata requests; ``stop()`` may be called any number of times, and a stopped broker
+    ``port`` None picks a free port. ``advertised_port`` (default: ``port``) is the port
+    the broker names in its metadata answers, which clients then connect to: a proxy in
+    front of the broker (``bench/faults/proxy.py``) keeps every client going through it.
+    ``start()`` returns once the broker answers metadata requests; ``stop()`` may be called any number of times, and a stopped broker
     may be started again on the same port (with empty storage).
     """
 
-    def __init__(self, port: int | None = None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, port: int | None = None, host: str = "127.0.0.1", advertised_port: int | None = None
+    ) -> None:
         self._host = host
+        self._advertised_port = advertised_port
         self._port_given = port is not None
         self._port = port if port is not None else free_port(host)
         self._process: subprocess.Popen[bytes] | None = None
@@ -167,7 +172,7 @@ class EmbeddedBroker:
             "--listener-url",
             url,
             "--advertised-listener-url",
-            url,
+            f"tcp://{self._host}:{self._advertised_port or self._port}",
             "--storage-engine",
             "memory://tansu/",
         ]
