@@ -98,8 +98,9 @@ class EmbeddedBroker:
     ``port`` None picks a free port. ``advertised_port`` (default: ``port``) is the port
     the broker names in its metadata answers, which clients then connect to: a proxy in
     front of the broker (``bench/faults/proxy.py``) keeps every client going through it.
-    ``start()`` returns once the broker answers metadata requests; ``stop()`` may be called any number of times, and a stopped broker
-    may be started again on the same port (with empty storage).
+    ``start()`` returns once the broker answers metadata requests; ``stop()`` may be
+    called any number of times, and a stopped broker may be started again on the same
+    port (with empty storage).
     """
 
     def __init__(
