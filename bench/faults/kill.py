@@ -41,7 +41,7 @@ from streaming.embedded_broker import free_port
 KILLS = {Mode.SHORT: 3, Mode.LONG: 20}
 SIMULATED_S = {Mode.SHORT: 60, Mode.LONG: 400}
 RATE = {Mode.SHORT: 600.0, Mode.LONG: 150.0}  # records/s produced while the job runs
-PATIENCE_S = 240.0  # longest wait for an aimed phase (Spark starts slowly on a busy host)
+PATIENCE_S = 600.0  # longest wait for an aimed phase (Spark starts slowly on a busy host)
 SHUFFLE_PARTITIONS = 2
 
 
