@@ -76,7 +76,7 @@ class JobSettings:
     metrics_port: int = field(default_factory=free_port)
     trigger_interval_ms: int = 1000
     state_shards: int = 3
-    max_records_per_partition_per_batch: int = 2000
+    max_records_per_partition_per_batch: int = 100_000  # the default: a backlog in one batch
     request_timeout_ms: int = 5000
     extra: dict[str, str] = field(default_factory=dict)
 

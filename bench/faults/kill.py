@@ -39,8 +39,8 @@ from faults.verify import (
 from streaming.embedded_broker import free_port
 
 KILLS = {Mode.SHORT: 3, Mode.LONG: 20}
-SIMULATED_S = {Mode.SHORT: 60, Mode.LONG: 400}
-RATE = {Mode.SHORT: 600.0, Mode.LONG: 150.0}  # records/s produced while the job runs
+SIMULATED_S = {Mode.SHORT: 30, Mode.LONG: 300}
+RATE = {Mode.SHORT: 40.0, Mode.LONG: 30.0}  # records/s: the load lasts through the kills
 PATIENCE_S = 600.0  # longest wait for an aimed phase (Spark starts slowly on a busy host)
 SHUFFLE_PARTITIONS = 2
 
@@ -117,7 +117,6 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         create_topics(broker, topics, fetch_partitions=3)
         settings = JobSettings(
             broker.bootstrap_servers, topics, workdir / "checkpoint",
-            max_records_per_partition_per_batch=1500,
             extra={"streaming.shuffle_partitions": str(SHUFFLE_PARTITIONS)},
         )  # fmt: skip
         records = planned_load("broker-crash-and-bounce", SIMULATED_S[mode], seed, 150)
@@ -137,6 +136,7 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
             if index < KILLS[mode]:  # the last restart is the available-now run below
                 settings.metrics_port = free_port()
                 job = JobProcess(settings, workdir / "job.log")
+        load.hurry()
         load.join()
         if not producer.flush(120):
             raise RuntimeError("the load was not acknowledged")

@@ -138,6 +138,12 @@ class PacedLoad(threading.Thread):
         self.gate = gate
         self.sent = 0
         self.halt = threading.Event()
+        self._hurry = threading.Event()
+
+    def hurry(self) -> None:
+        """Send the rest at once (the fault is over; the final check needs all of it)."""
+        self._hurry.set()
+        self.halt.set()
 
     def run(self) -> None:
         step = max(1, int(self.rate * 0.2))
@@ -149,6 +155,9 @@ class PacedLoad(threading.Thread):
             self.producer.send(self.records[self.sent : self.sent + step])
             self.sent += len(self.records[self.sent : self.sent + step])
             self.halt.wait(max(0.0, 0.2 - (time.monotonic() - begun)))
+        if self._hurry.is_set():
+            self.producer.send(self.records[self.sent :])
+            self.sent = len(self.records)
 
     @property
     def done(self) -> bool:

@@ -152,7 +152,6 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         topics = Topics.fresh()
         create_topics(broker, topics, fetch_partitions=3)
         settings = JobSettings(proxy.address, topics, workdir / "checkpoint",
-                               max_records_per_partition_per_batch=1500,
                                extra={"streaming.shuffle_partitions": "2"})  # fmt: skip
         records = planned_load("slow-follower", SIMULATED_S[mode], seed, 150)
         result.notes.append(f"load: {describe(records)}")
