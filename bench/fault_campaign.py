@@ -31,7 +31,7 @@ from faults.report import checks, table  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.SHORT.value)
-    parser.add_argument("--faults", default=",".join(registry.MODULES),
+    parser.add_argument("--faults", default=",".join(registry.DEFAULT),
                         help=f"comma-separated, of: {', '.join(registry.MODULES)}")  # fmt: skip
     parser.add_argument(
         "--workdir",

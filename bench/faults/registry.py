@@ -10,7 +10,11 @@ from faults.fault import Fault
 MODULES = {
     "kill": "faults.kill",
     "outage": "faults.outage",
+    "backlog": "faults.backlog",
 }
+DEFAULT = ("kill", "outage")
+"""What a run without ``--faults`` injects (``backlog`` fails until the job orders a
+capped backlog across its input topics: docs/faults.md)."""
 
 
 def fault(name: str) -> Fault:
