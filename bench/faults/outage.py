@@ -220,7 +220,10 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
                              read_topic(broker.bootstrap_servers, topics.dead_letters))  # fmt: skip
         result.comparison = comparison
         result.outage_seconds_survived = sum(log.seconds for log in logs) if alive else 0.0
-        result.restarts_survived = 0
+        # the job's supervisor restarts a failed query (a batch that could not read or
+        # write through the outage) from its checkpoint, in the same process
+        log_text = (workdir / "job.log").read_text(errors="replace")
+        result.restarts_survived = log_text.count("restarting from its checkpoint")
         result.notes += [log.line() for log in logs]
         result.notes.append(f"proxy: {proxy.connections_accepted} connections, "
                             f"{proxy.responses_cut} responses cut")  # fmt: skip
