@@ -17,6 +17,8 @@ from streaming.job import run
 from streaming.metrics import HealthExporter
 from streaming.shard_state import STATS
 
+ATTEMPTS = 3
+
 
 def final_pass(settings: JobSettings) -> Counter[str]:
     """Run to the end of the input; the applied totals by event type."""
@@ -28,7 +30,18 @@ def final_pass(settings: JobSettings) -> Counter[str]:
             stats = json.loads(value)
             latest[int(stats["shard"])] = stats
 
-    run(config, available_now=True, exporter=HealthExporter(), on_batch=keep_stats)
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            run(config, available_now=True, exporter=HealthExporter(), on_batch=keep_stats)
+            break
+        except Exception as error:  # a failed available-now run: run it again
+            if attempt == ATTEMPTS:
+                raise
+            # On a host this busy Spark may fail to start a Python worker in time ("Python
+            # worker failed to connect back"); the run goes on from the checkpoint, as the
+            # job's own supervisor restarts a failed query.
+            print(f"   the final run failed ({str(error).splitlines()[0][:200]}); "
+                  f"running it again from the checkpoint", flush=True)  # fmt: skip
     totals: Counter[str] = Counter()
     for shard in latest.values():
         totals.update(shard["applied_total"])
