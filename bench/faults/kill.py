@@ -27,7 +27,7 @@ from faults.harness import (
     broker_stack,
     create_topics,
 )
-from faults.load import LoadProducer, PacedLoad, describe, planned_load
+from faults.load import TAIL, LoadProducer, PacedLoad, describe, planned_load
 from faults.verify import (
     Comparison,
     compare_applied,
@@ -122,7 +122,7 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         records = planned_load("broker-crash-and-bounce", SIMULATED_S[mode], seed, 150)
         result.notes.append(f"load: {describe(records)}")
         producer = LoadProducer(broker.bootstrap_servers, topics)
-        load = PacedLoad(producer, records, RATE[mode])
+        load = PacedLoad(producer, records[:-TAIL], RATE[mode])
         outputs = [topics.partition_health, topics.dead_letters]
         moments: list[Moment] = []
         job = JobProcess(settings, workdir / "job.log")
@@ -138,6 +138,7 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
                 job = JobProcess(settings, workdir / "job.log")
         load.hurry()
         load.join()
+        producer.send(records[-TAIL:])
         if not producer.flush(120):
             raise RuntimeError("the load was not acknowledged")
         health_before = len(read_topic(broker.bootstrap_servers, topics.partition_health, 1.0))

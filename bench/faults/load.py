@@ -164,6 +164,12 @@ class PacedLoad(threading.Thread):
         return self.sent >= len(self.records)
 
 
+TAIL = 50
+"""Records held back until the job under test is stopped: the final available-now run
+then has new records to read, so it runs a batch, whose end writes every partition's
+health (with nothing new it runs none and writes nothing)."""
+
+
 def malformed_count(records: Sequence[Planned]) -> int:
     return sum(r.line is None for r in records)
 
