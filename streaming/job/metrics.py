@@ -313,11 +313,20 @@ class HealthExporter(Collector):
             status = None
         if not isinstance(status, dict):
             return
+        stalled = self._stalled_reads(status.get("last_success_at") or 0)
         up = GaugeMetricFamily(
-            "isrwatch_source_up", "1 if the Kafka source's last offset request was answered"
+            "isrwatch_source_up",
+            "1 if the Kafka source's last offset request was answered and no read is stalled",
         )
-        up.add_metric([], 1 if status.get("consecutive_failures") == 0 else 0)
+        up.add_metric([], 1 if status.get("consecutive_failures") == 0 and not stalled else 0)
         yield up
+        reads = GaugeMetricFamily(
+            "isrwatch_source_stalled_reads",
+            "Input partitions whose read gets nothing from Kafka although records are due "
+            "(the batch waits; the source is down)",
+        )
+        reads.add_metric([], stalled)
+        yield reads
         failing = GaugeMetricFamily(
             "isrwatch_source_consecutive_failures",
             "Offset requests in a row that Kafka did not answer (retried with back-off)",
@@ -348,3 +357,18 @@ class HealthExporter(Collector):
             )
             success.add_metric([], status["last_success_at"])
             yield success
+
+    def _stalled_reads(self, planner_success_at: float) -> int:
+        """Read tasks reporting a stall (``kafka_source.partition_reader.ReadStall``) since
+        the planner last reached Kafka: an older report is over, the broker answered since.
+        The directory is ``partition_reader.read_status_dir`` (not imported: it loads Spark)."""
+        if self.source_status is None:
+            return 0
+        stalled = 0
+        for report in Path(f"{self.source_status}.reads").glob("*.json"):
+            try:
+                since = json.loads(report.read_text()).get("stalled_since") or 0
+            except (OSError, ValueError, AttributeError):
+                continue
+            stalled += since > planner_success_at
+        return stalled

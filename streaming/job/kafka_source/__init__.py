@@ -56,7 +56,12 @@ Failures. When Kafka does not answer, ``latestOffset`` finds out why with librdk
 failures, at most a few seconds per call) and returns its ``start``: the micro-batch has
 no new data and the query goes on (clients are made afresh for the next try, so a CA or
 certificate file replaced on disk is read again). A read that stops making progress
-raises, and Spark retries the task.
+raises, and Spark retries the task. A read that Kafka stops answering while the batch still
+has records to read (a refused connection, a transport error, or nothing at all for a
+request timeout) reports its partition as stalled next to ``statusFile``
+(``read_status_dir``) until it reads again: the planner is not called while a batch is
+stuck reading, so without it the exporter would go on saying the source is up through an
+outage (docs/faults.md).
 
 New partitions (and topics created after the query started) are registered at their
 beginning offset in one micro-batch and read from the next one, so that planning a

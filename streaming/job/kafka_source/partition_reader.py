@@ -4,8 +4,12 @@ into Arrow record batches of Spark's Kafka source columns."""
 from __future__ import annotations
 
 import contextlib
+import json
+import logging
+import os
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,8 +29,14 @@ from streaming.config import librdkafka_names
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.planner import KafkaInputPartition
 
+log = logging.getLogger("isrwatch.kafka_source")
+
 #: Records per poll (and per Arrow batch) when reading.
 READ_BATCH_RECORDS = 10_000
+#: Where read tasks report stalled partitions: a directory next to the status file.
+READ_STATUS_SUFFIX = ".reads"
+#: librdkafka errors that say the broker is not reachable (a read reports its stall at once).
+_UNREACHABLE_ERRORS = ("_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "_RESOLVE")
 
 
 #: The columns of Spark's Kafka source.
@@ -48,6 +58,44 @@ def _arrow_schema() -> Any:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(SCHEMA, timezone="UTC")
+
+
+def read_status_dir(status_file: str | Path) -> Path:
+    """The directory where read tasks report stalled partitions (one JSON file each)."""
+    return Path(f"{status_file}{READ_STATUS_SUFFIX}")
+
+
+class ReadStall:
+    """A read task's report of its partition to the exporter: ``{"stalled_since": epoch s,
+    "error": ...}`` in ``read_status_dir(statusFile)/<topic>-<partition>.json`` while Kafka
+    gives nothing although the range holds records; the file is removed once the read
+    progresses again. A stall older than the planner's last success is over (the broker
+    answered since), whatever a task killed mid-stall left behind."""
+
+    def __init__(self, settings: SourceSettings, topic: str, partition: int) -> None:
+        status = settings.status_file
+        self.path = read_status_dir(status) / f"{topic}-{partition}.json" if status else None
+        self.stalled = False
+
+    def report(self, error: str) -> None:
+        if self.stalled or self.path is None:
+            return
+        self.stalled = True
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            partial = self.path.with_name(self.path.name + ".tmp")
+            partial.write_text(json.dumps({"stalled_since": time.time(), "error": error}),
+                               encoding="utf-8")  # fmt: skip
+            os.replace(partial, self.path)
+        except OSError as problem:
+            log.warning("%s: cannot write the read status %s: %s", SOURCE_NAME, self.path, problem)
+
+    def progressed(self) -> None:
+        if not self.stalled or self.path is None:
+            return
+        self.stalled = False
+        with contextlib.suppress(OSError):
+            self.path.unlink()
 
 
 def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
@@ -87,6 +135,7 @@ def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Itera
             f"{','.join(settings.bootstrap_servers)} to read {where}: {error}"
         ) from error
     timeout_s = settings.read_timeout_ms / 1000
+    stall = ReadStall(settings, part.topic, part.partition)
     try:
         consumer.assign([ConfluentPartition(part.topic, part.partition, part.start)])
         position = part.start
@@ -104,10 +153,16 @@ def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Itera
                     records = [m for m, k in zip(records, keep.tolist(), strict=True) if k]
                     offsets = offsets[keep]
                 if records:
+                    stall.progressed()
                     yield _messages_to_arrow(part.topic, part.partition, records, offsets)
                     position = int(offsets[-1]) + 1
                     progress_at = time.monotonic()
                     continue
+            unreachable = _unreachable(messages)
+            if unreachable is not None:
+                stall.report(unreachable)
+            elif time.monotonic() - progress_at > settings.request_timeout_ms / 1000:
+                stall.report(f"no records for {settings.request_timeout_ms} ms")
             if time.monotonic() - progress_at > timeout_s:
                 errors = "; ".join(str(m.error()) for m in messages if m.error() is not None)
                 raise RuntimeError(
@@ -118,6 +173,15 @@ def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Itera
     finally:
         with contextlib.suppress(Exception):
             consumer.close()
+
+
+def _unreachable(messages: Sequence[Any]) -> str | None:
+    """The first error among ``messages`` that says the broker is not reachable."""
+    for message in messages:
+        error = message.error()
+        if error is not None and error.name() in _UNREACHABLE_ERRORS:
+            return str(error)
+    return None
 
 
 def _messages_to_arrow(

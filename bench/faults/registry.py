@@ -1,0 +1,22 @@
+"""The fault kinds the campaign knows, by name; a module is imported only when its fault
+runs. A new kind is a module with a ``FAULT`` and a line here."""
+
+from __future__ import annotations
+
+import importlib
+
+from faults.fault import Fault
+
+MODULES = {
+    "kill": "faults.kill",
+    "outage": "faults.outage",
+    "backlog": "faults.backlog",
+}
+DEFAULT = ("kill", "outage")
+"""What a run without ``--faults`` injects (``backlog`` fails until the job orders a
+capped backlog across its input topics: docs/faults.md)."""
+
+
+def fault(name: str) -> Fault:
+    loaded: Fault = importlib.import_module(MODULES[name]).FAULT
+    return loaded
