@@ -27,7 +27,7 @@ from msgspec import UNSET, UnsetType
 
 from state.event_parser import parse_record
 from state.events import ControllerEvent, DeadLetter, LeaderAndIsr, Source, UpdateMetadata
-from state.fetch_decoder import INT32_MAX, INT64_MAX, bundled_schema_in_use
+from state.fetch_decoder import INT32_MAX, INT64_MAX, MAX_TOPIC_LENGTH, bundled_schema_in_use
 
 # The schema's $defs, as msgspec constraints.
 _Timestamp = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
@@ -36,7 +36,7 @@ _BrokerId = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Epoch = _BrokerId
 _Partition = Annotated[int, msgspec.Meta(ge=0, le=999_999)]
 _Leader = Annotated[int, msgspec.Meta(ge=-2, le=INT32_MAX)]
-_Topic = Annotated[str, msgspec.Meta(min_length=1)]
+_Topic = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOPIC_LENGTH)]
 _BrokerIds = tuple[_BrokerId, ...]
 
 
@@ -93,7 +93,8 @@ def decode_controller_events(
     dead: list[tuple[int, DeadLetter]] = []
     fast = bundled_schema_in_use(Source.CONTROLLER_EVENTS)
     for index, value in enumerate(values):
-        if fast and isinstance(value, bytes):
+        # an escape may be a lone surrogate, which msgspec takes: the parser judges those
+        if fast and isinstance(value, bytes) and b"\\u" not in value:
             try:
                 build = _BUILD.get(type(_CHECK.decode(value)))
                 if build is not None:
