@@ -43,10 +43,11 @@ from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
 
-from bench.faults.mutations import MUTATIONS, Fuzzed, contract_verdict, fuzz, seeds
 from state.events import DeadLetterReason, Source
 from streaming.embedded_broker import EmbeddedBroker, free_port
 from streaming.input_records import InputRecord
+
+from .mutations import MUTATIONS, Fuzzed, contract_verdict, fuzz, seeds
 
 PARSER_REASONS = frozenset({
     DeadLetterReason.INVALID_JSON.value, DeadLetterReason.NOT_AN_OBJECT.value,
@@ -195,7 +196,7 @@ def start_job(bootstrap: str, topics: Topics, workdir: Path, port: int) -> subpr
     )  # fmt: skip
 
 
-_SAMPLE = re.compile(r'^(isrwatch_[a-z_]+)(?:\{([^}]*)\})? (\S+)$', re.MULTILINE)
+_SAMPLE = re.compile(r"^(isrwatch_[a-z_]+)(?:\{([^}]*)\})? (\S+)$", re.MULTILINE)
 
 
 def scrape(port: int) -> dict[tuple[str, str], float] | None:
@@ -211,7 +212,8 @@ def watch_job(job: subprocess.Popen[bytes], port: int, watch: JobWatch,
               stop: threading.Event) -> None:  # fmt: skip
     while not stop.wait(1.0):
         if job.poll() is not None:
-            watch.dead, watch.exit_code = True, job.returncode
+            watch.dead = True
+            watch.exit_code = job.returncode
             return
         metrics = scrape(port)
         if metrics is None:
@@ -316,8 +318,9 @@ def run_fuzz(
         seed_items = [Sent(Fuzzed("seed", r.source, r.key.encode(), encode_seed(r)), True)
                       for r in base]  # fmt: skip
         items = [Sent(f, contract_verdict(f.source, f.value)) for f in fuzzed]
+        valid = sum(i.valid for i in items)
         say(f"fuzz: {len(seed_items)} seed records, {len(items)} fuzzed "
-            f"({sum(i.valid for i in items)} valid by the contract); workdir {workdir}")  # fmt: skip
+            f"({valid} valid by the contract); workdir {workdir}")  # fmt: skip
         port = free_port()
         job = start_job(bootstrap, topics, workdir, port)
         watch, stop = JobWatch(), threading.Event()

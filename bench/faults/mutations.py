@@ -138,7 +138,8 @@ _OTHER_VALUES: tuple[object, ...] = (None, True, False, "7", "", 1.5, 7.0, -0.0,
 _NUMBERS = (-1, -2, -3, 0, 2**31 - 1, 2**31, 999_999, 1_000_000, 2**53 + 1, 2**63 - 1, 2**63,
             -(2**63))  # fmt: skip
 _PAST_INT64 = ("18446744073709551616", "9223372036854775808", "-9223372036854775809",
-               "1" + "0" * 40, "1e400", "-1e400", "1e19", "123456789012345678901234567890.0")  # fmt: skip
+               "1" + "0" * 40, "1e400", "-1e400", "1e19",
+               "123456789012345678901234567890.0")  # fmt: skip
 _NAN = ("NaN", "Infinity", "-Infinity", "nan", "inf", "+1", "0x10", "01", "1.", ".5", "1e")
 _ENUMS = ("leaderandisr", "LeaderAndIsr ", "", "Unknown", "FetchResponse", "LEADER_AND_ISR",
           "IsrChanges", "\u2028", "LeaderAnd\u0130sr")  # fmt: skip
@@ -149,7 +150,7 @@ _EMPTY = (b"", b" ", b"\n", b"{}", b"\x00", b"{ }")
 
 
 def _record(kind: str, seed: InputRecord, value: object, *, raw: bytes | None = None,
-            source: Source | None = None, key: bytes | None | str = "keep") -> Fuzzed:  # fmt: skip
+            source: Source | None = None, key: bytes | str | None = "keep") -> Fuzzed:  # fmt: skip
     key_bytes = seed.key.encode() if key == "keep" else key
     assert not isinstance(key_bytes, str)
     body = raw if raw is not None else encode(value)
@@ -217,7 +218,11 @@ def duplicate_field(rng: random.Random, seed: InputRecord) -> Fuzzed:
     other = rng.choice((value[name], *_OTHER_VALUES))
     extra = encode({name: other})[1:-1]
     body = encode(value)
-    raw = (b"{" + extra + b"," + body[1:]) if rng.random() < 0.5 else (body[:-1] + b"," + extra + b"}")
+    raw = (
+        (b"{" + extra + b"," + body[1:])
+        if rng.random() < 0.5
+        else (body[:-1] + b"," + extra + b"}")
+    )
     return _record("duplicate_field", seed, None, raw=raw)
 
 
@@ -227,7 +232,9 @@ def out_of_range(rng: random.Random, seed: InputRecord) -> Fuzzed:
     return _record("out_of_range", seed, _set(value, path, rng.choice(_NUMBERS)))
 
 
-def _replace_number(rng: random.Random, seed: InputRecord, kind: str, texts: Sequence[str]) -> Fuzzed:
+def _replace_number(
+    rng: random.Random, seed: InputRecord, kind: str, texts: Sequence[str]
+) -> Fuzzed:
     """A numeric field's JSON text replaced (texts json.dumps would not write)."""
     value = dict(seed.value)
     path = rng.choice(_numeric_paths(value) or [("ts",)])

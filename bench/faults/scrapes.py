@@ -97,8 +97,9 @@ def fetch_rows(parts: Sequence[Partition], lagging: np.ndarray, ts: int, leo: in
     offsets = np.full(2 * n, leo, dtype=np.int64)
     offsets[:n][lagging] = 1_000
     high_watermark = np.where(np.concatenate([lagging, lagging]), 1_000, leo)
-    return _rows(parts, index, step, np.full(2 * n, ts, dtype=np.int64), offsets, leo,
-                 high_watermark)
+    return _rows(
+        parts, index, step, np.full(2 * n, ts, dtype=np.int64), offsets, leo, high_watermark
+    )
 
 
 def warm_rows(parts: Sequence[Partition], lagging: np.ndarray) -> pd.DataFrame:

@@ -14,7 +14,8 @@ B = 1_700_000_000_000
 FETCH = (b'{"ts":1700000000000,"topic":"%s","partition":0,"leader":1,"follower":2,'
          b'"leader_epoch":0,"fetch_offset":5,"leader_leo":5,"high_watermark":5}')  # fmt: skip
 ELECTION = (b'{"type":"LeaderAndIsr","ts":1700000000000,"topic":"%s","partition":0,'
-            b'"leader":1,"leader_epoch":0,"isr":[1,2],"replicas":[1,2],"partition_epoch":0}')  # fmt: skip
+            b'"leader":1,"leader_epoch":0,"isr":[1,2],"replicas":[1,2],'
+            b'"partition_epoch":0}')  # fmt: skip
 
 
 def test_an_escaped_lone_surrogate_is_invalid_json_among_valid_fetches() -> None:
@@ -96,5 +97,3 @@ def test_a_short_dead_letter_has_its_whole_raw_and_no_length() -> None:
     letter = json.loads(out[out["kind"] == DEAD]["value"].iloc[0])
     assert (letter["raw"], letter["reason"], "raw_length" in letter) == (
         "[1]", "not_an_object", False)  # fmt: skip
-
-
