@@ -38,7 +38,7 @@ import urllib.request
 import uuid
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from confluent_kafka import Consumer, KafkaError, Message, Producer, TopicPartition
@@ -85,6 +85,29 @@ class JobWatch:
 
 
 @dataclass
+class KindCounts:
+    """What became of the records of one mutation kind."""
+
+    tried: int = 0
+    refused: int = 0  # by Kafka
+    valid: int = 0  # by the contract (of those Kafka took)
+    applied: int = 0  # valid, and no dead letter
+    no_letter: int = 0  # invalid, and no dead letter: lost
+    reasons: dict[str, int] = field(default_factory=dict)  # dead letters by reason
+
+    def add(self, item: Sent) -> None:
+        self.tried += 1
+        if item.refused is not None:
+            self.refused += 1
+            return
+        self.valid += item.valid
+        self.applied += item.valid and item.reason is None
+        self.no_letter += not item.valid and item.reason is None
+        if item.reason is not None:
+            self.reasons[item.reason] = self.reasons.get(item.reason, 0) + 1
+
+
+@dataclass
 class FuzzReport:
     sent: list[Sent]
     seeds: list[Sent]
@@ -124,6 +147,19 @@ class FuzzReport:
         if self.counted() != written:
             out.append(f"the job counted {self.counted():.0f} outcomes for {written} records")
         return out
+
+    def summary(self) -> dict[str, object]:
+        """The figures as JSON-ready data (``--json``)."""
+        kinds: dict[str, KindCounts] = {}
+        for item in self.sent:
+            kinds.setdefault(item.record.kind, KindCounts()).add(item)
+        return {
+            "failures": self.failures(), "lost": len(self.lost()),
+            "kinds": {kind: asdict(counts) for kind, counts in kinds.items()},
+            "misjudged": len(self.misjudged()), "query_failures": self.query_failures,
+            "alive": not self.watch.dead, "counted": self.counted(),
+            "batches": [self.watch.first_batches, self.watch.last_batches],
+        }  # fmt: skip
 
     def table(self) -> str:
         kinds = sorted({s.record.kind for s in self.sent}, key=list(MUTATIONS).index)
@@ -252,7 +288,8 @@ def write(out: Producer, topics: Topics, sent: Sequence[Sent], chunk: int = 200,
                 if error is not None:
                     item.refused = error.str()
                 else:
-                    item.partition, item.offset = message.partition(), message.offset()
+                    item.partition = message.partition() or 0
+                    item.offset = message.offset() or 0
 
             while True:
                 try:
@@ -403,9 +440,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
     report = run_fuzz(args.records, seed=args.seed, workdir=args.workdir)
     print_report(report)
+    if args.json is not None:
+        args.json.write_text(json.dumps(report.summary(), indent=1), encoding="utf-8")
     return 0 if not report.failures() else 1
 
 

@@ -361,7 +361,8 @@ MUTATIONS: dict[str, Mutation] = {
     "not_an_object": not_an_object, "truncated": truncated,
 }  # fmt: skip
 EXPENSIVE = {"10mb_value": 10, "huge_array": 200, "deep_nesting": 400}
-"""Most records of these kinds in one campaign (each is 0.2 to 10 MB on the wire)."""
+"""Most records of these kinds in a campaign of 10,000 (each is 0.2 to 10 MB on the wire);
+in proportion for another size, at least one of each."""
 
 
 def fuzz(seed_records: Sequence[InputRecord], count: int, seed: int = 1) -> list[Fuzzed]:
@@ -370,7 +371,8 @@ def fuzz(seed_records: Sequence[InputRecord], count: int, seed: int = 1) -> list
     # half from each input topic: a simulated cluster writes ~100 fetches per controller event
     pools = [[r for r in seed_records if r.source is source] for source in Source]
     pools = [pool for pool in pools if pool]
-    quota = {kind: EXPENSIVE.get(kind, count) for kind in MUTATIONS}
+    quota = {kind: max(1, EXPENSIVE[kind] * count // 10_000) if kind in EXPENSIVE else count
+             for kind in MUTATIONS}  # fmt: skip
     out: list[Fuzzed] = []
     kinds = list(MUTATIONS)
     while len(out) < count:

@@ -29,9 +29,11 @@ import sys
 import threading
 import time
 import urllib.request
+from collections import Counter
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -192,6 +194,19 @@ def series_count(text: str) -> int:
     return sum(1 for line in text.splitlines() if line and not line.startswith("#"))
 
 
+def families(text: str) -> tuple[dict[str, int], dict[str, float]]:
+    """Series by sample name (``isrwatch_partitions``, ``..._total``, ``..._bucket``) and
+    the sum of each one's values."""
+    count: Counter[str] = Counter()
+    total: dict[str, float] = {}
+    for line in text.splitlines():
+        if line and not line.startswith("#"):
+            name = line.split("{", 1)[0].split(" ", 1)[0]
+            count[name] += 1
+            total[name] = total.get(name, 0.0) + float(line.rsplit(" ", 1)[1])
+    return dict(count), total
+
+
 @dataclass
 class ScrapeFigures:
     scrapes: int
@@ -203,6 +218,8 @@ class ScrapeFigures:
     series: int
     render_alone_s: float
     update_s: list[float]
+    families: dict[str, int]  # series of a scrape by metric (sample) name
+    values: dict[str, float]  # the sum of each metric's samples in it
 
     def lines(self) -> list[str]:
         return [
@@ -268,6 +285,7 @@ def run_scrapes(
         updater.join()
         exporter.close()
     results: list[dict[str, Any]] = json.loads(client.stdout)
+    by_family, values = families(alone.decode())
     done = [r for r in results if "error" not in r]
     times = [r["seconds"] for r in done]
     return ScrapeFigures(
@@ -275,7 +293,7 @@ def run_scrapes(
         p50_s=percentile(times, 0.50), p99_s=percentile(times, 0.99),
         max_s=max(times, default=float("nan")),
         bytes=len(alone), series=series_count(alone.decode()),
-        render_alone_s=render_alone, update_s=update_s,
+        render_alone_s=render_alone, update_s=update_s, families=by_family, values=values,
     )  # fmt: skip
 
 
@@ -288,6 +306,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--trigger-s", type=float, default=5.0)
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--timeout-s", type=float, default=10.0)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:  # the load, in its own process (as Prometheus is)
@@ -299,6 +318,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("\n".join(figures.lines()))
+    if args.json is not None:
+        args.json.write_text(json.dumps(asdict(figures), indent=1), encoding="utf-8")
     return 0
 
 
