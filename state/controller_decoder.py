@@ -27,11 +27,17 @@ from msgspec import UNSET, UnsetType
 
 from state.event_parser import parse_record
 from state.events import ControllerEvent, DeadLetter, LeaderAndIsr, Source, UpdateMetadata
-from state.fetch_decoder import INT32_MAX, INT64_MAX, MAX_TOPIC_LENGTH, bundled_schema_in_use
+from state.fetch_decoder import (
+    INT32_MAX,
+    INT64_MAX,
+    MAX_TIMESTAMP_MS,
+    MAX_TOPIC_LENGTH,
+    bundled_schema_in_use,
+)
 
 # The schema's $defs, as msgspec constraints.
-_Timestamp = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
-_Offset = _Timestamp
+_Timestamp = Annotated[int, msgspec.Meta(ge=0, le=MAX_TIMESTAMP_MS)]
+_Offset = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
 _BrokerId = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Epoch = _BrokerId
 _Partition = Annotated[int, msgspec.Meta(ge=0, le=999_999)]

@@ -37,11 +37,16 @@ from state.events import FETCH_ERROR_NONE, DeadLetter, FetchResponse, Source
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1
+MAX_TIMESTAMP_MS = 253_402_300_799_999
+"""The end of year 9999 UTC: the schemas' latest time (``timestamp``). Spark's timestamps
+end in year 294247 (microseconds in an int64), and a record past that would fail every
+micro-batch that holds it (the job's event-time column)."""
 MAX_TOPIC_LENGTH = 249
 """Kafka's longest topic name (the schemas' ``maxLength``)."""
 
 # The schema's $defs, as msgspec constraints.
 _Offset = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+_Timestamp = Annotated[int, msgspec.Meta(ge=0, le=MAX_TIMESTAMP_MS)]
 _Id = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Name = Annotated[str, msgspec.Meta(min_length=1)]
 _Topic = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOPIC_LENGTH)]
@@ -51,7 +56,7 @@ class WireFetch(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
     """One fetch-responses value as the bundled schema defines it (unknown fields are
     refused here and left to the schema, which allows them)."""
 
-    ts: _Offset
+    ts: _Timestamp
     topic: _Topic
     partition: Annotated[int, msgspec.Meta(ge=0, le=999_999)]
     leader: _Id
