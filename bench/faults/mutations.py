@@ -255,8 +255,9 @@ def nan_infinity(rng: random.Random, seed: InputRecord) -> Fuzzed:
 def extreme_ts(rng: random.Random, seed: InputRecord) -> Fuzzed:
     """Event times the contract allows (0 to int64's largest) but no cluster writes."""
     value = dict(seed.value)
-    value["ts"] = rng.choice((0, 1, 2**31, 2**53, 2**62, 2**63 - 1, 253_402_300_800_000,
-                              253_402_300_799_999))
+    value["ts"] = rng.choice(
+        (0, 1, 2**31, 2**53, 2**62, 2**63 - 1, 253_402_300_800_000, 253_402_300_799_999)
+    )
     return _record("extreme_ts", seed, value)
 
 

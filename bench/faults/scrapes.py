@@ -20,6 +20,7 @@ the render time of one scrape alone, and the updates' time.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import pickle
@@ -161,7 +162,25 @@ def batch_outputs(partitions: int, shards: int, share: float) -> list[pd.DataFra
 # ------------------------------------------------------------------- the load
 
 
-def scraper(url: str, rate: int, seconds: float, timeout_s: float) -> list[dict[str, Any]]:
+PROMETHEUS_HEADERS = {
+    "Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,"
+              "*/*;q=0.1",
+    "Accept-Encoding": "gzip",
+}  # fmt: skip
+"""What a Prometheus server asks for (OpenMetrics, gzip)."""
+
+
+def scrape_once(url: str, timeout_s: float, headers: dict[str, str]) -> tuple[int, str]:
+    """One scrape: the bytes on the wire and the exposition text."""
+    request = urllib.request.Request(url, headers=headers)
+    with urllib.request.urlopen(request, timeout=timeout_s) as answer:
+        body = answer.read()
+        packed = answer.headers.get("Content-Encoding") == "gzip"
+    return len(body), (gzip.decompress(body) if packed else body).decode()
+
+
+def scraper(url: str, rate: int, seconds: float, timeout_s: float,
+            headers: dict[str, str]) -> list[dict[str, Any]]:  # fmt: skip
     """``rate`` scrapes started together each second; each one's start, time, bytes."""
     results: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -170,10 +189,9 @@ def scraper(url: str, rate: int, seconds: float, timeout_s: float) -> list[dict[
         began = time.monotonic()
         entry: dict[str, Any] = {"late_start_s": began - started}
         try:
-            with urllib.request.urlopen(url, timeout=timeout_s) as answer:
-                body = answer.read()
-            entry.update(seconds=time.monotonic() - began, bytes=len(body),
-                         series=series_count(body.decode()))  # fmt: skip
+            size, text = scrape_once(url, timeout_s, headers)
+            entry.update(seconds=time.monotonic() - began, bytes=size,
+                         series=series_count(text))  # fmt: skip
         except OSError as error:
             entry.update(seconds=time.monotonic() - began, error=str(error))
         with lock:
@@ -217,6 +235,9 @@ class ScrapeFigures:
     bytes: int
     series: int
     render_alone_s: float
+    first_scrape_s: float  # over HTTP, alone, after a batch: renders
+    second_scrape_s: float  # the next one: the unhealthy series as rendered by the first
+    wire_bytes: int  # of a scrape with the client's headers
     update_s: list[float]
     families: dict[str, int]  # series of a scrape by metric (sample) name
     values: dict[str, float]  # the sum of each metric's samples in it
@@ -226,8 +247,10 @@ class ScrapeFigures:
             f"scrapes {self.scrapes} ({self.errors} failed or timed out)",
             f"scrape time p50 {self.p50_s * 1000:.0f} ms, p99 {self.p99_s * 1000:.0f} ms, "
             f"max {self.max_s * 1000:.0f} ms",
-            f"a scrape: {self.bytes:,} bytes, {self.series:,} series; rendered alone in "
-            f"{self.render_alone_s * 1000:.0f} ms",
+            f"a scrape: {self.bytes:,} bytes ({self.wire_bytes:,} on the wire), "
+            f"{self.series:,} series; the registry rendered alone in "
+            f"{self.render_alone_s * 1000:.0f} ms; one scrape alone after a batch "
+            f"{self.first_scrape_s * 1000:.0f} ms, the next {self.second_scrape_s * 1000:.0f} ms",
             f"updates: {len(self.update_s)}, each {_ms(self.update_s)}",
         ]
 
@@ -246,6 +269,7 @@ def percentile(values: Sequence[float], share: float) -> float:
 def run_scrapes(
     partitions: int, *, unhealthy: float = 0.05, seconds: float = 60, rate: int = 20,
     trigger_s: float = 5.0, shards: int = 16, timeout_s: float = 10.0, log: bool = True,
+    prometheus: bool = True,
 ) -> ScrapeFigures:  # fmt: skip
     say = print if log else (lambda *_: None)
     started = time.monotonic()
@@ -260,6 +284,13 @@ def run_scrapes(
     render_alone = time.monotonic() - render
     port = free_port()
     exporter.serve("127.0.0.1", port)
+    url = f"http://127.0.0.1:{port}/metrics"
+    headers = PROMETHEUS_HEADERS if prometheus else {}
+    timings = []
+    for _ in range(2):
+        began = time.monotonic()
+        wire_bytes, _text = scrape_once(url, timeout_s * 10, headers)
+        timings.append(time.monotonic() - began)
     stop = threading.Event()
     update_s: list[float] = []
 
@@ -275,9 +306,9 @@ def run_scrapes(
     updater.start()
     try:
         client = subprocess.run(
-            [sys.executable, "-m", "bench.faults.scrapes", "--client",
-             f"http://127.0.0.1:{port}/metrics", "--rate", str(rate), "--seconds", str(seconds),
-             "--timeout-s", str(timeout_s)],
+            [sys.executable, "-m", "bench.faults.scrapes", "--client", url, "--rate", str(rate),
+             "--seconds", str(seconds), "--timeout-s", str(timeout_s),
+             *([] if prometheus else ["--plain"])],
             capture_output=True, check=True, env={**os.environ},
         )  # fmt: skip
     finally:
@@ -293,7 +324,8 @@ def run_scrapes(
         p50_s=percentile(times, 0.50), p99_s=percentile(times, 0.99),
         max_s=max(times, default=float("nan")),
         bytes=len(alone), series=series_count(alone.decode()),
-        render_alone_s=render_alone, update_s=update_s, families=by_family, values=values,
+        render_alone_s=render_alone, first_scrape_s=timings[0], second_scrape_s=timings[1],
+        wire_bytes=wire_bytes, update_s=update_s, families=by_family, values=values,
     )  # fmt: skip
 
 
@@ -307,14 +339,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--timeout-s", type=float, default=10.0)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--plain", action="store_true", help="scrape as curl does (text, no gzip), not Prometheus"
+    )
     parser.add_argument("--client", metavar="URL", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.client:  # the load, in its own process (as Prometheus is)
-        print(json.dumps(scraper(args.client, args.rate, args.seconds, args.timeout_s)))
+        headers = {} if args.plain else PROMETHEUS_HEADERS
+        print(json.dumps(scraper(args.client, args.rate, args.seconds, args.timeout_s, headers)))
         return 0
     figures = run_scrapes(
         args.partitions, unhealthy=args.unhealthy, seconds=args.seconds, rate=args.rate,
         trigger_s=args.trigger_s, shards=args.shards, timeout_s=args.timeout_s,
+        prometheus=not args.plain,
     )  # fmt: skip
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("\n".join(figures.lines()))
