@@ -239,6 +239,9 @@ class ScrapeFigures:
     second_scrape_s: float  # the next one: the unhealthy series as rendered by the first
     wire_bytes: int  # of a scrape with the client's headers
     update_s: list[float]
+    cpu_s: float  # CPU of the exporter's process during the load (all its threads)
+    update_cpu_s: float  # of which the updates' (the sink's work after each batch)
+    renderings: int  # renderings of the unhealthy series during the load
     families: dict[str, int]  # series of a scrape by metric (sample) name
     values: dict[str, float]  # the sum of each metric's samples in it
 
@@ -252,7 +255,13 @@ class ScrapeFigures:
             f"{self.render_alone_s * 1000:.0f} ms; one scrape alone after a batch "
             f"{self.first_scrape_s * 1000:.0f} ms, the next {self.second_scrape_s * 1000:.0f} ms",
             f"updates: {len(self.update_s)}, each {_ms(self.update_s)}",
+            f"CPU of the exporter's process during the load: {self.cpu_s:.1f} s, of which "
+            f"updates {self.update_cpu_s:.1f} s; {self.renderings} renderings of the unhealthy "
+            f"series; {self.cpu_per_scrape_ms():.0f} ms CPU per scrape besides the updates",
         ]
+
+    def cpu_per_scrape_ms(self) -> float:
+        return 1000 * (self.cpu_s - self.update_cpu_s) / max(1, self.scrapes)
 
 
 def _ms(values: Sequence[float]) -> str:
@@ -294,14 +303,19 @@ def run_scrapes(
     stop = threading.Event()
     update_s: list[float] = []
 
+    update_cpu: list[float] = []
+
     def updates() -> None:  # one batch per trigger, as the job's driver does
         batch = 1
         while not stop.wait(trigger_s):
-            began = time.monotonic()
+            began, cpu = time.monotonic(), time.thread_time()
             sink.write(batch, outputs[batch % UPDATES], began)
             update_s.append(time.monotonic() - began)
+            update_cpu.append(time.thread_time() - cpu)
             batch += 1
 
+    renderings = exporter._unhealthy_rendered.renderings
+    cpu = time.process_time()
     updater = threading.Thread(target=updates, daemon=True)
     updater.start()
     try:
@@ -314,6 +328,8 @@ def run_scrapes(
     finally:
         stop.set()
         updater.join()
+        cpu = time.process_time() - cpu
+        renderings = exporter._unhealthy_rendered.renderings - renderings
         exporter.close()
     results: list[dict[str, Any]] = json.loads(client.stdout)
     by_family, values = families(alone.decode())
@@ -325,7 +341,8 @@ def run_scrapes(
         max_s=max(times, default=float("nan")),
         bytes=len(alone), series=series_count(alone.decode()),
         render_alone_s=render_alone, first_scrape_s=timings[0], second_scrape_s=timings[1],
-        wire_bytes=wire_bytes, update_s=update_s, families=by_family, values=values,
+        wire_bytes=wire_bytes, update_s=update_s, cpu_s=cpu, update_cpu_s=sum(update_cpu),
+        renderings=renderings, families=by_family, values=values,
     )  # fmt: skip
 
 
