@@ -369,7 +369,7 @@ def run_fuzz(
             wait_for(lambda: watch.last_batches > 0 or watch.dead, 300)
             mark_fuzz_start(watch)
             started = time.monotonic()
-            write(out, topics, items)
+            write(out, topics, items, pause_s=1.0)  # about a trigger: many batches
             say(f"fuzz: written in {time.monotonic() - started:.0f} s "
                 f"({sum(i.refused is not None for i in items)} refused by Kafka)")  # fmt: skip
             total = sum(s.refused is None for s in [*seed_items, *items])
