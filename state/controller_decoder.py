@@ -106,7 +106,9 @@ def decode_controller_events(
                 if build is not None:
                     events.append((index, build.decode(value)))
                     continue
-            except (msgspec.MsgspecError, ValueError):  # ValueError: bad UTF-8
+            # ValueError: bad UTF-8; RecursionError: deep nesting msgspec skips while it
+            # looks for the tag ("type" after a value nested 100,000 deep)
+            except (msgspec.MsgspecError, ValueError, RecursionError):
                 pass  # judged by the schema below
         parsed = parse_record(Source.CONTROLLER_EVENTS, value)
         if isinstance(parsed, DeadLetter):

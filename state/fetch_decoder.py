@@ -124,7 +124,8 @@ def decode_fetches(values: Sequence[bytes | None]) -> DecodedFetches:
             # msgspec takes an escaped lone surrogate into a str (event_parser.lone_surrogate)
             if all(map(utf8_encodable, {*decoded.topic, *decoded.error})):
                 return decoded
-        except (msgspec.MsgspecError, ValueError, TypeError):  # ValueError: bad UTF-8
+        # ValueError: bad UTF-8; RecursionError: nesting deeper than msgspec follows
+        except (msgspec.MsgspecError, ValueError, TypeError, RecursionError):
             pass  # some value is not for the fast decoder: judge them one by one
     return _one_by_one(values)
 
@@ -141,7 +142,7 @@ def _one_by_one(values: Sequence[bytes | None]) -> DecodedFetches:
                 wires.append(_DECODER.decode(value))
                 positions.append(index)
                 continue
-            except (msgspec.MsgspecError, ValueError):
+            except (msgspec.MsgspecError, ValueError, RecursionError):
                 pass
         parsed = parse_record(Source.FETCH_RESPONSES, value)
         if isinstance(parsed, DeadLetter):

@@ -114,3 +114,19 @@ def test_event_times_end_with_year_9999() -> None:
     )
     assert [i for i, _ in events] == [0]
     assert [(i, d.reason) for i, d in dead] == [(1, DeadLetterReason.INVALID_VALUE)]
+
+
+def test_nesting_deeper_than_msgspec_follows_is_invalid_json() -> None:
+    # msgspec raised RecursionError (neither a MsgspecError nor a ValueError) skipping a
+    # value nested 100,000 deep while it looked for the tag: the reader failed the batch.
+    nested = b"[" * 100_000 + b"]" * 100_000
+    values = [b'{"x":' + nested + b',"type":"LeaderAndIsr"}', nested, ELECTION % b"orders"]
+    events, dead = decode_controller_events(values)
+    assert [i for i, _ in events] == [2]
+    assert [(i, d.reason) for i, d in dead] == [
+        (0, DeadLetterReason.INVALID_JSON), (1, DeadLetterReason.INVALID_JSON)]  # fmt: skip
+    fetches = [b'{"ts":' + nested + b"}", FETCH % b"orders", b'{"x":' + nested + b"}"]
+    decoded = decode_fetches(fetches)
+    assert decoded.position.tolist() == [1]
+    assert [(i, d.reason) for i, d in decoded.dead] == [
+        (0, DeadLetterReason.INVALID_JSON), (2, DeadLetterReason.INVALID_JSON)]  # fmt: skip
