@@ -42,6 +42,8 @@ EVENT_RESULTS = {
 }
 """The result of every input event, by source (see ``HealthExporter.record_batch``)."""
 OPENMETRICS_EOF = b"# EOF\n"
+SCRAPE_BACKLOG = 128
+"""Connections the kernel queues for /metrics before the server accepts them."""
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -119,6 +121,9 @@ class HealthExporter(Collector):
 
         class Server(ThreadingWSGIServer):  # IPv4 or IPv6, as the host says
             address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+            # the listen backlog: socketserver's 5 made the kernel drop connections when
+            # more scrapers than that arrived at once (each then waited for a SYN retry)
+            request_queue_size = SCRAPE_BACKLOG
 
         server = make_server(host, port, app, Server, handler_class=_QuietHandler)
         threading.Thread(target=server.serve_forever, daemon=True).start()

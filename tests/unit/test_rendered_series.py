@@ -4,6 +4,7 @@ and serves the same samples as the exporter's registry, in both exposition forma
 from __future__ import annotations
 
 import gzip
+import socket
 from collections.abc import Iterable
 from typing import Any
 
@@ -13,6 +14,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from streaming.embedded_broker import free_port
 from streaming.metrics import HealthExporter
 from tests.unit.test_metrics import shard_stats, unhealthy_record
 
@@ -98,3 +100,17 @@ def test_a_gzip_answer_reads_as_the_plain_one() -> None:
     text = samples(text_string_to_metric_families(unpacked.decode()))
     assert text.keys() == samples(text_string_to_metric_families(plain.decode())).keys()
     assert exporter._unhealthy_rendered.renderings == 1  # compressed from the same bytes
+
+
+def test_the_server_queues_a_burst_of_scrapes() -> None:
+    # 20 scrapers at once overflowed socketserver's default backlog of 5
+    exporter = exporter_with([0])
+    exporter.serve("127.0.0.1", free_port())
+    try:
+        assert exporter._server.request_queue_size == 128
+        port = exporter._server.server_address[1]
+        sockets = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
+        for connection in sockets:
+            connection.close()
+    finally:
+        exporter.close()
