@@ -26,9 +26,11 @@ Exit status 0 when every check holds.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -384,18 +386,27 @@ def run_fuzz(
         finally:
             stop.set()
             watcher.join()
-            if job.poll() is None:
-                job.terminate()
-                try:
-                    job.wait(30)
-                except subprocess.TimeoutExpired:
-                    job.kill()
-                    job.wait()
+            stop_job(job)
         stderr = (workdir / "job.err").read_text(encoding="utf-8", errors="replace")
         return FuzzReport(items, seed_items, watch, stderr.count(QUERY_FAILED), stderr[-3000:])
     finally:
         if own_broker:
             broker.stop()
+
+
+def stop_job(job: subprocess.Popen[bytes]) -> None:
+    """Stops the job and what it started (its Spark JVM, Python workers): its own
+    process group (``start_new_session``)."""
+    for sig, wait_s in ((signal.SIGTERM, 30.0), (signal.SIGKILL, 10.0)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(job.pid, sig)
+        try:
+            job.wait(wait_s)
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(job.pid, signal.SIGKILL)  # workers left behind by the job
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def encode_seed(record: InputRecord) -> bytes:
@@ -442,6 +453,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args(argv)
+    # a SIGTERM ends the campaign through its finally blocks: job and broker stopped
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     report = run_fuzz(args.records, seed=args.seed, workdir=args.workdir)
     print_report(report)
     if args.json is not None:
