@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import ctypes
 import json
 import os
 import re
@@ -228,11 +229,21 @@ def start_job(bootstrap: str, topics: Topics, workdir: Path, port: int) -> subpr
     env = {**os.environ, **{f"ISRWATCH_{key.upper().replace('.', '__')}": str(value)
                             for key, value in settings.items()}}  # fmt: skip
     return subprocess.Popen(
-        [sys.executable, "-m", "streaming.cli", "run"], env=env,
+        [sys.executable, "-m", "streaming.cli", "run"], env=env, preexec_fn=_die_with_parent,
         stdout=(workdir / "job.out").open("wb"), stderr=(workdir / "job.err").open("wb"),
         start_new_session=True,
     )  # fmt: skip
 
+
+def _die_with_parent() -> None:
+    """In the job's process before it runs: the kernel sends it SIGTERM when the campaign
+    dies, even by SIGKILL (a test's timeout), so no job outlives its campaign. (Its Spark
+    JVM exits when the job's Python ends, and the Python workers with the JVM.)"""
+    if sys.platform.startswith("linux"):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, int(signal.SIGTERM), 0, 0, 0)
+
+
+PR_SET_PDEATHSIG = 1
 
 _SAMPLE = re.compile(r"^(isrwatch_[a-z_]+)(?:\{([^}]*)\})? (\S+)$", re.MULTILINE)
 
