@@ -37,10 +37,11 @@ from state.events import FETCH_ERROR_NONE, DeadLetter, FetchResponse, Source
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1
-MAX_TIMESTAMP_MS = 253_402_300_799_999
-"""The end of year 9999 UTC: the schemas' latest time (``timestamp``). Spark's timestamps
-end in year 294247 (microseconds in an int64), and a record past that would fail every
-micro-batch that holds it (the job's event-time column)."""
+MAX_TIMESTAMP_MS = 7_258_118_399_999
+"""The last millisecond before 2200-01-01T00:00:00Z: the schemas' latest time
+(``timestamp``). The job's event-time column goes to pandas in its state function, whose
+nanosecond timestamps end in April 2262 (and Spark's in year 294247): a record past that
+failed every micro-batch that held it."""
 MAX_TOPIC_LENGTH = 249
 """Kafka's longest topic name (the schemas' ``maxLength``)."""
 

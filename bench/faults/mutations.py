@@ -256,7 +256,17 @@ def extreme_ts(rng: random.Random, seed: InputRecord) -> Fuzzed:
     """Event times the contract allows (0 to int64's largest) but no cluster writes."""
     value = dict(seed.value)
     value["ts"] = rng.choice(
-        (0, 1, 2**31, 2**53, 2**62, 2**63 - 1, 253_402_300_800_000, 253_402_300_799_999)
+        (
+            0,
+            1,
+            2**31,
+            2**53,
+            2**62,
+            2**63 - 1,
+            253_402_300_799_999,
+            7_258_118_399_999,
+            7_258_118_400_000,
+        )
     )
     return _record("extreme_ts", seed, value)
 

@@ -24,7 +24,7 @@ from state.events import DeadLetter, FetchResponse, Source
 from state.fetch_decoder import INT_COLUMNS, decode_fetches
 
 INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1
-MAX_TIME = 253_402_300_799_999  # the end of year 9999 UTC
+MAX_TIME = 7_258_118_399_999  # the last ms before 2200-01-01 UTC
 FIELDS = ("ts", "topic", "partition", "leader", "follower", "leader_epoch",
           "fetch_offset", "leader_leo", "high_watermark")  # fmt: skip
 LIMITS = {  # the schema's range of each integer field
