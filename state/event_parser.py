@@ -107,7 +107,42 @@ def parse_record(source: Source, value: bytes | str | None) -> Event | DeadLette
     except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
         detail = _clip(f"not valid JSON: {error}")
         return DeadLetter(source, raw, DeadLetterReason.INVALID_JSON, detail)
+    if "\\u" in text and (where := lone_surrogate(obj)) is not None:
+        detail = _clip(f"not UTF-8: {where} holds an escaped lone surrogate")
+        return DeadLetter(source, raw, DeadLetterReason.INVALID_JSON, detail)
     return _parse(source, obj, raw)
+
+
+def lone_surrogate(obj: object) -> str | None:
+    """The path of the first string (or key) of ``obj`` that UTF-8 cannot hold, if any.
+
+    JSON text may escape a lone surrogate (``"\\ud800"``); ``json`` and msgspec parse it
+    into a ``str`` that no UTF-8 encoder takes (Arrow's, msgspec's, the Kafka producer's),
+    so such a record would stop the job where it is written out. It is not Unicode text,
+    and the contract's records are UTF-8: ``invalid_json``.
+    """
+    stack: list[tuple[list[str | int], object]] = [([], obj)]
+    while stack:
+        path, item = stack.pop()
+        if isinstance(item, str):
+            if not utf8_encodable(item):
+                return _path(path)
+        elif isinstance(item, dict):
+            for key, value in item.items():
+                if not utf8_encodable(key):
+                    return _path(path) + " (a key)"
+                stack.append(([*path, key], value))
+        elif isinstance(item, list):
+            stack.extend(([*path, index], value) for index, value in enumerate(item))
+    return None
+
+
+def utf8_encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def parse_json_line(source: Source, obj: object) -> Event | DeadLetter:
@@ -162,6 +197,9 @@ def _classify(error: ValidationError) -> tuple[DeadLetterReason, str]:
         return DeadLetterReason.INVALID_VALUE, f"{where} must be <= {error.validator_value}"
     if error.validator == "minLength":
         return DeadLetterReason.INVALID_VALUE, f"{where} must not be empty"
+    if error.validator == "maxLength":  # not error.message: it holds the whole value
+        limit = error.validator_value
+        return DeadLetterReason.INVALID_VALUE, f"{where} must be at most {limit} characters"
     return DeadLetterReason.INVALID_VALUE, f"{where}: {error.message}"
 
 

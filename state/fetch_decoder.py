@@ -32,24 +32,33 @@ import numpy as np
 import numpy.typing as npt
 from msgspec import UNSET, UnsetType
 
-from state.event_parser import SCHEMA_FILES, parse_record, schema_dir
+from state.event_parser import SCHEMA_FILES, parse_record, schema_dir, utf8_encodable
 from state.events import FETCH_ERROR_NONE, DeadLetter, FetchResponse, Source
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 INT32_MAX = 2**31 - 1
+MAX_TIMESTAMP_MS = 7_258_118_399_999
+"""The last millisecond before 2200-01-01T00:00:00Z: the schemas' latest time
+(``timestamp``). The job's event-time column goes to pandas in its state function, whose
+nanosecond timestamps end in April 2262 (and Spark's in year 294247): a record past that
+failed every micro-batch that held it."""
+MAX_TOPIC_LENGTH = 249
+"""Kafka's longest topic name (the schemas' ``maxLength``)."""
 
 # The schema's $defs, as msgspec constraints.
 _Offset = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]
+_Timestamp = Annotated[int, msgspec.Meta(ge=0, le=MAX_TIMESTAMP_MS)]
 _Id = Annotated[int, msgspec.Meta(ge=0, le=INT32_MAX)]
 _Name = Annotated[str, msgspec.Meta(min_length=1)]
+_Topic = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOPIC_LENGTH)]
 
 
 class WireFetch(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     """One fetch-responses value as the bundled schema defines it (unknown fields are
     refused here and left to the schema, which allows them)."""
 
-    ts: _Offset
-    topic: _Name
+    ts: _Timestamp
+    topic: _Topic
     partition: Annotated[int, msgspec.Meta(ge=0, le=999_999)]
     leader: _Id
     follower: _Id
@@ -112,8 +121,12 @@ def decode_fetches(values: Sequence[bytes | None]) -> DecodedFetches:
     if bundled_schema_in_use():
         try:
             wires = list(map(_DECODER.decode, values))  # type: ignore[arg-type]
-            return _columns(wires, np.arange(len(wires), dtype=np.int64), [])
-        except (msgspec.MsgspecError, ValueError, TypeError):  # ValueError: bad UTF-8
+            decoded = _columns(wires, np.arange(len(wires), dtype=np.int64), [])
+            # msgspec takes an escaped lone surrogate into a str (event_parser.lone_surrogate)
+            if all(map(utf8_encodable, {*decoded.topic, *decoded.error})):
+                return decoded
+        # ValueError: bad UTF-8; RecursionError: nesting deeper than msgspec follows
+        except (msgspec.MsgspecError, ValueError, TypeError, RecursionError):
             pass  # some value is not for the fast decoder: judge them one by one
     return _one_by_one(values)
 
@@ -125,12 +138,12 @@ def _one_by_one(values: Sequence[bytes | None]) -> DecodedFetches:
     dead: list[tuple[int, DeadLetter]] = []
     fast = bundled_schema_in_use()
     for index, value in enumerate(values):
-        if fast and isinstance(value, bytes):
+        if fast and isinstance(value, bytes) and b"\\u" not in value:  # escapes: see above
             try:
                 wires.append(_DECODER.decode(value))
                 positions.append(index)
                 continue
-            except (msgspec.MsgspecError, ValueError):
+            except (msgspec.MsgspecError, ValueError, RecursionError):
                 pass
         parsed = parse_record(Source.FETCH_RESPONSES, value)
         if isinstance(parsed, DeadLetter):

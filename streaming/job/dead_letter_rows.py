@@ -23,14 +23,24 @@ def raw_text(row: pd.Series) -> str:
     return json.dumps(fields, separators=(",", ":"))
 
 
+MAX_DEAD_LETTER_RAW = 65_536
+"""Characters of a record's raw text a dead letter holds. A dead letter must fit Kafka's
+default 1 MB record: even at 12 bytes a character (``json.dumps`` escapes a character
+outside the BMP as two ``\\uXXXX``) this is 786,432 bytes; the sink's producer refuses a
+larger record, which would fail its batch again at every retry."""
+
+
 def dead_letter_row(row: pd.Series, reason: DeadLetterReason, detail: str) -> dict[str, object]:
     """A dead letter, keyed by the Kafka coordinates of the record it holds."""
     topic, partition, offset = row["src_topic"], int(row["src_partition"]), int(row["src_offset"])
-    letter = {
+    raw = raw_text(row)
+    letter: dict[str, object] = {
         "source": row["source"] if row["kind"] != FETCH else Source.FETCH_RESPONSES.value,
-        "reason": reason.value, "detail": detail, "raw": raw_text(row),
+        "reason": reason.value, "detail": detail, "raw": raw[:MAX_DEAD_LETTER_RAW],
         "topic": topic, "partition": partition, "offset": offset,
     }  # fmt: skip
+    if len(raw) > MAX_DEAD_LETTER_RAW:
+        letter["raw_length"] = len(raw)  # the record's length; ``raw`` is its beginning
     return {
         "kind": DEAD, "key": f"{topic}:{partition}:{offset}", "value": json.dumps(letter),
         "src_topic": topic, "src_partition": partition, "src_offset": offset,

@@ -9,6 +9,7 @@ bounds cardinality on a 100,000-partition cluster. Counters accumulate.
 
 from __future__ import annotations
 
+import gzip
 import json
 import socket
 import threading
@@ -19,15 +20,16 @@ from pathlib import Path
 from typing import Any
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
-from prometheus_client import CollectorRegistry, Histogram, make_wsgi_app
+from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client import Counter as PromCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import ThreadingWSGIServer
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
 from state import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
 from streaming.job.metric_families import broker_families, topic_families, unhealthy_families
+from streaming.job.rendered_series import GZIP_LEVEL, RenderedOnce
 from streaming.job.shard_stats import ShardStats
 from streaming.tools.check_restart import http_answer
 
@@ -36,6 +38,9 @@ EVENT_RESULTS = {
     Source.CONTROLLER_EVENTS.value: ("applied", "dead_letter"),
 }
 """The result of every input event, by source (see ``HealthExporter.record_batch``)."""
+OPENMETRICS_EOF = b"# EOF\n"
+SCRAPE_BACKLOG = 128
+"""Connections the kernel queues for /metrics before the server accepts them."""
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -95,25 +100,52 @@ class HealthExporter(Collector):
         for reason in DeadLetterReason:
             self.dead_letters.labels(reason.value)
         self.registry.register(self)
+        # /metrics renders the unhealthy partitions' series once per batch (exposition)
+        self._unhealthy_rendered = RenderedOnce(
+            lambda: unhealthy_families(list(self._shards.values()))
+        )
+        self._scrape = threading.local()  # .light: this thread renders all but those
 
     def serve(self, host: str, port: int) -> None:
         """Serve /metrics (and /check/restart) on ``host:port`` until :meth:`close`."""
-        metrics = make_wsgi_app(self.registry)
 
         def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
             if environ.get("PATH_INFO") == "/check/restart":
                 status, body = http_answer(environ.get("QUERY_STRING", ""), self.fragile())
                 start_response(status, [("Content-Type", "application/json")])
                 return [json.dumps(body).encode()]
-            result: Iterable[bytes] = metrics(environ, start_response)
-            return result
+            return self.exposition(environ, start_response)
 
         class Server(ThreadingWSGIServer):  # IPv4 or IPv6, as the host says
             address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+            # the listen backlog: socketserver's 5 made the kernel drop connections when
+            # more scrapers than that arrived at once (each then waited for a SYN retry)
+            request_queue_size = SCRAPE_BACKLOG
 
         server = make_server(host, port, app, Server, handler_class=_QuietHandler)
         threading.Thread(target=server.serve_forever, daemon=True).start()
         self._server = server
+
+    def exposition(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        """``/metrics``: the registry rendered now, but the unhealthy partitions' series
+        as rendered once since the last batch (``streaming.job.rendered_series``). A gzip
+        answer is two gzip members, which a gzip reader (Prometheus') reads as one."""
+        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
+        compressed = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
+        self._scrape.light = True
+        try:
+            light = encoder(self.registry)
+        finally:
+            self._scrape.light = False
+        light = light.removesuffix(OPENMETRICS_EOF)  # OpenMetrics: one # EOF, at the end
+        if compressed:
+            light = gzip.compress(light, GZIP_LEVEL)
+        heavy = self._unhealthy_rendered.render(encoder, content_type, compressed=compressed)
+        headers = [("Content-Type", content_type)]
+        if compressed:
+            headers.append(("Content-Encoding", "gzip"))
+        start_response("200 OK", headers)
+        return [light + heavy]
 
     def fragile(self) -> list[dict[str, Any]] | None:
         """Partitions one broker's stop could break, from every shard's latest report
@@ -169,6 +201,7 @@ class HealthExporter(Collector):
                 self.bounced.labels(str(bounced)).inc()
         self.batch_duration.observe(duration_s)
         self._batch_time = time.time()
+        self._unhealthy_rendered.changed()
 
     # -------------------------------------------------------------- collector
 
@@ -176,7 +209,8 @@ class HealthExporter(Collector):
         shards = list(self._shards.values())
         yield from topic_families(shards)
         yield from broker_families(shards)
-        yield from unhealthy_families(shards)
+        if not getattr(self._scrape, "light", False):
+            yield from unhealthy_families(shards)
         clock = max((s.clock_ms for s in shards), default=-1)
         last_event = GaugeMetricFamily(
             "isrwatch_last_event_time_seconds", "Largest event time applied (epoch seconds)"

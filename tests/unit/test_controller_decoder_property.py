@@ -23,8 +23,9 @@ from state import decode_controller_events, parse_record
 from state.events import DeadLetter, LeaderAndIsr, Source, UpdateMetadata
 
 INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1
+MAX_TIME = 7_258_118_399_999  # the last ms before 2200-01-01 UTC
 LIMITS = {  # the schema's range of each integer field
-    "ts": (0, INT64_MAX), "partition": (0, 999_999), "leader": (-2, INT32_MAX),
+    "ts": (0, MAX_TIME), "partition": (0, 999_999), "leader": (-2, INT32_MAX),
     "leader_epoch": (0, INT32_MAX), "partition_epoch": (0, INT32_MAX),
     "controller_id": (0, INT32_MAX), "controller_epoch": (0, INT32_MAX),
     "metadata_offset": (0, INT64_MAX), "broker": (0, INT32_MAX),

@@ -370,11 +370,11 @@ def test_integral_floats_become_ints() -> None:
     assert type(topic_change.created["t"][0][0]) is int
 
 
-def test_int64_bounds_are_accepted() -> None:
-    record = valid("FetchResponse") | {"ts": INT64_MAX, "fetch_offset": INT64_MAX}
+def test_int64_and_time_bounds_are_accepted() -> None:
+    record = valid("FetchResponse") | {"ts": 7_258_118_399_999, "fetch_offset": INT64_MAX}
     parsed = parse_json_line(F, record)
     assert isinstance(parsed, FetchResponse)
-    assert parsed.ts == INT64_MAX
+    assert (parsed.ts, parsed.fetch_offset) == (7_258_118_399_999, INT64_MAX)
 
 
 # --- dead letters ------------------------------------------------------------------------
@@ -490,7 +490,15 @@ BAD_RECORDS: list[tuple[Source, object, DeadLetterReason, str]] = [
     (C, _with("LeaderAndIsr", isr=[1, -1]), R.INVALID_VALUE, "isr[1]"),
     (C, _with("LeaderAndIsr", topic=""), R.INVALID_VALUE, "topic must not be empty"),
     (C, _with("LeaderAndIsr", ts=-1), R.INVALID_VALUE, "ts must be >= 0"),
-    (C, _with("LeaderAndIsr", ts=2**63), R.INVALID_VALUE, "ts must be <= 9223372036854775807"),
+    (C, _with("LeaderAndIsr", ts=2**63), R.INVALID_VALUE, "ts must be <= "),
+    # before 2200 UTC: later times overflow pandas' timestamps in the job (Spark's too)
+    (
+        C,
+        _with("LeaderAndIsr", ts=7_258_118_400_000),
+        R.INVALID_VALUE,
+        "ts must be <= 7258118399999",
+    ),
+    (F, _with("FetchResponse", ts=2**62), R.INVALID_VALUE, "ts must be <= 7258118399999"),
     (C, _with("LeaderAndIsr", leader_epoch=-(2**70)), R.INVALID_VALUE, "leader_epoch"),
     (C, _with("LeaderAndIsr", ts=1e30), R.INVALID_VALUE, "ts must be <="),
     (C, _with("TopicConfig", min_insync_replicas=0), R.INVALID_VALUE, "min_insync_replicas"),
@@ -599,7 +607,8 @@ def test_conf_dir_from_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 # --- properties ---------------------------------------------------------------------------
 
 INT64 = st.integers(-(2**63), INT64_MAX)
-NON_NEGATIVE = st.integers(0, INT64_MAX)  # times, offsets, byte counts, broker epochs
+NON_NEGATIVE = st.integers(0, INT64_MAX)  # offsets, byte counts, broker epochs
+TIME = st.integers(0, 7_258_118_399_999)  # ts: epoch ms before 2200-01-01 UTC
 ID = st.integers(0, 2**31 - 1)  # broker ids and leader/partition/controller epochs: int32
 LEADER = st.integers(-2, 2**31 - 1)
 PARTITION_NUMBER = st.integers(0, 999_999)
@@ -623,7 +632,7 @@ COMMON = {"controller_id": ID, "controller_epoch": ID, "x-extra": JSON_VALUES}
 def _controller(
     type_name: str, required: dict[str, st.SearchStrategy[Any]], **optional: Any
 ) -> st.SearchStrategy[tuple[Source, dict[str, Any]]]:
-    fields = {"type": st.just(type_name), "ts": NON_NEGATIVE, **required}
+    fields = {"type": st.just(type_name), "ts": TIME, **required}
     optional = {k: v for k, v in (COMMON | optional).items() if k not in fields}
     records = st.fixed_dictionaries(fields, optional=optional)
     return st.tuples(st.just(C), records)
@@ -643,7 +652,7 @@ METADATA_STATE = st.fixed_dictionaries(
 )
 FETCH = st.fixed_dictionaries(
     {
-        "ts": NON_NEGATIVE,
+        "ts": TIME,
         "topic": TOPIC,
         "partition": PARTITION_NUMBER,
         "leader": ID,

@@ -24,10 +24,11 @@ from state.events import DeadLetter, FetchResponse, Source
 from state.fetch_decoder import INT_COLUMNS, decode_fetches
 
 INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1
+MAX_TIME = 7_258_118_399_999  # the last ms before 2200-01-01 UTC
 FIELDS = ("ts", "topic", "partition", "leader", "follower", "leader_epoch",
           "fetch_offset", "leader_leo", "high_watermark")  # fmt: skip
 LIMITS = {  # the schema's range of each integer field
-    "ts": (0, INT64_MAX), "partition": (0, 999_999), "leader": (0, INT32_MAX),
+    "ts": (0, MAX_TIME), "partition": (0, 999_999), "leader": (0, INT32_MAX),
     "follower": (0, INT32_MAX), "leader_epoch": (0, INT32_MAX), "fetch_offset": (0, INT64_MAX),
     "leader_leo": (0, INT64_MAX), "high_watermark": (0, INT64_MAX),
     "log_start_offset": (-1, INT64_MAX), "bytes": (0, INT64_MAX),
@@ -122,13 +123,19 @@ def not_json(name: str) -> Any:
 
 
 def schema_says_valid(value: bytes | None) -> bool | None:
-    """jsonschema's own verdict on a value that is JSON at all (None when it is not)."""
+    """jsonschema's own verdict on a value that is JSON at all (None when it is not), and
+    False for an escaped lone surrogate ("\\ud800"): JSON, but not the UTF-8 text the
+    contract asks for (no UTF-8 encoder takes it)."""
     if value is None:
         return None
     try:
         obj = json.loads(value.decode("utf-8"), parse_constant=not_json)
     except (ValueError, RecursionError):
         return None
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
     return bool(schema_validator(Source.FETCH_RESPONSES).is_valid(obj))
 
 
