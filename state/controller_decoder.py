@@ -31,6 +31,7 @@ from state.fetch_decoder import (
     INT32_MAX,
     INT64_MAX,
     MAX_TIMESTAMP_MS,
+    MAX_REPLICAS,
     MAX_TOPIC_LENGTH,
     bundled_schema_in_use,
 )
@@ -44,6 +45,7 @@ _Partition = Annotated[int, msgspec.Meta(ge=0, le=999_999)]
 _Leader = Annotated[int, msgspec.Meta(ge=-2, le=INT32_MAX)]
 _Topic = Annotated[str, msgspec.Meta(min_length=1, max_length=MAX_TOPIC_LENGTH)]
 _BrokerIds = tuple[_BrokerId, ...]
+_ReplicaIds = Annotated[tuple[_BrokerId, ...], msgspec.Meta(max_length=MAX_REPLICAS)]
 
 
 class _Wire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False, kw_only=True,
@@ -61,8 +63,8 @@ class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr", frozen=True):
     partition: _Partition
     leader: _Leader
     leader_epoch: _Epoch
-    isr: _BrokerIds
-    replicas: _BrokerIds
+    isr: _ReplicaIds
+    replicas: _ReplicaIds
     partition_epoch: _Epoch
 
 
@@ -72,9 +74,9 @@ class WireMetadataPartitionState(msgspec.Struct, forbid_unknown_fields=True, fro
     partition: _Partition
     leader: _Leader
     leader_epoch: _Epoch
-    isr: _BrokerIds
-    replicas: _BrokerIds
-    offline_replicas: _BrokerIds
+    isr: _ReplicaIds
+    replicas: _ReplicaIds
+    offline_replicas: _ReplicaIds
 
 
 class WireUpdateMetadata(_Wire, tag="UpdateMetadata", frozen=True):

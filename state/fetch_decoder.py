@@ -44,6 +44,11 @@ nanosecond timestamps end in April 2262 (and Spark's in year 294247): a record p
 failed every micro-batch that held it."""
 MAX_TOPIC_LENGTH = 249
 """Kafka's longest topic name (the schemas' ``maxLength``)."""
+MAX_REPLICAS = 64
+"""The most broker ids a replica list may hold (an ISR, the assigned or offline replicas:
+the schema's ``replicaIds``). More than any real replication factor: the bound keeps one
+record from widening a shard's partition table, whose width is the most replicas of any
+of its partitions (a fuzzed LeaderAndIsr with 100,000 replicas asked for over 8 GB)."""
 
 # The schema's $defs, as msgspec constraints.
 _Offset = Annotated[int, msgspec.Meta(ge=0, le=INT64_MAX)]

@@ -131,3 +131,31 @@ def test_nesting_deeper_than_msgspec_follows_is_invalid_json() -> None:
     assert decoded.position.tolist() == [1]
     assert [(i, d.reason) for i, d in decoded.dead] == [
         (0, DeadLetterReason.INVALID_JSON), (2, DeadLetterReason.INVALID_JSON)]  # fmt: skip
+
+
+def _replica_lists(count: int) -> list[bytes]:
+    ids = list(range(count))
+    election = {"type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 0,
+                "leader_epoch": 0, "isr": ids, "replicas": ids, "partition_epoch": 0}  # fmt: skip
+    shrink = {"type": "IsrChange", "ts": B, "topic": "t", "partition": 0, "leader": 0,
+              "old_isr": ids, "new_isr": [0]}  # fmt: skip
+    state = {"topic": "t", "partition": 0, "leader": 0, "leader_epoch": 0, "isr": [0],
+             "replicas": [0], "offline_replicas": ids}  # fmt: skip
+    metadata = {"type": "UpdateMetadata", "ts": B, "broker": 1, "partitions": [state]}
+    created = {"type": "TopicChange", "ts": B, "deleted": [], "created": {"t": {"0": ids}}}
+    return [json.dumps(v).encode() for v in (election, shrink, metadata, created)]
+
+
+def test_replica_lists_hold_at_most_64_brokers() -> None:
+    # a LeaderAndIsr with 100,000 replicas widened its shard's table past 8 GB (OOM)
+    events, dead = decode_controller_events(_replica_lists(64))
+    assert ([i for i, _ in events], dead) == ([0, 1, 2, 3], [])
+    events, dead = decode_controller_events(_replica_lists(65))
+    assert events == []
+    assert [(i, d.reason) for i, d in dead] == [(i, DeadLetterReason.INVALID_VALUE)
+                                                 for i in range(4)]  # fmt: skip
+    # a broker list that is not a partition's replicas keeps no such bound
+    live = json.dumps({"type": "UpdateMetadata", "ts": B, "broker": 1, "partitions": [],
+                       "live_brokers": list(range(1000))}).encode()  # fmt: skip
+    events, dead = decode_controller_events([live])
+    assert ([i for i, _ in events], dead) == ([0], [])

@@ -1,4 +1,4 @@
-"""The versioned state format (streaming/job/state_format.py): what it keeps, how it is
+"""The versioned state format (streaming/job/state_format/): what it keeps, how it is
 versioned, and how older group states are migrated to it."""
 
 from __future__ import annotations

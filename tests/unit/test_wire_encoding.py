@@ -42,6 +42,7 @@ from state.events import (
     TopicPartition,
     UpdateMetadata,
 )
+from state.fetch_decoder import MAX_TIMESTAMP_MS
 from streaming.feeds.wire import encode
 from streaming.feeds.wire_encoding import (
     NO_CONTROLLER_KEY,
@@ -60,8 +61,8 @@ def ints(low: int, high: int) -> st.SearchStrategy[int]:
     return st.one_of(st.sampled_from((low, high, low + 1, high - 1)), st.integers(low, high))
 
 
-ts = ints(0, INT64_MAX)
-offsets = ints(0, INT64_MAX)
+ts = ints(0, MAX_TIMESTAMP_MS)  # the contract's latest time (docs/event-contract.md)
+offsets = ints(0, MAX_TIMESTAMP_MS)  # the contract's latest time (docs/event-contract.md)
 broker_ids = ints(0, INT32_MAX)
 epochs = ints(0, INT32_MAX)
 partitions = ints(0, 999_999)
