@@ -25,6 +25,10 @@ class FaultResult:
     events_doubled: int | None = None
     outage_seconds_survived: float | None = None
     sink_duplicates: int | None = None  # at-least-once re-writes (not a failure)
+    malformed_tried: int | None = None  # fuzz: records the contract refuses, sent
+    crashes: int | None = None  # fuzz: the job's exits and its query's failures
+    scrape_p99_s: float | None = None  # scrapes
+    series: int | None = None  # scrapes: series in one scrape
     comparison: Comparison = field(default_factory=Comparison)
     notes: list[str] = field(default_factory=list)
 

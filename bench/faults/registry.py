@@ -11,6 +11,8 @@ MODULES = {
     "kill": "faults.kill",
     "outage": "faults.outage",
     "backlog": "faults.backlog",
+    "fuzz": "faults.hostile_input",
+    "scrapes": "faults.scrape_load",
 }
 DEFAULT = ("kill", "outage")
 """What a run without ``--faults`` injects (``backlog`` fails until the job orders a
