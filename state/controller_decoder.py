@@ -30,8 +30,8 @@ from state.events import ControllerEvent, DeadLetter, LeaderAndIsr, Source, Upda
 from state.fetch_decoder import (
     INT32_MAX,
     INT64_MAX,
-    MAX_TIMESTAMP_MS,
     MAX_REPLICAS,
+    MAX_TIMESTAMP_MS,
     MAX_TOPIC_LENGTH,
     bundled_schema_in_use,
 )

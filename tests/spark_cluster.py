@@ -46,6 +46,11 @@ def session_of(pid: int) -> int | None:
     return int(fields[3]) if fields and fields[0] != "Z" else None
 
 
+def parent_of(pid: int) -> int | None:
+    fields = _stat(pid)
+    return int(fields[1]) if fields else None
+
+
 def processes_in_sessions(sessions: set[int]) -> set[int]:
     """Every live process whose session is one of ``sessions``."""
     found = set()
@@ -86,6 +91,13 @@ class Worker:
         return sorted(
             pid for pid in processes_in_sessions({self.process.pid})
             if EXECUTOR_CLASS in command_line(pid)
+        )  # fmt: skip
+
+    def python_workers(self, executor: int) -> list[int]:
+        """Pids of the Python daemons an executor started to run its tasks' Python code."""
+        return sorted(
+            pid for pid in processes_in_sessions({self.process.pid})
+            if parent_of(pid) == executor and "pyspark.daemon" in command_line(pid)
         )  # fmt: skip
 
     def executor_dirs(self) -> list[Path]:

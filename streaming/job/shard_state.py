@@ -47,8 +47,8 @@ from state import (
 )
 from state.events import DeadLetterReason
 from state.settings import RuleSettings
-from streaming.job.dead_letter_rows import dead_letter_row, dead_letter_rows
 from streaming.job import shard_stats
+from streaming.job.dead_letter_rows import dead_letter_row, dead_letter_rows
 from streaming.job.routing import (
     DEAD,
     FETCH,

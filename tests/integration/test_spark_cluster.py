@@ -65,8 +65,6 @@ def job_config(broker: EmbeddedBroker, tmp_path: Path, cluster: SparkStandaloneC
         "streaming.state_store": "rocksdb",
         "streaming.state_shards": 4,
         "streaming.shuffle_partitions": 2,
-        # several micro-batches for each half of the input (8,597 records)
-        "kafka.max_records_per_batch": 3000,
         **(metrics if metrics_port is not None else {}),
     }, fetch_partitions=2)  # fmt: skip
 
@@ -93,7 +91,6 @@ def job_environment(config: IsrwatchConfig, tmp_path: Path) -> dict[str, str]:
         "streaming.state_shards": config.streaming.state_shards,
         "streaming.shuffle_partitions": config.streaming.shuffle_partitions,
         "streaming.trigger_interval_ms": config.streaming.trigger_interval_ms,
-        "kafka.max_records_per_batch": config.kafka.max_records_per_batch,
         "metrics.enabled": str(config.metrics.enabled).lower(),
         "metrics.host": config.metrics.host,
         "metrics.port": config.metrics.port,
@@ -213,61 +210,55 @@ def test_executor_killed_mid_run_loses_and_repeats_nothing(
     first_run: FirstRun, cluster: SparkStandaloneCluster, events: list[InputRecord],
     tmp_path: Path,
 ) -> None:  # fmt: skip
-    """The rest of the input, from the same checkpoint, in several micro-batches; one
-    executor is killed (SIGKILL) once the first of them is committed, inside whatever
-    batch runs then: Spark launches another, the lost tasks run again, and the state
-    restored from the checkpoint is applied once."""
+    """The rest of the input, from the same checkpoint, to the always-on job; one executor
+    is killed (SIGKILL) once its Python workers run the batch's tasks: Spark launches
+    another, the lost tasks run again, and the state restored from the checkpoint is
+    applied once."""
     config, port = first_run.config, first_run.metrics_port
     publish(config, events[first_run.half :])
     victim = cluster.started[0]
     executors_before = victim.executor_dirs()
-    committed = committed_batches(config)
-    driver = Driver(["--available-now"], first_run.env, tmp_path / "second.log")
+    driver = Driver([], first_run.env, tmp_path / "second.log")
     try:
-        executor = executor_after_a_commit(driver, victim, config, committed)
+        executor = running_executor(driver, victim)
         os.kill(executor, signal.SIGKILL)
         # The applied totals are checkpointed with the state: since the first run.
-        applied = applied_until_exit(driver, port, produced_by_type(events).total())
-        assert driver.wait() == 0, driver.output()
+        applied = applied_until(driver, port, produced_by_type(events).total())
+        assert driver.stop() == 0, driver.output()
     finally:
         driver.kill()
     # exactly once: each record applied once, none lost and none counted twice
     assert applied == produced_by_type(events), driver.output()
     # Spark replaced the executor it lost: the worker launched another for the job
     assert len(victim.executor_dirs()) - len(executors_before) == 2, cluster.logs()
+    # A last pass from the checkpoint evaluates every partition at the input's largest
+    # event time, as replay does.
+    final = Driver(["--available-now"], first_run.env, tmp_path / "final.log")
+    assert final.wait() == 0, final.output()
     health = last_per_key(read_topic(config, config.topics.partition_health))
     assert health == replayed(events)
 
 
-def committed_batches(config: IsrwatchConfig) -> int:
-    """How many micro-batches the query has committed (its checkpoint's commit log)."""
-    commits = Path(config.streaming.checkpoint_location) / "commits"
-    return sum(1 for entry in commits.iterdir() if entry.name.isdigit())
-
-
-def executor_after_a_commit(
-    driver: Driver, worker: Worker, config: IsrwatchConfig, committed: int
-) -> int:
-    """The worker's executor for ``driver``'s job, once the job committed a batch more."""
+def running_executor(driver: Driver, worker: Worker) -> int:
+    """The worker's executor for ``driver``'s job, once its Python workers run tasks."""
     deadline = time.monotonic() + DEADLINE_S
     while time.monotonic() < deadline:
         assert driver.process.poll() is None, driver.output()
-        executors = worker.executors()
-        if executors and committed_batches(config) > committed:
-            return executors[0]
+        for executor in worker.executors():
+            if worker.python_workers(executor):
+                return executor
         time.sleep(0.2)
-    raise AssertionError(f"no batch committed with an executor on {worker}:\n{driver.output()}")
+    raise AssertionError(f"no executor ran Python tasks on {worker}:\n{driver.output()}")
 
 
-def applied_until_exit(driver: Driver, port: int, total: int) -> Counter[str]:
-    """The job's applied totals, scraped until they reach ``total`` or the job exits.
-    An --available-now run writes its last snapshot in a batch after the last data:
-    its exporter outlives the last data batch by at least a trigger and a batch."""
+def applied_until(driver: Driver, port: int, total: int) -> Counter[str]:
+    """The running job's applied totals once they reach ``total`` (or at the deadline)."""
     deadline = time.monotonic() + DEADLINE_S
     seen: Counter[str] = Counter()
-    while driver.process.poll() is None and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        assert driver.process.poll() is None, driver.output()
         seen = applied_by_type(port) or seen
         if seen.total() >= total:
             break
-        time.sleep(0.2)
+        time.sleep(1)
     return seen
