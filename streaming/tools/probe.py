@@ -5,8 +5,9 @@ or the Kafka source may be failing in a retry loop. The probe therefore reads th
 own exporter (``streaming.job.metrics``) over loopback:
 
 * ``--check live`` fails when the exporter does not answer, or when no micro-batch has
-  ended for longer than ``--max-batch-age`` seconds: the query is stuck or gone, and a
-  restart (from the checkpoint) is the cure.
+  ended for longer than ``--max-batch-age`` seconds while the Kafka source is not down:
+  the query is stuck or gone, and a restart (from the checkpoint) is the cure. While
+  Kafka is away no batch ends either, and a restart cannot help: readiness fails then.
 * ``--check ready`` also needs at least one micro-batch completed since the job started
   and, unless ``--no-require-source``, the Kafka source up (``isrwatch_source_up``).
 
@@ -92,7 +93,9 @@ def assess(
     since = reading.seconds_since_last_batch
     if since is None:
         problems.append(f"the exporter serves no {SECONDS_SINCE_LAST_BATCH}: not an isrwatch job")
-    elif since > max_batch_age_s:
+    elif since > max_batch_age_s and not (check is Check.LIVE and reading.source_up == 0):
+        # Liveness: with the Kafka source down no batch can end (the batch in flight
+        # cannot read), and a restart cannot bring Kafka back; readiness says so instead.
         problems.append(
             f"no micro-batch ended for {since:.0f} s (more than {max_batch_age_s:g} s): "
             "the streaming query is stuck or gone"

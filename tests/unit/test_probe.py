@@ -127,6 +127,10 @@ def test_text_that_is_not_an_exposition_is_a_probe_error() -> None:
         # Liveness needs no completed batch nor source: a long first batch is not a hang.
         (ExporterReading(4.5, 0, None), Check.LIVE, []),
         (ExporterReading(61, 7, 1), Check.LIVE, ["no micro-batch ended for 61 s"]),
+        (ExporterReading(60, 7, 1), Check.LIVE, []),  # at the age, not past it
+        # Kafka away: no batch can end and a restart cannot help; readiness tells it.
+        (ExporterReading(61, 7, 0), Check.LIVE, []),
+        (ExporterReading(61, 7, None), Check.LIVE, ["no micro-batch ended for 61 s"]),
         (ExporterReading(61, 7, 1), Check.READY, ["no micro-batch ended for 61 s"]),
         (ExporterReading(None, 7, 1), Check.LIVE, ["not an isrwatch job"]),
         (ExporterReading(4.5, 0, 1), Check.READY, ["no micro-batch has completed"]),
