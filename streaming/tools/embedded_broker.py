@@ -92,6 +92,20 @@ def parent_death_signal() -> Callable[[], None] | None:
     return set_parent_death_signal
 
 
+def output_tail(log_file: IO[bytes] | None, chars: int = _STDERR_TAIL_CHARS) -> str:
+    """The last ``chars`` bytes a child process wrote to ``log_file`` (its errors), for
+    diagnostics; "" when there is no file or it cannot be read."""
+    if log_file is None:
+        return ""
+    try:
+        log_file.flush()
+        log_file.seek(0, os.SEEK_END)
+        log_file.seek(max(0, log_file.tell() - chars))
+        return log_file.read().decode("utf-8", errors="replace")
+    except (OSError, ValueError):
+        return ""
+
+
 def terminate_process_group(process: subprocess.Popen[bytes]) -> None:
     """SIGTERM to the process group a child leads, SIGKILL after 5 s."""
     if process.poll() is None:
@@ -340,16 +354,7 @@ class EmbeddedBroker:
         return self._process.poll() if self._process is not None else None
 
     def _output_tail(self) -> str:
-        if self._log_file is None:
-            return ""
-        try:
-            self._log_file.flush()
-            self._log_file.seek(0, os.SEEK_END)
-            size = self._log_file.tell()
-            self._log_file.seek(max(0, size - _STDERR_TAIL_CHARS))
-            return self._log_file.read().decode("utf-8", errors="replace")
-        except (OSError, ValueError):
-            return ""
+        return output_tail(self._log_file)
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"

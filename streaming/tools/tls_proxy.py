@@ -28,13 +28,12 @@ from typing import IO
 from streaming.tools.embedded_broker import (
     accepts_connections,
     free_port,
+    output_tail,
     parent_death_signal,
     terminate_process_group,
 )
 
 __all__ = ["TlsProxy", "stunnel_binary"]
-
-_OUTPUT_TAIL_CHARS = 4000
 
 
 def stunnel_binary() -> str | None:
@@ -135,16 +134,7 @@ class TlsProxy:
 
     def output_tail(self) -> str:
         """The end of stunnel's output (its errors), for diagnostics."""
-        if self._log_file is None:
-            return ""
-        try:
-            self._log_file.flush()
-            self._log_file.seek(0, os.SEEK_END)
-            size = self._log_file.tell()
-            self._log_file.seek(max(0, size - _OUTPUT_TAIL_CHARS))
-            return self._log_file.read().decode("utf-8", errors="replace")
-        except (OSError, ValueError):
-            return ""
+        return output_tail(self._log_file)
 
     def __enter__(self) -> TlsProxy:
         return self
