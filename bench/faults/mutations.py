@@ -26,6 +26,7 @@ from typing import Any
 from jsonschema import Draft202012Validator
 
 from state.events import Source
+from state.fetch_decoder import MAX_REPLICAS
 from streaming.feeds.simulator.cluster import ClusterSimulator
 from streaming.feeds.simulator.scenario import load_scenario
 from streaming.feeds.wire import InputRecord
@@ -97,15 +98,16 @@ def _utf8_strings(value: object) -> bool:
 
 
 def _shrunk(value: Any) -> Any:
-    """``value`` with every array of identical items cut to one item. The schemas have no
-    keyword about an array's length or uniqueness (minItems, maxItems, uniqueItems,
-    contains), so an array is valid exactly when each item is: the verdict is the same,
+    """``value`` with every array of identical items cut to ``MAX_REPLICAS + 1`` items.
+    The schemas' only keyword about an array's length is the replica lists' ``maxItems``
+    (``MAX_REPLICAS``), and none is about uniqueness (uniqueItems, contains): such an
+    array of more items is valid exactly when the cut one is, and the verdict comes
     without validating 100,000 items one by one (seconds each with jsonschema)."""
     if isinstance(value, dict):
         return {name: _shrunk(item) for name, item in value.items()}
     if isinstance(value, list):
-        if len(value) > 1 and all(item == value[0] for item in value):
-            return [_shrunk(value[0])]
+        if len(value) > MAX_REPLICAS + 1 and all(item == value[0] for item in value):
+            return [_shrunk(value[0])] * (MAX_REPLICAS + 1)
         return [_shrunk(item) for item in value]
     return value
 
