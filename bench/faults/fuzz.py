@@ -394,15 +394,21 @@ def run_fuzz(
                 if item.refused is None:
                     item.reason = letters.get(key_of(topics, item))
             time.sleep(2.0)  # one more sample: the batches went on
+            # counted before the stop: a batch the stop interrupts fails its query too
+            failed_while_watched = job_stderr(workdir).count(QUERY_FAILED)
         finally:
             stop.set()
             watcher.join()
             stop_job(job)
-        stderr = (workdir / "job.err").read_text(encoding="utf-8", errors="replace")
-        return FuzzReport(items, seed_items, watch, stderr.count(QUERY_FAILED), stderr[-3000:])
+        stderr = job_stderr(workdir)
+        return FuzzReport(items, seed_items, watch, failed_while_watched, stderr[-3000:])
     finally:
         if own_broker:
             broker.stop()
+
+
+def job_stderr(workdir: Path) -> str:
+    return (workdir / "job.err").read_text(encoding="utf-8", errors="replace")
 
 
 def stop_job(job: subprocess.Popen[bytes]) -> None:
