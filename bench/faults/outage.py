@@ -50,7 +50,7 @@ from faults.verify import (
     read_topic,
 )
 
-OUTAGES_S = {Mode.SHORT: (21.0,), Mode.LONG: (60.0, 600.0)}
+OUTAGES_S = {Mode.SHORT: (45.0,), Mode.LONG: (60.0, 600.0)}
 CYCLE = (ProxyMode.REFUSE, ProxyMode.HANG, ProxyMode.DROP)
 SIMULATED_S = {Mode.SHORT: 60, Mode.LONG: 240}
 RATE = {Mode.SHORT: 400.0, Mode.LONG: 60.0}
@@ -104,7 +104,9 @@ def outage(proxy: FaultProxy, job: JobProcess, url: str, seconds: float) -> Outa
     log = OutageLog(seconds)
     segment = seconds / len(CYCLE)
     begun = time.monotonic()
-    probe_at = [0.25, 0.5, 0.95]  # fractions of the outage: probes while it lasts
+    # fractions of the outage: probes while it lasts, after the source's detection time
+    # (a client's bootstrap timeout, 10 s, and the diagnosis: docs/faults.md)
+    probe_at = [0.5, 0.75, 0.95]
     for index, mode in enumerate(CYCLE):
         proxy.set_mode(mode)
         until = begun + segment * (index + 1)

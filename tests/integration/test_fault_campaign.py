@@ -32,7 +32,7 @@ def test_short_campaign_loses_and_doubles_nothing(tmp_path: Path) -> None:
     kill = re.split(r"\s{2,}", rows["kill -9"])
     assert (kill[1], kill[2], kill[3], kill[-1]) == ("3", "0", "0", "pass"), output
     outage = re.split(r"\s{2,}", rows["broker outage"])
-    assert (outage[2], outage[3], outage[4], outage[-1]) == ("0", "0", "21", "pass"), output
+    assert (outage[2], outage[3], outage[4], outage[-1]) == ("0", "0", "45", "pass"), output
     # each phase of a batch was hit once
     for phase in ("mid-batch", "mid-commit", "mid-sink"):
         assert re.search(rf"aimed {phase}, landed {phase} ", done.stdout), output

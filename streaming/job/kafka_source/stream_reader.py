@@ -235,6 +235,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _failed(self, error: BaseException, what: str) -> None:
         self.consecutive_failures += 1
         self.failures_total += 1
+        self.last_error = f"{type(error).__name__}: {error}"
+        self._publish_status()  # down now; the diagnosis below may take seconds
         problem = self._diagnose()
         servers = ",".join(self.settings.bootstrap_servers)
         self.last_error_reason = problem.reason.value if problem is not None else None
