@@ -58,6 +58,8 @@ class HealthExporter(Collector):
     ) -> None:
         self.registry = registry or CollectorRegistry()
         self.source_status = source_status  # the Kafka source's health, written by its reader
+        # set by the sink while a write to Kafka has waited past SINK_STALL_S (epoch s)
+        self.sink_stalled_since: float | None = None
         self._shards: dict[int, ShardStats] = {}
         self._causes: list[CauseCount] = []
         self._planned: dict[str, int] = {}  # topic -> expected under-replicated partitions
@@ -348,12 +350,22 @@ class HealthExporter(Collector):
         if not isinstance(status, dict):
             return
         stalled = self._stalled_reads(status.get("last_success_at") or 0)
+        sink_stalled = self.sink_stalled_since is not None
         up = GaugeMetricFamily(
             "isrwatch_source_up",
-            "1 if the Kafka source's last offset request was answered and no read is stalled",
+            "1 if the Kafka source's last offset request was answered, no read is stalled "
+            "and no write to Kafka waits past its stall time",
         )
-        up.add_metric([], 1 if status.get("consecutive_failures") == 0 and not stalled else 0)
+        healthy = status.get("consecutive_failures") == 0 and not stalled and not sink_stalled
+        up.add_metric([], 1 if healthy else 0)
         yield up
+        sink = GaugeMetricFamily(
+            "isrwatch_sink_stalled",
+            "1 while the job's write of a batch to Kafka has waited past sinks.SINK_STALL_S "
+            "(the brokers do not take the records; the batch waits)",
+        )
+        sink.add_metric([], 1 if sink_stalled else 0)
+        yield sink
         reads = GaugeMetricFamily(
             "isrwatch_source_stalled_reads",
             "Input partitions whose read gets nothing from Kafka although records are due "

@@ -35,6 +35,10 @@ from streaming.job.shard_stats import ShardStats
 log = logging.getLogger("isrwatch.sinks")
 
 FLUSH_TIMEOUT_S = 60.0
+SINK_STALL_S = 5.0
+"""A flush still waiting after this long means the brokers do not take the records: the
+exporter says the source is down (the same cluster) while the batch waits, instead of
+after the flush gives up (docs/faults.md)."""
 """How long a batch waits for the broker to take its records before it fails."""
 
 
@@ -144,7 +148,7 @@ class BatchSink:
         for topic, frame in ((self.health_topic, health), (self.dead_letter_topic, dead)):
             for key, value in zip(frame["key"], frame["value"], strict=True):
                 _produce(producer, topic, key.encode(), _bytes(value), delivered)
-        undelivered = producer.flush(FLUSH_TIMEOUT_S)
+        undelivered = self._flush(producer)
         if undelivered or failures:
             error = DeliveryError(
                 f"{undelivered + len(failures)} of {len(health) + len(dead)} records not "
@@ -152,6 +156,22 @@ class BatchSink:
             )
             self._discard()  # a re-run starts with an empty queue and a new connection
             raise error
+
+    def _flush(self, producer: Producer) -> int:
+        """``producer.flush(FLUSH_TIMEOUT_S)``, a second at a time, telling the exporter
+        when the wait passes ``SINK_STALL_S``; a flush that empties the queue ends the
+        stall (one that gives up keeps it: the re-run's flush will say)."""
+        began = time.monotonic()
+        while True:
+            left = began + FLUSH_TIMEOUT_S - time.monotonic()
+            undelivered = int(producer.flush(max(0.0, min(1.0, left))))
+            if undelivered == 0:
+                self.exporter.sink_stalled_since = None
+                return 0
+            if left <= 1.0:
+                return undelivered
+            if time.monotonic() - began >= SINK_STALL_S and not self.exporter.sink_stalled_since:
+                self.exporter.sink_stalled_since = time.time()
 
     def close(self) -> None:
         if self._producer is not None:

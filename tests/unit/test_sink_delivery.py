@@ -4,7 +4,9 @@ producer (confluent-kafka) and no broker to take them."""
 
 from __future__ import annotations
 
+import json
 import time
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -103,3 +105,46 @@ def test_the_producer_takes_the_clients_settings() -> None:
         "reconnect.backoff.max.ms": 30000, "ssl.endpoint.identification.algorithm": "none",
     }  # fmt: skip
     assert isinstance(kafka_producer(kafka), Producer)
+
+
+def test_a_flush_that_waits_past_the_stall_time_marks_the_source_down(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """An outage that begins while a batch writes: the exporter says so while the batch
+    waits on its flush, not only once the flush gives up (docs/faults.md)."""
+    monkeypatch.setattr(sinks, "FLUSH_TIMEOUT_S", 2.5)
+    monkeypatch.setattr(sinks, "SINK_STALL_S", 0.5)
+    status = tmp_path / "source-status.json"
+    status.write_text(json.dumps({"consecutive_failures": 0, "last_success_at": 1.0}))
+    exporter = HealthExporter(source_status=status)
+    factory = Factory(message_timeout_ms=60_000)  # nobody takes the records
+    sink = BatchSink(factory, "health", "dead", exporter)
+    with pytest.raises(DeliveryError, match="flush timed out"):
+        sink.write(0, rows(), time.monotonic())
+    assert exporter.sink_stalled_since is not None
+    assert gauge(exporter, "isrwatch_sink_stalled") == 1
+    assert gauge(exporter, "isrwatch_source_up") == 0
+    # a flush that empties its queue ends the stall
+    sink.write(1, rows().iloc[0:0], time.monotonic())  # nothing to write: no flush
+    assert exporter.sink_stalled_since is not None
+    taken = BatchSink(lambda: Taken(), "health", "dead", exporter)  # type: ignore[arg-type,return-value]
+    taken.write(2, rows(), time.monotonic())
+    assert exporter.sink_stalled_since is None
+    assert (gauge(exporter, "isrwatch_sink_stalled"), gauge(exporter, "isrwatch_source_up")) == (
+        0, 1)  # fmt: skip
+
+
+class Taken:
+    """A producer whose every record is taken at once."""
+
+    def produce(self, topic: str, key: bytes, value: bytes | None, on_delivery: Any) -> None:
+        on_delivery(None, None)
+
+    def flush(self, timeout: float) -> int:
+        return 0
+
+
+def gauge(exporter: HealthExporter, name: str) -> float:
+    values = [s.value for m in exporter.collect() for s in m.samples if s.name == name]
+    assert len(values) == 1, (name, values)
+    return values[0]
