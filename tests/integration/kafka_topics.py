@@ -48,9 +48,9 @@ def isolated_job_config(
 
 
 def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
-    """Every record of ``topic`` as (key, value), until it has been quiet for 3 s."""
-    consumer = KafkaConsumer(bootstrap_servers=config.kafka.bootstrap_servers,
-                             enable_auto_commit=False)  # fmt: skip
+    """Every record of ``topic`` as (key, value), read with ``config``'s client settings
+    (TLS, SASL), until it has been quiet for 3 s."""
+    consumer = KafkaConsumer(**config.kafka.kafka_python_options(), enable_auto_commit=False)
     partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
     consumer.assign(partitions)
     consumer.seek_to_beginning(*partitions)

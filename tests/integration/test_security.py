@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
 from state.settings import RuleSettings
@@ -34,7 +34,7 @@ from streaming.tools.embedded_broker import EmbeddedBroker, free_port
 from streaming.tools.replay import replay
 from streaming.tools.tls_proxy import TlsProxy, stunnel_binary
 from tests.integration.certificates import Certificates, make_certificates
-from tests.integration.kafka_topics import isolated_job_config, last_per_key
+from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
 
 pytestmark = pytest.mark.integration
 
@@ -114,24 +114,6 @@ def produce_sample(config: IsrwatchConfig) -> None:
                       value=json.dumps(value).encode())  # fmt: skip
     producer.flush()
     producer.close()
-
-
-def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:
-    """Every record of ``topic`` as (key, value), read with ``config``'s security settings,
-    until it has been quiet for 3 s."""
-    consumer = KafkaConsumer(**config.kafka.kafka_python_options(), enable_auto_commit=False)
-    partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
-    consumer.assign(partitions)
-    consumer.seek_to_beginning(*partitions)
-    records: list[tuple[str, str | None]] = []
-    idle_since = time.monotonic()
-    while time.monotonic() - idle_since < 3:
-        for messages in consumer.poll(timeout_ms=500).values():
-            idle_since = time.monotonic()
-            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
-                        for m in messages]  # fmt: skip
-    consumer.close()
-    return records
 
 
 class JobProcess:
