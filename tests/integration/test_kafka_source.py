@@ -336,6 +336,37 @@ def test_read_limits(broker: EmbeddedBroker) -> None:
         reader.stop()
 
 
+def test_a_capped_batch_stops_every_topic_at_the_same_event_time(broker: EmbeddedBroker) -> None:
+    """A backlog read in capped batches keeps its event-time order across topics
+    (kafka_source.event_time): the sparse controller topic is not read ahead of the
+    fetches. Elections at 200, 300 and 400; fetches every 10 ms from 100 to 390."""
+    controller, fetches = unique("controller"), unique("fetches")
+    broker.create_topics([controller, fetches])
+    produce(
+        broker,
+        [(controller, 0, None, b'{"ts":%d}' % ts) for ts in (100, 200, 300, 400)]
+        + [(fetches, 0, None, b'{"ts":%d}' % (100 + 10 * i)) for i in range(30)],
+    )
+    c, f = f"{controller}:0", f"{fetches}:0"
+    reader = reader_for(options(broker, [controller, fetches], maxOffsetsPerPartition="10"))
+    try:
+        start = reader.initialOffset()
+        assert start == {c: 0, f: 0}
+        # Cap 10: the fetches stop before 200, so does the controller topic (ts 100 only).
+        first = reader.latestOffset(start, ReadMaxRows(10))
+        assert first == {c: 1, f: 10}
+        second = reader.latestOffset(first, ReadMaxRows(10))  # 200..290: the election at 200
+        assert second == {c: 2, f: 20}
+        third = reader.latestOffset(second, ReadMaxRows(10))  # nothing cut: all the rest
+        assert third == {c: 4, f: 30}
+        # The first batch: the controller event at 100 and the fetches 100..190.
+        values = sorted(row[4] or b"" for row in read_all(reader, start, first))
+        expected = [b'{"ts":100}', *(b'{"ts":%d}' % (100 + 10 * i) for i in range(10))]
+        assert values == sorted(expected)
+    finally:
+        reader.stop()
+
+
 def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_letters(
     broker: EmbeddedBroker,
 ) -> None:

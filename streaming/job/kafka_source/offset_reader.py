@@ -8,16 +8,20 @@ import contextlib
 import logging
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.planner import offset_key, split_offset_key
+from streaming.job.kafka_source.record_times import FetchedTimes, fetched_times
 
 log = logging.getLogger("isrwatch.kafka_source")
 
 #: How long the true-end probe waits for the last records (Tansu answers at once).
 PROBE_TIMEOUT_MS = 3000
+#: The longest one fetch of records to align a capped micro-batch on may wait.
+ALIGN_FETCH_TIMEOUT_MS = 10_000
 #: The longest the driver's clients wait to bootstrap, unless kafkaOptions says otherwise.
 DRIVER_BOOTSTRAP_TIMEOUT_MS = 10_000
 _PROBE_MAX_RECORDS = 1_000_000
@@ -117,6 +121,12 @@ class OffsetReader:
             partitions, timeout_ms=self.settings.request_timeout_ms
         )
         return {offset_key(tp.topic, tp.partition): int(offset) for tp, offset in found.items()}
+
+    def record_times(self) -> AbstractContextManager[FetchedTimes]:
+        """The event times of records, fetched as they are asked for (the driver's
+        consumer is busy until the context ends)."""
+        timeout_ms = min(ALIGN_FETCH_TIMEOUT_MS, self.settings.request_timeout_ms)
+        return fetched_times(self._driver_consumer(), timeout_ms)
 
     def _discover(self) -> dict[tuple[str, int], str | None]:
         """The partitions (with a leader) of the subscribed topics; topics that do not

@@ -20,6 +20,7 @@ from pyspark.sql.types import StructType
 
 from streaming.config import librdkafka_names
 from streaming.job.connection_errors import ConnectionProblem, diagnose
+from streaming.job.kafka_source.event_time import align
 from streaming.job.kafka_source.offset_reader import OffsetReader
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition
@@ -180,10 +181,34 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         result = advance(start, ends, beginnings, exact, cap)
         if cap is not None and self.settings.max_offsets_per_trigger is not None:
             result = share_out(start, result, self.settings.max_offsets_per_trigger)
+        if any(key in start and end < ends.get(key, end) for key, end in result.items()):
+            try:  # a limit cut a partition: stop every partition at the same event time
+                result = self._aligned(start, result, ends)
+            except Exception as error:
+                self._failed(error, "the event times of the records a read limit cuts")
+                return start
         # What is available (for an available-now run: up to its target), never behind
         # what is planned.
         self._latest = {key: max(end, ends.get(key, end)) for key, end in result.items()}
         return result
+
+    def _aligned(
+        self, start: dict[str, int], planned: dict[str, int], available: dict[str, int]
+    ) -> dict[str, int]:
+        """``planned`` cut back to the earliest event time it leaves unread
+        (``event_time.align``): a backlog read in capped batches keeps its order."""
+        began = time.monotonic()
+        with self._offsets.record_times() as times:
+            alignment = align(start, planned, available, times)
+        log.info(
+            "%s: capped micro-batch stops at event time %s%s (%d fetches, %.0f ms)",
+            SOURCE_NAME,
+            alignment.frontier,
+            ", one past a run of records sharing a millisecond" if alignment.widened else "",
+            times.fetches,
+            (time.monotonic() - began) * 1000,
+        )
+        return alignment.ends
 
     def reportLatestOffset(self) -> dict[str, int] | None:  # noqa: N802 (Spark's API)
         return None if self._latest is None else dict(self._latest)

@@ -1,0 +1,225 @@
+"""streaming.job.kafka_source.event_time and record_times: a micro-batch that a read limit
+cuts stops every partition at the earliest event time it leaves unread.
+
+The logs below are written out by hand; an offset is a record's index in its list, a
+``None`` is a record with no event time (a future dead letter)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import pytest
+
+from streaming.job.kafka_source.event_time import (
+    align,
+    event_time_of,
+    first_at_or_after,
+    frontier,
+)
+from streaming.job.kafka_source.record_times import MAX_FETCHES_PER_LOOK, FetchedTimes
+
+Log = Mapping[str, Sequence[int | None]]
+
+
+class Logs:
+    """``RecordTimes`` straight from written-out logs (no fetch sizes)."""
+
+    def __init__(self, logs: Log) -> None:
+        self.logs = logs
+
+    def time_at(self, key: str, offset: int, end: int) -> int | None:
+        for found in self.logs[key][offset:end]:
+            if found is not None:
+                return found
+        return None
+
+
+def ends_of(logs: Log) -> dict[str, int]:
+    return {key: len(records) for key, records in logs.items()}
+
+
+# An election at 200 and one at 300; the fetches come every 10 ms from 100 to 390.
+ELECTIONS: Log = {
+    "controller-events:0": [100, 200, 300, 400],
+    "fetch-responses:0": [100 + 10 * i for i in range(30)],
+}
+
+
+def test_a_plan_that_cuts_nothing_is_kept() -> None:
+    start = {"controller-events:0": 0, "fetch-responses:0": 0}
+    planned = ends_of(ELECTIONS)  # everything: nothing left unread
+    alignment = align(start, planned, ends_of(ELECTIONS), Logs(ELECTIONS))
+    assert alignment.ends == {"controller-events:0": 4, "fetch-responses:0": 30}
+    assert alignment.frontier is None
+
+
+def test_the_controller_partition_stops_where_the_capped_fetches_stop() -> None:
+    # Cap 10: the fetches stop at offset 10 (ts 200, unread), so the batch holds ts < 200:
+    # the controller event at 100 only, not the elections at 200, 300 and 400.
+    start = {"controller-events:0": 0, "fetch-responses:0": 0}
+    planned = {"controller-events:0": 4, "fetch-responses:0": 10}
+    available = ends_of(ELECTIONS)
+    times = Logs(ELECTIONS)
+    assert frontier(start, planned, available, times) == 200
+    first = align(start, planned, available, times)
+    assert first.ends == {"controller-events:0": 1, "fetch-responses:0": 10}
+    assert first.frontier == 200
+    # The next batch: fetches 200..290 (offsets 10..19), unread from 300: the election at
+    # 200 (offset 1) joins them, the one at 300 waits.
+    second = align(first.ends, {"controller-events:0": 4, "fetch-responses:0": 20}, available,
+                   times)  # fmt: skip
+    assert second.ends == {"controller-events:0": 2, "fetch-responses:0": 20}
+    assert second.frontier == 300
+
+
+def test_the_earliest_time_left_unread_over_all_cut_partitions_is_the_frontier() -> None:
+    logs: Log = {
+        "f:0": [10, 20, 30, 40, 50, 60],
+        "f:1": [5, 15, 25, 35, 45, 55],
+        "c:0": [1, 22, 44],
+    }
+    start = {"f:0": 0, "f:1": 0, "c:0": 0}
+    planned = {"f:0": 4, "f:1": 2, "c:0": 3}  # f:0 leaves 50 unread, f:1 leaves 25
+    alignment = align(start, planned, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 25
+    # f:0 reads 10, 20 (30 >= 25 stops it); f:1 reads 5, 15; c:0 reads 1, 22.
+    assert alignment.ends == {"f:0": 2, "f:1": 2, "c:0": 2}
+
+
+def test_records_at_the_frontier_itself_wait_for_the_next_batch() -> None:
+    # Cap 3 cuts f:0 before its fourth record (200); the third shares that millisecond,
+    # so it waits too (the batch holds ts < 200), as does the controller event at 200.
+    logs: Log = {"f:0": [100, 100, 200, 200, 200, 300], "c:0": [150, 200]}
+    start = {"f:0": 0, "c:0": 0}
+    alignment = align(start, {"f:0": 3, "c:0": 2}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 200
+    assert alignment.ends == {"f:0": 2, "c:0": 1}
+
+
+def test_a_partition_with_nothing_before_the_frontier_reads_nothing() -> None:
+    logs: Log = {"f:0": [10, 20, 30, 40], "c:0": [35, 36]}
+    alignment = align({"f:0": 0, "c:0": 0}, {"f:0": 2, "c:0": 2}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 30
+    assert alignment.ends == {"f:0": 2, "c:0": 0}
+
+
+def test_a_run_of_one_millisecond_longer_than_the_cap_is_read_past_the_frontier() -> None:
+    # Cap 3: f:0 holds five records at 500. Stopping at 500 moves nothing (f:0 and c:0
+    # both start at 500), so the frontier becomes 501: f:0 reads its 3 planned records,
+    # c:0 its one at 500.
+    logs: Log = {"f:0": [500, 500, 500, 500, 500, 600], "c:0": [500, 700]}
+    start = {"f:0": 0, "c:0": 0}
+    alignment = align(start, {"f:0": 3, "c:0": 2}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 501
+    assert alignment.widened
+    assert alignment.ends == {"f:0": 3, "c:0": 1}
+
+
+def test_records_without_an_event_time_take_the_next_ones() -> None:
+    # f:0 is cut at offset 2 (no time): the next timed record (300) sets the frontier.
+    # c:0's record with no time (offset 1) goes with 350, after the frontier.
+    logs: Log = {"f:0": [100, None, None, 300, 400], "c:0": [250, None, 350]}
+    start = {"f:0": 0, "c:0": 0}
+    alignment = align(start, {"f:0": 2, "c:0": 3}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 300
+    # f:0's None at offset 1 has no timed record before its planned end: read now.
+    assert alignment.ends == {"f:0": 2, "c:0": 1}
+
+
+def test_a_cut_with_no_event_time_after_it_keeps_the_plan() -> None:
+    logs: Log = {"raw:0": [None] * 10, "raw:1": [None] * 4}
+    planned = {"raw:0": 7, "raw:1": 4}
+    alignment = align({"raw:0": 0, "raw:1": 0}, planned, ends_of(logs), Logs(logs))
+    assert alignment == type(alignment)(planned, None)
+
+
+def test_a_partition_only_registered_in_this_batch_cuts_nothing() -> None:
+    # n:0 is new: registered at its beginning (0), read from the next batch.
+    logs: Log = {"f:0": [10, 20, 30], "n:0": [1, 2, 3]}
+    alignment = align({"f:0": 0}, {"f:0": 3, "n:0": 0}, ends_of(logs), Logs(logs))
+    assert alignment.frontier is None
+    assert alignment.ends == {"f:0": 3, "n:0": 0}
+
+
+@pytest.mark.parametrize(
+    ("time", "expected"),
+    [
+        (9, 0),  # before everything
+        (10, 0),  # the first record is at it
+        (11, 1),
+        (30, 2),  # the first of a run of equal times
+        (31, 4),
+        (50, 5),  # the last record
+        (51, 6),  # after everything: the end
+    ],
+)
+def test_first_at_or_after(time: int, expected: int) -> None:
+    logs = Logs({"p": [10, 20, 30, 30, 40, 50]})
+    assert first_at_or_after(logs, "p", 0, 6, time) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (b'{"type":"IsrChange","ts":1700000000000}', 1_700_000_000_000),
+        (b'{"ts": -5}', -5),
+        (b'{"ts": 2e3}', None),  # a float is not an event time
+        (b'{"ts": "1700000000000"}', None),
+        (b'{"ts": true}', None),  # JSON true is not 1
+        (b'{"time": 5}', None),
+        (b"[1, 2]", None),
+        (b"\xff\xfe{", None),  # not UTF-8
+        (b'{"ts": 1', None),  # cut short
+        (b"", None),
+        (None, None),  # a tombstone
+        (b"[" * 100_000 + b"]" * 100_000, None),  # past the parser's depth
+    ],
+)
+def test_event_time_of(value: bytes | None, expected: int | None) -> None:
+    assert event_time_of(value) == expected
+
+
+# --------------------------------------------------------------------------- fetching
+
+
+def chunked(records: Sequence[tuple[int, bytes | None]], size: int) -> FetchedTimes:
+    """``FetchedTimes`` over a log of (offset, value) whose fetches return ``size`` records
+    from the first at or after the offset asked for."""
+
+    def fetch(key: str, offset: int) -> list[tuple[int, bytes | None]]:
+        return [record for record in records if record[0] >= offset][:size]
+
+    return FetchedTimes(fetch)
+
+
+def ts(value: int) -> bytes:
+    return b'{"ts":%d}' % value
+
+
+def test_a_binary_search_narrows_into_what_one_fetch_brought() -> None:
+    times = chunked([(i, ts(10 * i)) for i in range(10)], size=4)
+    # middle 5: fetch 5..8 (50 < 55), middle 8: 80, middle 7: 70, middle 6: 60 -> 6
+    assert first_at_or_after(times, "p", 0, 10, 55) == 6
+    assert times.fetches == 1
+
+
+def test_offsets_missing_from_the_log_take_the_next_record() -> None:
+    # Offsets 3 and 4 were compacted away.
+    times = chunked([(0, ts(0)), (1, ts(1)), (2, ts(2)), (5, ts(5)), (6, ts(6))], size=3)
+    assert times.time_at("p", 3, 7) == 5
+    assert times.time_at("p", 4, 7) == 5  # within the chunk fetched from 3: no new fetch
+    assert times.fetches == 1
+    assert times.time_at("p", 3, 5) is None  # the next record is past the end asked
+
+
+def test_a_look_past_records_without_an_event_time_gives_up_after_its_fetches() -> None:
+    bad: list[tuple[int, bytes | None]] = [(i, b"not json") for i in range(20)]
+    times = chunked([*bad, (20, ts(7))], size=3)
+    assert times.time_at("p", 0, 21) is None
+    assert times.fetches == MAX_FETCHES_PER_LOOK
+    wider = chunked([*bad, (20, ts(7))], size=6)  # 4 fetches of 6 reach offset 20
+    assert wider.time_at("p", 0, 21) == 7
+
+
+def test_a_fetch_that_returns_nothing_gives_no_time() -> None:
+    assert chunked([], size=3).time_at("p", 0, 5) is None
