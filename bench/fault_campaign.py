@@ -1,8 +1,8 @@
 """The fault campaign: inject faults into a running ``isrwatch run`` and check that it
 loses and doubles nothing (docs/faults.md).
 
-    python bench/fault_campaign.py --mode short            # CI-sized: every fault, minutes
-    python bench/fault_campaign.py --mode long --faults kill,outage
+    python bench/fault_campaign.py --mode short            # CI-sized: the default faults
+    python bench/fault_campaign.py --mode long --faults kill,outage,backlog
 
 Each fault kind is a module of ``bench/faults/`` named in ``bench/faults/registry.py``;
 this script only picks them, runs them one after the other, prints a table of figures

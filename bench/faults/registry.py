@@ -14,9 +14,9 @@ MODULES = {
     "fuzz": "faults.hostile_input",
     "scrapes": "faults.scrape_load",
 }
-DEFAULT = ("kill", "outage")
-"""What a run without ``--faults`` injects (``backlog`` fails until the job orders a
-capped backlog across its input topics: docs/faults.md)."""
+DEFAULT = ("kill", "outage", "backlog")
+"""What a run without ``--faults`` injects (``fuzz`` and ``scrapes`` are runs of their own:
+docs/faults-fuzz-and-scrapes.md)."""
 
 
 def fault(name: str) -> Fault:

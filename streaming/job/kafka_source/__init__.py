@@ -46,6 +46,12 @@ Options (strings; names are case-insensitive):
   routing them there saves handing every raw value to the JVM and back to another
   Python worker (``bench/pipeline_bench.py``).
 
+Event-time alignment. When a limit leaves records of a partition unread, every partition
+of the micro-batch stops before its first record at or after the earliest event time
+(``ts``) left unread, so that a backlog read in capped batches is applied in the order one
+batch would apply it (``event_time``; the times are fetched from the records,
+``record_times``).
+
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
 starts, in micro-batches capped by ``maxOffsetsPerPartition``.
 
@@ -74,6 +80,7 @@ are seen there, and its warnings go to that process's stderr.
 
 Modules: ``options`` (names, defaults, parsing), ``offset_reader`` (the driver's questions to
 Kafka), ``planner`` (micro-batch ends and input partitions from offsets alone),
+``event_time`` and ``record_times`` (a capped micro-batch stopped at one event time),
 ``partition_reader`` (an executor's read of one input partition) and ``stream_reader``
 (Spark's API over them, and the source's health).
 """
