@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 import pytest
 
 from streaming.job.kafka_source.event_time import (
+    FIRST_LOOK_BACK,
     align,
     event_time_of,
     first_at_or_after,
@@ -182,25 +183,55 @@ def test_event_time_of(value: bytes | None, expected: int | None) -> None:
 # --------------------------------------------------------------------------- fetching
 
 
-def chunked(records: Sequence[tuple[int, bytes | None]], size: int) -> FetchedTimes:
+def chunked(
+    records: Sequence[tuple[int, bytes | None]], size: int, look_back: int = 0
+) -> FetchedTimes:
     """``FetchedTimes`` over a log of (offset, value) whose fetches return ``size`` records
     from the first at or after the offset asked for."""
 
     def fetch(key: str, offset: int) -> list[tuple[int, bytes | None]]:
         return [record for record in records if record[0] >= offset][:size]
 
-    return FetchedTimes(fetch)
+    return FetchedTimes(fetch, look_back)
 
 
 def ts(value: int) -> bytes:
     return b'{"ts":%d}' % value
 
 
-def test_a_binary_search_narrows_into_what_one_fetch_brought() -> None:
+def test_a_search_narrows_into_what_one_fetch_brought() -> None:
     times = chunked([(i, ts(10 * i)) for i in range(10)], size=4)
-    # middle 5: fetch 5..8 (50 < 55), middle 8: 80, middle 7: 70, middle 6: 60 -> 6
+    # First look at max(0, 10 - 256) = 0: fetch 0..3, 0 < 55. Then halving [1, 10):
+    # middle 5: fetch 5..8, 50 < 55; middles 8 (80), 7 (70), 6 (60) are in it -> 6
     assert first_at_or_after(times, "p", 0, 10, 55) == 6
+    assert times.fetches == 2
+
+
+def test_a_cut_partition_costs_one_fetch() -> None:
+    assert FIRST_LOOK_BACK == 256
+    # Two records per millisecond (ts = offset // 2); cut at 2001, whose time (1000) is
+    # shared by offset 2000. The look at 2001 fetches 1745..2244; the search's first look
+    # (2001 - 256 = 1745, ts 872 < 1000) and its halving of [1746, 2001) stay in it.
+    times = chunked([(i, ts(i // 2)) for i in range(3000)], size=500, look_back=256)
+    alignment = align({"p": 0}, {"p": 2001}, {"p": 3000}, times)
+    assert alignment.frontier == 1000
+    assert alignment.ends == {"p": 2000}
     assert times.fetches == 1
+
+
+def test_a_boundary_far_from_the_end_is_reached_by_galloping_back() -> None:
+    times = chunked([(i, ts(i)) for i in range(2000)], size=500, look_back=256)
+    # Looks at 1744 (fetch 1488..1987), 1488 (in it), 976 (fetch 720..1219), each >= 100,
+    # then at max(0, 2000 - 2048) = 0 (fetch 0..499), 0 < 100; the halving of [1, 976)
+    # stays in that last fetch.
+    assert first_at_or_after(times, "p", 0, 2000, 100) == 100
+    assert times.fetches == 3
+
+
+def test_a_look_back_that_falls_short_fetches_again_from_the_offset() -> None:
+    times = chunked([(i, ts(i)) for i in range(10)], size=3, look_back=256)
+    assert times.time_at("p", 5, 10) == 5  # fetched 0..2, then 5..7
+    assert times.fetches == 2
 
 
 def test_offsets_missing_from_the_log_take_the_next_record() -> None:

@@ -39,7 +39,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
-__all__ = ["Alignment", "RecordTimes", "align", "event_time_of", "first_at_or_after", "frontier"]
+__all__ = [
+    "FIRST_LOOK_BACK",
+    "Alignment",
+    "RecordTimes",
+    "align",
+    "event_time_of",
+    "first_at_or_after",
+    "frontier",
+]
 
 
 class RecordTimes(Protocol):
@@ -86,10 +94,30 @@ def frontier(
     return min(found, default=None)
 
 
+#: How far before the end the search first looks: a capped partition's boundary is most
+#: often within its last records, and one fetch (record_times.RECORDS_PER_FETCH) from
+#: here covers them.
+FIRST_LOOK_BACK = 256
+
+
 def first_at_or_after(times: RecordTimes, key: str, start: int, end: int, time: int) -> int:
     """The first offset in ``[start, end)`` whose event time is ``time`` or later, ``end``
-    if there is none: a binary search, the records being in event-time order."""
+    if there is none, the records being in event-time order.
+
+    The search gallops back from the end (``FIRST_LOOK_BACK`` records, then twice as far
+    each time) until a record is before ``time``, then halves the bracket it found: the
+    boundary of a cut partition is usually near its planned end, where this costs one or
+    two fetches and a plain binary search over the range would cost log2(range / fetch)."""
     low, high = start, end
+    back = FIRST_LOOK_BACK
+    while low < high:
+        probe = max(low, end - back)
+        found = times.time_at(key, probe, end)
+        if found is None or found < time:
+            low = probe + 1  # the boundary is after the probe
+            break
+        high = probe  # at or before it
+        back *= 2
     while low < high:
         middle = (low + high) // 2
         found = times.time_at(key, middle, end)

@@ -1,20 +1,21 @@
 """What the driver asks Kafka between micro-batches: the partitions of the subscribed
 topics, their true end offsets (see the package's docstring on Tansu's ends) and beginning
-offsets, through kafka-python clients it keeps until a failure."""
+offsets, through kafka-python clients it keeps until a failure; and the event times of
+records, through a confluent-kafka consumer (``record_times``), for aligning a capped
+micro-batch."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.planner import offset_key, split_offset_key
-from streaming.job.kafka_source.record_times import FetchedTimes, fetched_times
+from streaming.job.kafka_source.record_times import FetchedTimes, RecordFetcher
 
 log = logging.getLogger("isrwatch.kafka_source")
 
@@ -40,14 +41,16 @@ class OffsetSnapshot:
 
 class OffsetReader:
     """The driver's view of the subscribed topics' offsets. It keeps a kafka-python admin
-    client and consumer between calls (``close`` drops them: after a failure the next call
-    starts with fresh clients) and the true end of each partition per (topic id, reported
-    end), so that a partition is probed again only when its reported end moves."""
+    client and consumer, and the record fetcher, between calls (``close`` drops them:
+    after a failure the next call starts with fresh clients) and the true end of each
+    partition per (topic id, reported end), so that a partition is probed again only when
+    its reported end moves."""
 
     def __init__(self, settings: SourceSettings) -> None:
         self.settings = settings
         self._consumer: Any = None
         self._admin: Any = None
+        self._fetcher: RecordFetcher | None = None  # records' event times (alignment)
         # Per partition: (topic id, reported end, true end) of the last exact computation;
         # the topic id tells a re-created topic (same reported end, other records) apart.
         self._true_ends: dict[str, tuple[str | None, int, int]] = {}
@@ -122,11 +125,18 @@ class OffsetReader:
         )
         return {offset_key(tp.topic, tp.partition): int(offset) for tp, offset in found.items()}
 
-    def record_times(self) -> AbstractContextManager[FetchedTimes]:
-        """The event times of records, fetched as they are asked for (the driver's
-        consumer is busy until the context ends)."""
-        timeout_ms = min(ALIGN_FETCH_TIMEOUT_MS, self.settings.request_timeout_ms)
-        return fetched_times(self._driver_consumer(), timeout_ms)
+    @contextlib.contextmanager
+    def record_times(self) -> Iterator[FetchedTimes]:
+        """The event times of records, fetched as they are asked for (for one plan)."""
+        if self._fetcher is None:
+            from streaming.job.kafka_source.partition_reader import librdkafka_config
+
+            timeout_ms = min(ALIGN_FETCH_TIMEOUT_MS, self.settings.request_timeout_ms)
+            self._fetcher = RecordFetcher(librdkafka_config(self.settings), timeout_ms)
+        try:
+            yield FetchedTimes(self._fetcher.fetch)
+        finally:
+            self._fetcher.idle()
 
     def _discover(self) -> dict[tuple[str, int], str | None]:
         """The partitions (with a leader) of the subscribed topics; topics that do not
@@ -215,6 +225,10 @@ class OffsetReader:
     def close(self) -> None:
         consumer, self._consumer = self._consumer, None
         admin, self._admin = self._admin, None
+        fetcher, self._fetcher = self._fetcher, None
+        if fetcher is not None:
+            with contextlib.suppress(Exception):
+                fetcher.close()
         if consumer is not None:
             with contextlib.suppress(Exception):
                 consumer.close(autocommit=False)

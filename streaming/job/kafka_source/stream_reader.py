@@ -101,6 +101,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest: dict[str, int] | None = None
         self._target: dict[str, int] | None = None  # Trigger.AvailableNow
         self._target_beginnings: dict[str, int] = {}
+        self.alignments = 0  # capped micro-batches aligned on event time, and their fetches
+        self.alignment_fetches = 0
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled for the executors' read(): settings only, no clients."""
@@ -200,6 +202,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         began = time.monotonic()
         with self._offsets.record_times() as times:
             alignment = align(start, planned, available, times)
+        self.alignments += 1
+        self.alignment_fetches += times.fetches
         log.info(
             "%s: capped micro-batch stops at event time %s%s (%d fetches, %.0f ms)",
             SOURCE_NAME,
