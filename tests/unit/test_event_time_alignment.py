@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from streaming.job.kafka_source.event_time import (
     FIRST_LOOK_BACK,
@@ -254,3 +256,57 @@ def test_a_look_past_records_without_an_event_time_gives_up_after_its_fetches() 
 
 def test_a_fetch_that_returns_nothing_gives_no_time() -> None:
     assert chunked([], size=3).time_at("p", 0, 5) is None
+
+
+# --------------------------------------------------------------------------- properties
+
+# Up to 4 partitions of up to 40 records each, times in event-time order with many ties.
+logs_strategy = st.lists(
+    st.lists(st.integers(0, 30), max_size=40).map(sorted), min_size=1, max_size=4
+).map(lambda lists: {f"t:{i}": list(times) for i, times in enumerate(lists)})
+
+
+@given(logs=logs_strategy, cap=st.integers(1, 8))
+@settings(max_examples=300, deadline=None)
+def test_capped_batches_read_everything_once_in_event_time_order(
+    logs: dict[str, list[int]], cap: int
+) -> None:
+    available = {key: len(times) for key, times in logs.items()}
+    start = dict.fromkeys(logs, 0)
+    for _ in range(sum(available.values()) + 1):
+        if start == available:
+            break
+        planned = {key: min(available[key], first + cap) for key, first in start.items()}
+        alignment = align(start, planned, available, Logs(logs))
+        ends = alignment.ends
+        # Within the cap, and moving: every batch reads something until all is read.
+        assert all(start[key] <= ends[key] <= planned[key] for key in logs)
+        assert ends != start
+        read = [t for key in logs for t in logs[key][start[key] : ends[key]]]
+        unread = [t for key in logs for t in logs[key][ends[key] :]]
+        if read and unread:
+            # What a batch reads comes before what it leaves: strictly, unless a run of
+            # one millisecond longer than the cap made it read past the frontier.
+            if alignment.widened:
+                assert max(read) <= min(unread)
+            else:
+                assert max(read) < min(unread)
+        start = ends
+    assert start == available
+
+
+@given(
+    times=st.lists(st.integers(0, 1000), max_size=60).map(sorted),
+    size=st.integers(1, 20),
+    look_back=st.integers(0, 30),
+    offset=st.integers(0, 70),
+    end=st.integers(0, 70),
+)
+@settings(max_examples=300, deadline=None)
+def test_fetched_times_are_the_logs_times(
+    times: list[int], size: int, look_back: int, offset: int, end: int
+) -> None:
+    # Every record has a time: a look never has to go past records without one.
+    fetched = chunked([(i, ts(t)) for i, t in enumerate(times)], size, look_back)
+    end = min(end, len(times))
+    assert fetched.time_at("p", offset, end) == Logs({"p": times}).time_at("p", offset, end)
