@@ -118,12 +118,15 @@ class KafkaSettings(BaseModel):
         description="where a query with no checkpoint starts: earliest or latest",
     )
     max_records_per_partition_per_batch: PositiveInt = Field(
-        default=100000, description="most records read per topic-partition per micro-batch"
+        default=100000,
+        description="most records read per topic-partition per micro-batch; a micro-batch "
+        "it cuts stops every partition at one event time (python source)",
     )
     max_records_per_batch: PositiveInt | None = Field(
         default=None,
         description="most records read per micro-batch over all topic-partitions, shared out "
-        "in proportion to their backlog (Spark's maxOffsetsPerTrigger); none: no such limit",
+        "in proportion to their backlog (Spark's maxOffsetsPerTrigger), aligned on event "
+        "time as the per-partition limit; none: no such limit",
     )
     request_timeout_ms: PositiveInt = Field(default=30000, description="client request timeout, ms")
     retry_backoff_ms: PositiveInt = Field(
