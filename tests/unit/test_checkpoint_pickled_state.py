@@ -16,12 +16,14 @@ from typing import Any
 
 from state.settings import RuleSettings
 from streaming.job.query import guard_checkpoint
-from streaming.job.routing import DEAD
 from streaming.job.shard_state import process, restore_snapshot
 from streaming.job.state_format import FORMAT_VERSION, PICKLED, StateUnpickler, stored_version
-from streaming.tools.replay import replay
 from tests.unit.test_checkpoint import config
-from tests.unit.test_checkpoint_upgrade import Shards, annotated, capture, health
+from tests.unit.test_checkpoint_upgrade import (
+    Shards,
+    assert_the_rest_ends_as_from_scratch_and_replay,
+    capture,
+)
 from tests.unit.test_state_format import state_of
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "pickled-9711ad5"
@@ -66,26 +68,7 @@ def test_the_fixture_is_the_pickle_of_9711ad5() -> None:
 
 
 def test_restored_then_the_rest_equals_this_release_from_scratch_and_replay() -> None:
-    envelopes = capture()
-    first = MANIFEST["first_part"]
-    scratch = Shards()
-    scratch.batch(envelopes[:first])
-    scratch_second = scratch.batch(envelopes[first:])
-    scratch_flush = scratch.batch(None)
-
-    upgraded = restored()
-    upgraded_second = upgraded.batch(envelopes[first:])
-    upgraded_flush = upgraded.batch(None)
-
-    assert health(upgraded_second) == health(scratch_second)
-    assert len(health(upgraded_second)) > 0
-    assert annotated(upgraded_flush) == annotated(scratch_flush)
-    replayed = replay([json.dumps(e) for e in envelopes], RuleSettings(), None)
-    expected = {f"{r['topic']}:{r['partition']}": r for r in replayed.records}
-    assert annotated(upgraded_flush) == expected
-    assert len(expected) == 12  # isr-churn-storm: 12 partitions
-    for output in (upgraded_second, upgraded_flush):
-        assert (output["kind"] == DEAD).sum() == 0
+    assert_the_rest_ends_as_from_scratch_and_replay(restored())
 
 
 def test_applied_totals_are_those_of_a_run_from_scratch() -> None:
