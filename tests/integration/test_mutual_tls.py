@@ -24,6 +24,7 @@ from state.events import Source
 from streaming.feeds.collectors.admin_source import KafkaAdminSource
 from streaming.feeds.publisher import KafkaPublisher
 from streaming.feeds.wire import InputRecord
+from streaming.job.connection_errors import ConnectionFailure, diagnose
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import run
 from streaming.tools.embedded_broker import EmbeddedBroker
@@ -90,22 +91,24 @@ def broker_ids(broker: EmbeddedBroker, certificates: Certificates) -> tuple[int,
     return tuple(sorted(admin.list_topics(timeout=10).brokers))
 
 
-def test_a_proxy_requiring_client_certificates_refuses_a_client_without_one(
+def test_a_client_without_a_certificate_is_refused_and_the_connection_check_says_why(
     mtls_broker: EmbeddedBroker, certificates: Certificates
 ) -> None:
-    from confluent_kafka import KafkaException
     from confluent_kafka.admin import AdminClient
 
     settings: dict[str, str | int | float | bool] = {
         "bootstrap.servers": mtls_broker.bootstrap_servers, "security.protocol": "SSL",
         "ssl.ca.location": str(certificates.ca),
     }  # fmt: skip
-    with pytest.raises(KafkaException):
-        AdminClient(settings).list_topics(timeout=5)
-    brokers = AdminClient({
-        **settings, "ssl.certificate.location": str(certificates.client_cert),
-        "ssl.key.location": str(certificates.client_key),
-    }).list_topics(timeout=10).brokers.values()  # fmt: skip
+    with_certificate = {**settings, "ssl.certificate.location": str(certificates.client_cert),
+                        "ssl.key.location": str(certificates.client_key)}  # fmt: skip
+    # The source's connection check (librdkafka): the broker's alert is a TLS failure.
+    refused = diagnose(settings)
+    assert refused is not None
+    assert refused.reason is ConnectionFailure.TLS
+    assert "alert certificate required" in refused.detail
+    assert diagnose(with_certificate) is None  # it presents the certificate: metadata
+    brokers = AdminClient(with_certificate).list_topics(timeout=10).brokers.values()
     assert [f"{b.host}:{b.port}" for b in brokers] == [mtls_broker.bootstrap_servers]
 
 
