@@ -7,13 +7,19 @@ to its own log. librdkafka
 reports it to the client's ``error_cb`` as a ``KafkaError``: ``_AUTHENTICATION`` for a SASL
 login the broker refused, ``_SSL`` for a failed TLS handshake (an untrusted or mismatched
 certificate, or TLS against a plaintext listener), ``_TRANSPORT``, ``_RESOLVE`` and
-``_ALL_BROKERS_DOWN`` when nothing answers. :func:`diagnose` asks for metadata with a
-short-lived librdkafka client on the same settings and keeps the most telling of those
-errors; :func:`classify` maps one error to a :class:`ConnectionProblem`.
+``_ALL_BROKERS_DOWN`` when nothing answers. A broker that wants a client certificate
+(mutual TLS) and gets none it trusts refuses it with a TLS alert; over TLS 1.3 it checks
+the certificate after the client has finished its side of the handshake, so librdkafka
+reports the alert on its first read, as ``_TRANSPORT`` ("Receive failed: ... tlsv13 alert
+certificate required"): the alert, not the code, makes that a TLS failure.
+:func:`diagnose` asks for metadata with a short-lived librdkafka client on the same
+settings and keeps the most telling of those errors; :func:`classify` maps one error to a
+:class:`ConnectionProblem`.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -54,6 +60,16 @@ _HINTS = {
         "check kafka.bootstrap_servers and that the brokers are up",
     ),
 }
+# A TLS failure the broker announced with an alert (below) is about what the client
+# offered, not about the broker's certificate: these hints replace the TLS one.
+_CLIENT_CERTIFICATE_HINT = (
+    "the brokers want a client certificate signed by a CA they trust: check "
+    "kafka.ssl_certfile and kafka.ssl_keyfile"
+)
+_REFUSED_HANDSHAKE_HINT = (
+    "the brokers refused the handshake: check that kafka.security_protocol matches the "
+    "listener, and kafka.ssl_certfile and kafka.ssl_keyfile if they want a client certificate"
+)
 # The most telling cause first: a refused login or handshake explains the brokers being
 # "down" that librdkafka reports next, not the other way round.
 _PRIORITY = (ConnectionFailure.AUTHENTICATION, ConnectionFailure.TLS, ConnectionFailure.UNREACHABLE)
@@ -64,6 +80,17 @@ _AUTHENTICATION_CODES = frozenset({-169, 58, 34, 33})
 _TLS_CODES = frozenset({-181})
 _ALL_BROKERS_DOWN = -187
 _UNREACHABLE_CODES = frozenset({-195, -193, _ALL_BROKERS_DOWN, -185})
+# A TLS alert the broker sent, in OpenSSL's words ("SSL routines::tlsv13 alert certificate
+# required", "sslv3 alert bad certificate"): the broker refused the TLS session, whatever
+# the code. OpenSSL's own failures ("unexpected eof while reading") are not alerts.
+_TLS_ALERT = re.compile(r"ssl routines::[^:]*\balert\b")
+# The alerts a broker sends about the client's certificate: none presented (librdkafka
+# presents none whose CA the broker does not list), or one it does not trust. A client
+# that distrusts the broker's certificate fails locally ("certificate verify failed").
+_CLIENT_CERTIFICATE_ALERT = re.compile(
+    r"ssl routines::[^:]*\balert (certificate required|bad certificate|unknown ca"
+    r"|certificate unknown|unsupported certificate|certificate expired|certificate revoked)"
+)
 
 
 @dataclass(frozen=True)
@@ -76,6 +103,12 @@ class ConnectionProblem:
     def describe(self, bootstrap_servers: str) -> str:
         """One line for the log: the cause, the brokers, what the client said, what to check."""
         cause, hint = _HINTS[self.reason]
+        if self.reason is ConnectionFailure.TLS:
+            lowered = self.detail.lower()
+            if _CLIENT_CERTIFICATE_ALERT.search(lowered):
+                hint = _CLIENT_CERTIFICATE_HINT
+            elif _TLS_ALERT.search(lowered):  # over TLS 1.2, a missing one: handshake failure
+                hint = _REFUSED_HANDSHAKE_HINT
         return f"{cause} connecting to Kafka at {bootstrap_servers}: {self.detail} ({hint})"
 
 
@@ -85,7 +118,7 @@ def classify(code: int, text: str) -> ConnectionProblem | None:
     lowered = text.lower()
     if code in _AUTHENTICATION_CODES or "sasl authentication" in lowered:
         return ConnectionProblem(ConnectionFailure.AUTHENTICATION, text)
-    if code in _TLS_CODES or "ssl handshake failed" in lowered:
+    if code in _TLS_CODES or "ssl handshake failed" in lowered or _TLS_ALERT.search(lowered):
         return ConnectionProblem(ConnectionFailure.TLS, text)
     if code in _UNREACHABLE_CODES:
         return ConnectionProblem(ConnectionFailure.UNREACHABLE, text)

@@ -8,6 +8,12 @@ that gives both is refused, and it only sets TLS up when both are given
 advertises the proxy's address (``EmbeddedBroker(advertised_port=...)``) so that clients
 come back through TLS after their metadata request.
 
+With ``client_ca`` the proxy also wants mutual TLS: it asks every client for a
+certificate and refuses the handshake of one that presents none, or one that ``client_ca``
+did not sign (stunnel's ``verifyChain = yes``, which implies ``requireCert = yes``, with
+``CAfile = client_ca``). Nothing in front of the broker checks who the client is beyond
+that: the broker sees plaintext connections from the proxy.
+
 Like the broker, the proxy runs in its own process group, is stopped by ``stop()`` (or at
 interpreter exit) and, started from the main thread on Linux, dies with its parent.
 """
@@ -43,7 +49,12 @@ def stunnel_binary() -> str | None:
 
 class TlsProxy:
     """stunnel accepting TLS on ``host:port`` (a free port by default) with ``cert_file``
-    and ``key_file`` (PEM), forwarding each connection to ``target`` (host:port)."""
+    and ``key_file`` (PEM), forwarding each connection to ``target`` (host:port).
+
+    ``client_ca`` (PEM, default None: no client certificate asked for) makes the proxy
+    require a client certificate signed by that CA (mutual TLS): a client without one, or
+    with one another CA signed, fails its handshake and is never forwarded.
+    """
 
     def __init__(
         self,
@@ -52,8 +63,10 @@ class TlsProxy:
         key_file: Path,
         port: int | None = None,
         host: str = "127.0.0.1",
+        client_ca: Path | None = None,
     ) -> None:
         self.target = target
+        self.client_ca = Path(client_ca) if client_ca is not None else None
         self.cert_file = Path(cert_file)
         self.key_file = Path(key_file)
         self.host = host
@@ -94,7 +107,9 @@ class TlsProxy:
                 f"accept = {self.address}\n"
                 f"connect = {self.target}\n"
                 f"cert = {self.cert_file}\n"
-                f"key = {self.key_file}\n",
+                f"key = {self.key_file}\n"
+                # verifyChain implies requireCert: no certificate, no handshake.
+                + (f"CAfile = {self.client_ca}\nverifyChain = yes\n" if self.client_ca else ""),
                 encoding="utf-8",
             )
             self._log_file = tempfile.TemporaryFile(prefix="isrwatch-stunnel-")  # noqa: SIM115
@@ -149,4 +164,5 @@ class TlsProxy:
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"TlsProxy({self.address} -> {self.target}, {state})"
+        mutual = ", client certificates required" if self.client_ca is not None else ""
+        return f"TlsProxy({self.address} -> {self.target}{mutual}, {state})"

@@ -54,18 +54,23 @@ def tls_options(ca: Path) -> dict[str, Any]:
 
 
 class SecuredBroker:
-    """Tansu behind a TLS proxy, advertising the proxy's address."""
+    """Tansu behind a TLS proxy, advertising the proxy's address; with ``mutual_tls`` the
+    proxy requires a client certificate that ``certificates.client_ca`` signed."""
 
-    def __init__(self, certificates: Certificates, *, authentication: bool = False) -> None:
+    def __init__(
+        self, certificates: Certificates, *, authentication: bool = False, mutual_tls: bool = False
+    ) -> None:
         proxy_port = free_port()
+        client = {"security_protocol": "SSL", "ssl_cafile": str(certificates.ca)}
+        if mutual_tls:  # the broker's own readiness check goes through the proxy too
+            client |= {"ssl_certfile": str(certificates.client_cert),
+                       "ssl_keyfile": str(certificates.client_key)}  # fmt: skip
         self.broker = EmbeddedBroker(
-            advertised_port=proxy_port,
-            authentication=authentication,
-            client_options={"security_protocol": "SSL", "ssl_cafile": str(certificates.ca)},
+            advertised_port=proxy_port, authentication=authentication, client_options=client
         )
         self.proxy = TlsProxy(
             self.broker.listener, certificates.server_cert, certificates.server_key,
-            port=proxy_port,
+            port=proxy_port, client_ca=certificates.client_ca if mutual_tls else None,
         )  # fmt: skip
 
     def __enter__(self) -> EmbeddedBroker:

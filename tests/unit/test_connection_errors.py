@@ -30,6 +30,21 @@ UNTRUSTED = (
     "routines::certificate verify failed: broker certificate could not be verified"
 )
 REFUSED_CONNECTION = "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed: Connection refused"
+# A broker that wants a client certificate (stunnel's verifyChain, tests/integration/
+# test_mutual_tls.py) and gets none it trusts. Over TLS 1.3 it says so after the client's
+# side of the handshake, and librdkafka reports the alert as a transport failure
+# (_TRANSPORT); librdkafka presents no certificate whose CA the broker does not list, so an
+# untrusted one gives the same words as none.
+NO_CLIENT_CERTIFICATE = (
+    "ssl://127.0.0.1:50827/bootstrap: Receive failed: error:0A00045C:SSL routines::tlsv13 "
+    "alert certificate required: SSL alert number 116 (after 0ms in state APIVERSION_QUERY)"
+)
+# The same broker limited to TLS 1.2 (sslVersionMax): the handshake itself fails (_SSL).
+NO_CLIENT_CERTIFICATE_TLS12 = (
+    "ssl://127.0.0.1:56675/bootstrap: SSL handshake failed: error:0A000410:SSL "
+    "routines::ssl/tls alert handshake failure: SSL alert number 40 (after 1ms in state "
+    "SSL_HANDSHAKE)"
+)
 
 
 @pytest.mark.parametrize(
@@ -43,6 +58,16 @@ REFUSED_CONNECTION = "127.0.0.1:1/bootstrap: Connect to ipv4#127.0.0.1:1 failed:
         (KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down", ConnectionFailure.UNREACHABLE),
         # librdkafka reports some handshake failures with the transport code
         (KafkaError._TRANSPORT, "ssl://k:9093/1: SSL handshake failed: EOF", ConnectionFailure.TLS),
+        # the broker's TLS alert names a refused handshake, whatever the code
+        (KafkaError._TRANSPORT, NO_CLIENT_CERTIFICATE, ConnectionFailure.TLS),
+        (KafkaError._SSL, NO_CLIENT_CERTIFICATE_TLS12, ConnectionFailure.TLS),
+        # OpenSSL's own words for a closed connection are no alert: the broker went away
+        (
+            KafkaError._TRANSPORT,
+            "ssl://k:9093/1: Receive failed: error:0A000126:SSL routines::unexpected eof while "
+            "reading",
+            ConnectionFailure.UNREACHABLE,
+        ),
     ],
 )
 def test_librdkafka_errors_are_classified(code: int, text: str, reason: str) -> None:
@@ -74,6 +99,21 @@ def test_the_description_names_the_cause_the_brokers_and_what_to_check() -> None
     tls = ConnectionProblem(ConnectionFailure.TLS, UNTRUSTED).describe("k1:9093")
     assert tls.startswith(f"TLS handshake failed connecting to Kafka at k1:9093: {UNTRUSTED} (")
     assert "kafka.ssl_cafile" in tls
+
+
+def test_a_refused_client_certificate_points_at_the_client_certificate() -> None:
+    refused = ConnectionProblem(ConnectionFailure.TLS, NO_CLIENT_CERTIFICATE).describe("k:9093")
+    assert refused == (
+        f"TLS handshake failed connecting to Kafka at k:9093: {NO_CLIENT_CERTIFICATE} (the "
+        "brokers want a client certificate signed by a CA they trust: check "
+        "kafka.ssl_certfile and kafka.ssl_keyfile)"
+    )
+    tls12 = ConnectionProblem(ConnectionFailure.TLS, NO_CLIENT_CERTIFICATE_TLS12).describe("k:1")
+    assert tls12.endswith(
+        "(the brokers refused the handshake: check that kafka.security_protocol matches the "
+        "listener, and kafka.ssl_certfile and kafka.ssl_keyfile if they want a client "
+        "certificate)"
+    )
 
 
 class FakeAdmin:
@@ -138,6 +178,16 @@ def test_diagnose_finds_nothing_when_the_brokers_answer() -> None:
     admin = FakeAdmin([[KafkaError(KafkaError._TRANSPORT, "Disconnected")]], answer_after=1)
     assert diagnose({"bootstrap.servers": "k:9092"}, 30, admin) is None
     assert admin.calls == 2
+
+
+def test_diagnose_stops_at_a_refused_client_certificate_reported_as_a_transport_failure() -> None:
+    admin = FakeAdmin([
+        [KafkaError(KafkaError._TRANSPORT, NO_CLIENT_CERTIFICATE),
+         KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")],
+    ])  # fmt: skip
+    found = diagnose({"bootstrap.servers": "k:9093", "security.protocol": "SSL"}, 30, admin)
+    assert found == ConnectionProblem(ConnectionFailure.TLS, NO_CLIENT_CERTIFICATE)
+    assert admin.calls == 1
 
 
 def test_the_source_logs_and_publishes_the_cause_of_a_failed_offset_request(
