@@ -37,6 +37,7 @@ from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import explain_failure
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
+from streaming.job.reachability import ReachabilityWatch, watch_timing
 from streaming.job.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.job.shard_state import (
     CLOCK_DELAY_MS,
@@ -303,6 +304,10 @@ def run(
         exporter.source_status = source_status_file(config)
     if config.metrics.enabled:
         exporter.serve(config.metrics.host, config.metrics.port)
+    # whether the brokers answer, every fraction of a trigger, whatever the batches do
+    timing = watch_timing(config.streaming.trigger_interval_ms, config.kafka.request_timeout_ms)
+    watch = ReachabilityWatch(config.kafka.librdkafka_options(), timing).start()
+    exporter.watch = watch
     stop = stop or threading.Event()
     spark = spark_session(config)
     sink = make_sink(config, exporter, health_out, on_batch)
@@ -333,6 +338,7 @@ def run(
             stop.wait(backoff)
             backoff = min(2 * backoff, config.kafka.retry_backoff_max_ms / 1000)
     finally:
+        watch.stop()
         sink.close()
         exporter.close()
 
