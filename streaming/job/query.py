@@ -304,14 +304,14 @@ def run(
         exporter.source_status = source_status_file(config)
     if config.metrics.enabled:
         exporter.serve(config.metrics.host, config.metrics.port)
-    # whether the brokers answer, every fraction of a trigger, whatever the batches do
-    timing = watch_timing(config.streaming.trigger_interval_ms, config.kafka.request_timeout_ms)
-    watch = ReachabilityWatch(config.kafka.librdkafka_options(), timing).start()
-    exporter.watch = watch
     stop = stop or threading.Event()
     spark = spark_session(config)
     sink = make_sink(config, exporter, health_out, on_batch)
     backoff = config.kafka.retry_backoff_ms / 1000
+    # whether the brokers answer, every fraction of a trigger, whatever the batches do
+    timing = watch_timing(config.streaming.trigger_interval_ms, config.kafka.request_timeout_ms)
+    watch = ReachabilityWatch(config.kafka.librdkafka_options(), timing).start()
+    exporter.watch = watch
     try:
         while not stop.is_set():
             query = start_query(spark, config, sink, snapshot_when_idle=available_now)

@@ -24,10 +24,11 @@ the latest, so an outage that begins just after an answer is reported within
 ``interval + timeout`` = 3/4 of a trigger: the quarter left covers a scrape's own time
 and a loaded host's scheduling. Half a trigger of timeout is the most the bound allows a
 slow broker before calling it down (a shorter one would report a busy broker as gone);
-the floors keep a sub-second trigger from asking more than ten times a second or
-giving up on a broker within less than 200 ms, so below a 400 ms trigger the bound
-is not kept (:attr:`WatchTiming.detection_bound_s` says by how much). The request timeout
-is the ceiling: the watch never waits longer than the job's clients would.
+the floors keep a short trigger from asking more than ten times a second or giving up
+on a broker within less than 200 ms. They hold the bound at 300 ms: more than 3/4 of a
+trigger below 400 ms, more than the trigger below 300 ms
+(:attr:`WatchTiming.detection_bound_s`). The request timeout is the ceiling: the watch
+never waits longer than the job's clients would.
 
 The client is told the same deadline (``socket.timeout.ms``: a request left unanswered
 that long tears its connection down, so a broker that hung and came back is met on a
