@@ -129,7 +129,8 @@ def test_down_on_the_first_failed_check_and_up_on_the_first_answer() -> None:
     assert [s.problem.reason if s.problem else None for s in states] == [
         None, None, ConnectionFailure.UNREACHABLE, ConnectionFailure.UNREACHABLE, None,
     ]  # fmt: skip
-    assert states[2].problem is not None and states[2].problem.detail == "no answer within 0.5 s"
+    assert states[2].problem is not None
+    assert states[2].problem.detail == "no answer within 0.5 s"
     assert len(made) == 1, "one long-lived client"
     assert made[0].asked_with == [0.5] * 5
 
@@ -152,7 +153,8 @@ def test_errors_reported_before_an_answer_do_not_linger() -> None:
     watch, _ = scripted_watch([(answered, [-181]), (no_answer, [])], [1.0, 2.0], TRIGGER_1S)
     assert watch.check().reachable
     state = watch.check()  # the TLS error was served with the previous check
-    assert state.problem is not None and state.problem.reason is ConnectionFailure.UNREACHABLE
+    assert state.problem is not None
+    assert state.problem.reason is ConnectionFailure.UNREACHABLE
 
 
 def test_the_client_has_the_jobs_settings_and_the_watchs_deadlines() -> None:
@@ -188,7 +190,8 @@ def test_the_thread_checks_until_stopped() -> None:
     assert checked.wait(30)
     watch.stop()
     after_stop = calls
-    assert watch.state is not None and watch.state.reachable
+    assert watch.state is not None
+    assert watch.state.reachable
     assert not any(t.name == "isrwatch-reachability" for t in threading.enumerate())
     assert calls == after_stop
 
@@ -198,7 +201,8 @@ def test_a_real_client_finds_nothing_listening_unreachable() -> None:
     watch = ReachabilityWatch({"bootstrap.servers": f"127.0.0.1:{free_port()}"}, timing)
     state = watch.check()
     assert not state.reachable
-    assert state.problem is not None and state.problem.reason is ConnectionFailure.UNREACHABLE
+    assert state.problem is not None
+    assert state.problem.reason is ConnectionFailure.UNREACHABLE
 
 
 # ---------------------------------------------------------------- what /metrics says
