@@ -39,7 +39,11 @@ hanging, cut mid-response) a check fails on, and how fast: docs/faults.md.
 
 Why it failed is classified as the source's own failures are
 (``streaming.job.connection_errors``: authentication, tls, unreachable), from the errors
-librdkafka reported since the previous check.
+librdkafka reported since the previous check. After a refused login or handshake the
+client is made afresh for the next check: librdkafka reads the CA and certificate files
+only when a client is made, and a file fixed on disk (a rotated secret) must end the
+failure, as it does for the source. An unreachable broker keeps the client, which
+reconnects by itself.
 """
 
 from __future__ import annotations
@@ -188,6 +192,10 @@ class ReachabilityWatch:
             problem = most_telling([*seen, problem]) or problem
             answered = previous.answered_at if previous is not None else None
             state = Reachability(False, now, answered, problem)
+            if problem.reason is not ConnectionFailure.UNREACHABLE:
+                # librdkafka reads the CA and certificate files when a client is made: a
+                # fresh one reads a file fixed on disk since, as the source's clients do
+                self._admin = None
         if previous is not None and previous.reachable != state.reachable:
             if state.problem is not None:
                 log.warning(

@@ -257,3 +257,16 @@ def test_source_up_needs_both_the_planner_and_the_watch(tmp_path: Path) -> None:
     got = source_samples(exporter)
     assert got[("isrwatch_source_up", "")] == 1
     assert not any(name == "isrwatch_source_connection_error" for name, _ in got)
+
+
+def test_a_refused_handshake_makes_the_next_check_use_a_fresh_client() -> None:
+    # unreachable keeps the client; tls drops it (a CA file fixed on disk is read again)
+    watch, made = scripted_watch(
+        [(no_answer, []), (no_answer, [-181]), (answered, []), (answered, [])],
+        [1.0, 2.0, 3.0, 4.0], TRIGGER_1S,
+    )  # fmt: skip
+    reasons = [watch.check().problem for _ in range(4)]
+    assert [p.reason if p else None for p in reasons] == [
+        ConnectionFailure.UNREACHABLE, ConnectionFailure.TLS, None, None,
+    ]  # fmt: skip
+    assert [len(admin.asked_with) for admin in made] == [2, 2]
