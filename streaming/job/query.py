@@ -339,6 +339,7 @@ def run(
             backoff = min(2 * backoff, config.kafka.retry_backoff_max_ms / 1000)
     finally:
         watch.stop()
+        exporter.watch = None  # its last state would go stale
         sink.close()
         exporter.close()
 

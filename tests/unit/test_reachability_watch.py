@@ -17,11 +17,13 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
+from prometheus_client import generate_latest
 
 from streaming.job.connection_errors import ConnectionFailure
 from streaming.job.metrics import HealthExporter
 from streaming.job.reachability import ReachabilityWatch, WatchTiming, watch_timing
 from streaming.tools.embedded_broker import free_port
+from streaming.tools.probe import Check, assess, read_exposition
 
 
 @pytest.mark.parametrize(
@@ -270,3 +272,18 @@ def test_a_refused_handshake_makes_the_next_check_use_a_fresh_client() -> None:
         ConnectionFailure.UNREACHABLE, ConnectionFailure.TLS, None, None,
     ]  # fmt: skip
     assert [len(admin.asked_with) for admin in made] == [2, 2]
+
+
+def test_the_probes_read_a_failed_check_as_the_source_down(tmp_path: Path) -> None:
+    status = tmp_path / "source-status.json"
+    planner_status(status, failures=0)
+    exporter = HealthExporter(source_status=status)
+    exporter.watch, _ = scripted_watch([(no_answer, [])], [300.0], TRIGGER_1S)
+    exporter.watch.check()
+    exporter.record_batch([], {}, 0.5)  # one batch completed, just now
+    reading = read_exposition(generate_latest(exporter.registry).decode())
+    assert reading.source_up == 0
+    assert assess(reading, Check.READY, 120, require_source=True) == [
+        "the Kafka source is down: Kafka does not answer its requests"
+    ]
+    assert assess(reading, Check.LIVE, 600, require_source=True) == []
