@@ -9,7 +9,7 @@ sink after ``sinks.SINK_STALL_S``. The product promises that ``/metrics`` says t
 is down within one trigger (``streaming.trigger_interval_ms``). This watch keeps that
 promise on its own: a daemon thread asks the bootstrap brokers for cluster metadata
 (``DescribeCluster``, which librdkafka sends as a Metadata request for no topic: a few
-hundred bytes whatever the number of partitions) with one long-lived librdkafka
+dozen bytes each way whatever the number of partitions) with one long-lived librdkafka
 ``AdminClient`` on the job's own client settings (TLS and SASL included), and
 ``isrwatch_source_up`` is 0 while its last check failed.
 
@@ -170,6 +170,8 @@ class ReachabilityWatch:
                 self.check()
                 self._stop.wait(self.timing.interval_ms / 1000)
         except Exception as error:  # a setting librdkafka refuses: say so, watch no more
+            # no opinion rather than a stale one: the source's other signals remain
+            self._state = None
             log.warning("cannot watch whether Kafka answers: %s", error)
         finally:
             self._admin = None  # librdkafka's client is destroyed with its last reference

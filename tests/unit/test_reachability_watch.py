@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -287,3 +288,27 @@ def test_the_probes_read_a_failed_check_as_the_source_down(tmp_path: Path) -> No
         "the Kafka source is down: Kafka does not answer its requests"
     ]
     assert assess(reading, Check.LIVE, 600, require_source=True) == []
+
+
+def test_a_client_that_cannot_be_made_leaves_no_stale_outcome() -> None:
+    made = 0
+
+    def factory(settings: dict[str, Any]) -> FakeAdmin:
+        nonlocal made
+        made += 1
+        if made > 1:  # the first client answers once, then one cannot be made
+            raise KafkaException(KafkaError(-186, "Invalid value for configuration property"))
+        return FakeAdmin(
+            settings, iter([(answered, []), (failed(-181, "SSL handshake failed"), [])])
+        )
+
+    watch = ReachabilityWatch({"bootstrap.servers": "b:9092"}, TRIGGER_1S, factory)
+    assert watch.check().reachable
+    assert not watch.check().reachable  # tls: the client is dropped, the next one fails
+    watch.start()  # its first check cannot make a client: the thread ends
+    deadline = time.monotonic() + 30
+    while watch.state is not None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    watch.stop()
+    assert watch.state is None
+    assert made == 2
