@@ -96,7 +96,8 @@ def _now() -> list[Builder[model.Panel]]:
         ),
         stat_panel(
             "Kafka source",
-            "Whether the Kafka source's last offset request was answered. DOWN means "
+            "Whether the Kafka source's last offset request and the driver's last "
+            "reachability check (every quarter trigger) were answered. DOWN means "
             "isrwatch cannot reach the brokers of its input topics: check the "
             "bootstrap servers, credentials and network; it retries with back-off.",
             f"min({SOURCE_UP})",

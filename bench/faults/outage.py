@@ -10,7 +10,7 @@ it, it waits for the job to catch up, then stops it and checks totals, health an
 dead letters as for the kills.
 
 What is expected (docs/kubernetes.md, streaming/tools/probe.py): ``isrwatch_source_up`` 0
-once a planning request fails (within a trigger plus one request timeout), the liveness
+within one trigger (the driver's reachability watch, streaming/job/reachability.py), the liveness
 probe passing throughout (micro-batches keep ending, with no new data), the readiness
 probe failing with "the Kafka source is down" until the broker answers again, and then
 everything produced applied once.

@@ -29,6 +29,7 @@ from prometheus_client.registry import Collector
 from state import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
 from streaming.job.metric_families import broker_families, topic_families, unhealthy_families
+from streaming.job.reachability import ReachabilityWatch, watch_families
 from streaming.job.rendered_series import GZIP_LEVEL, RenderedOnce
 from streaming.job.shard_stats import ShardStats
 from streaming.tools.check_restart import http_answer
@@ -60,6 +61,8 @@ class HealthExporter(Collector):
         self.source_status = source_status  # the Kafka source's health, written by its reader
         # set by the sink while a write to Kafka has waited past SINK_STALL_S (epoch s)
         self.sink_stalled_since: float | None = None
+        # the driver's check that the brokers answer at all (streaming.job.reachability)
+        self.watch: ReachabilityWatch | None = None
         self._shards: dict[int, ShardStats] = {}
         self._causes: list[CauseCount] = []
         self._planned: dict[str, int] = {}  # topic -> expected under-replicated partitions
@@ -342,7 +345,10 @@ class HealthExporter(Collector):
         return family
 
     def _source_health(self) -> Iterator[Metric]:
-        """From the status file the Kafka source's reader writes (streaming.job.kafka_source)."""
+        """From the status file the Kafka source's reader writes (streaming.job.kafka_source)
+        and the driver's reachability watch."""
+        watch = self.watch.state if self.watch is not None else None
+        yield from watch_families(watch)
         try:
             status = json.loads(self.source_status.read_text()) if self.source_status else None
         except (OSError, ValueError):
@@ -353,10 +359,13 @@ class HealthExporter(Collector):
         sink_stalled = self.sink_stalled_since is not None
         up = GaugeMetricFamily(
             "isrwatch_source_up",
-            "1 if the Kafka source's last offset request was answered, no read is stalled "
-            "and no write to Kafka waits past its stall time",
+            "1 if the Kafka source's last offset request was answered, the brokers answered "
+            "the last reachability check, no read is stalled and no write to Kafka waits "
+            "past its stall time",
         )
-        healthy = status.get("consecutive_failures") == 0 and not stalled and not sink_stalled
+        unreachable = watch is not None and not watch.reachable
+        healthy = (status.get("consecutive_failures") == 0 and not stalled and not sink_stalled
+                   and not unreachable)  # fmt: skip
         up.add_metric([], 1 if healthy else 0)
         yield up
         sink = GaugeMetricFamily(
@@ -392,9 +401,11 @@ class HealthExporter(Collector):
             "unreachable) and bootstrap servers; no series while it connects",
             labels=["reason", "bootstrap_servers"],
         )
+        servers = ",".join(status.get("bootstrap_servers") or [])
         if status.get("consecutive_failures") and status.get("last_error_reason"):
-            servers = ",".join(status.get("bootstrap_servers") or [])
             connection.add_metric([str(status["last_error_reason"]), servers], 1)
+        elif unreachable and watch is not None and watch.problem is not None:
+            connection.add_metric([watch.problem.reason.value, servers], 1)
         yield connection
         if status.get("last_success_at"):
             success = GaugeMetricFamily(

@@ -37,6 +37,7 @@ from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import explain_failure
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
+from streaming.job.reachability import ReachabilityWatch, watch_timing
 from streaming.job.routing import ROUTED_LAYOUT, ROUTED_SCHEMA, route_arrow_batches
 from streaming.job.shard_state import (
     CLOCK_DELAY_MS,
@@ -307,6 +308,10 @@ def run(
     spark = spark_session(config)
     sink = make_sink(config, exporter, health_out, on_batch)
     backoff = config.kafka.retry_backoff_ms / 1000
+    # whether the brokers answer, every fraction of a trigger, whatever the batches do
+    timing = watch_timing(config.streaming.trigger_interval_ms, config.kafka.request_timeout_ms)
+    watch = ReachabilityWatch(config.kafka.librdkafka_options(), timing).start()
+    exporter.watch = watch
     try:
         while not stop.is_set():
             query = start_query(spark, config, sink, snapshot_when_idle=available_now)
@@ -333,6 +338,8 @@ def run(
             stop.wait(backoff)
             backoff = min(2 * backoff, config.kafka.retry_backoff_max_ms / 1000)
     finally:
+        watch.stop()
+        exporter.watch = None  # its last state would go stale
         sink.close()
         exporter.close()
 
