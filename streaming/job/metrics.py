@@ -29,7 +29,7 @@ from prometheus_client.registry import Collector
 from state import NO_BROKER, Attribution, CauseCount
 from state.events import DeadLetterReason, Source
 from streaming.job.metric_families import broker_families, topic_families, unhealthy_families
-from streaming.job.reachability import ReachabilityWatch, watch_families
+from streaming.job.reachability import ReachabilityWatch, outage_over, watch_families
 from streaming.job.rendered_series import GZIP_LEVEL, RenderedOnce
 from streaming.job.shard_stats import ShardStats
 from streaming.tools.check_restart import http_answer
@@ -364,8 +364,8 @@ class HealthExporter(Collector):
             "past its stall time",
         )
         unreachable = watch is not None and not watch.reachable
-        healthy = (status.get("consecutive_failures") == 0 and not stalled and not sink_stalled
-                   and not unreachable)  # fmt: skip
+        planner_down = bool(status.get("consecutive_failures")) and not outage_over(status, watch)
+        healthy = not (planner_down or stalled or sink_stalled or unreachable)
         up.add_metric([], 1 if healthy else 0)
         yield up
         sink = GaugeMetricFamily(
@@ -402,7 +402,7 @@ class HealthExporter(Collector):
             labels=["reason", "bootstrap_servers"],
         )
         servers = ",".join(status.get("bootstrap_servers") or [])
-        if status.get("consecutive_failures") and status.get("last_error_reason"):
+        if planner_down and status.get("last_error_reason"):
             connection.add_metric([str(status["last_error_reason"]), servers], 1)
         elif unreachable and watch is not None and watch.problem is not None:
             connection.add_metric([watch.problem.reason.value, servers], 1)

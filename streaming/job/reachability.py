@@ -71,6 +71,7 @@ __all__ = [
     "Reachability",
     "ReachabilityWatch",
     "WatchTiming",
+    "outage_over",
     "watch_families",
     "watch_timing",
 ]
@@ -275,3 +276,21 @@ def watch_families(state: Reachability | None) -> Iterator[Metric]:
         )
         answered.add_metric([], state.answered_at)
         yield answered
+
+
+def outage_over(status: dict[str, Any], watch: Reachability | None) -> bool:
+    """Whether the brokers answered the reachability watch after the planner's last
+    failure, and that failure was an unreachable broker: the outage is over although the
+    planner has not been asked since. (A query restarted during an outage re-runs its
+    planned batch before it asks the planner again: 15 to 20 s measured after the broker
+    returned. A refused login or handshake is not taken back this way: the watch's
+    librdkafka client answering does not mean the planner's client will.)"""
+    failed_at = status.get("last_error_at")
+    return (
+        watch is not None
+        and watch.reachable
+        and watch.answered_at is not None
+        and failed_at is not None
+        and status.get("last_error_reason") == ConnectionFailure.UNREACHABLE.value
+        and watch.answered_at > float(failed_at)
+    )

@@ -219,10 +219,13 @@ def source_samples(exporter: HealthExporter) -> dict[tuple[str, str], float]:
     }  # fmt: skip
 
 
-def planner_status(path: Path, failures: int, reason: str | None = None) -> None:
+def planner_status(
+    path: Path, failures: int, reason: str | None = None, failed_at: float | None = None
+) -> None:
     path.write_text(json.dumps({
         "bootstrap_servers": ["b:9092"], "consecutive_failures": failures,
-        "failures_total": failures, "last_error_reason": reason, "last_success_at": 100.0,
+        "failures_total": failures, "last_error_reason": reason, "last_error_at": failed_at,
+        "last_success_at": 100.0,
     }))  # fmt: skip
 
 
@@ -260,6 +263,36 @@ def test_source_up_needs_both_the_planner_and_the_watch(tmp_path: Path) -> None:
     got = source_samples(exporter)
     assert got[("isrwatch_source_up", "")] == 1
     assert not any(name == "isrwatch_source_connection_error" for name, _ in got)
+
+
+@pytest.mark.parametrize(
+    ("reason", "failed_at", "up"),
+    [
+        ("unreachable", 201.5, 1),  # the watch answered at 202, after: the outage is over
+        ("unreachable", 202.0, 0),  # at the same moment: not after
+        ("unreachable", 202.5, 0),  # the planner failed after the watch's answer
+        ("unreachable", None, 0),  # no failure time: nothing to compare
+        ("tls", 201.5, 0),  # a refused handshake is not taken back by the watch's client
+        ("authentication", 201.5, 0),
+        (None, 201.5, 0),  # a failure of no known connection cause
+    ],
+)
+def test_an_outage_the_watch_saw_end_does_not_wait_for_the_planner(
+    tmp_path: Path, reason: str | None, failed_at: float | None, up: int
+) -> None:
+    """A query restarted during an outage re-runs its planned batch before it calls the
+    planner again, which still reports its last failure."""
+    status = tmp_path / "source-status.json"
+    planner_status(status, failures=3, reason=reason, failed_at=failed_at)
+    exporter = HealthExporter(source_status=status)
+    watch, _ = scripted_watch([(answered, [])], [202.0], TRIGGER_1S)
+    exporter.watch = watch
+    watch.check()  # answered at 202
+    got = source_samples(exporter)
+    assert got[("isrwatch_source_up", "")] == up
+    # the cause is named while the source is down for it, and only then
+    named = {label for name, label in got if name == "isrwatch_source_connection_error"}
+    assert named == (set() if up or reason is None else {reason})
 
 
 def test_a_refused_handshake_makes_the_next_check_use_a_fresh_client() -> None:
