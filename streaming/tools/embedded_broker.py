@@ -135,9 +135,9 @@ class EmbeddedBroker:
     ``client_options`` (kafka-python settings: ``security_protocol``, ``ssl_cafile``...)
     are how this object's own admin client gets through it. ``authentication`` starts
     Tansu with ``--authentication``: every request but ApiVersions and the SASL handshake
-    needs a SCRAM login; this build keeps SCRAM users in its storage and creates them only
-    for a logged-in client, so with memory storage no login ever succeeds (the broker
-    refuses every credential; ``create_topics`` is not possible).
+    needs a SCRAM login, and no login ever succeeds: this build's only storage engine
+    (dynostore, behind ``memory://`` and ``s3://``) drops SCRAM users, so the broker
+    refuses every credential and ``create_topics`` is not possible (docs/security.md).
     """
 
     def __init__(

@@ -3,9 +3,9 @@
 TLS: the embedded broker (Tansu) behind stunnel, which terminates TLS with a throwaway
 CA's certificate; the broker advertises the proxy's address, so every connection of every
 client (the source's planner and readers, the sinks' producer) goes through TLS.
-SASL: Tansu started with ``--authentication`` refuses every login (with memory storage no
-SCRAM user can be created: ``streaming.tools.embedded_broker``), which is what the refused
-credentials test needs; no test here can log in with SASL.
+SASL: Tansu started with ``--authentication`` refuses every login (this build's only
+storage engine, dynostore, stores no SCRAM user: docs/security.md), which is what the
+refused credentials test needs; no test here can log in with SASL.
 """
 
 from __future__ import annotations
