@@ -11,10 +11,38 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
+from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.feeds.publisher import KafkaPublisher
 from streaming.feeds.wire import InputRecord
 from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.replay import replay
+
+#: The incident sample the README replays: the job's output over it must be replay's.
+SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
+
+
+def sample() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+
+
+def replayed() -> dict[str, dict[str, Any]]:
+    """``isrwatch replay``'s health records for the sample, by ``topic:partition``."""
+    with SAMPLE.open() as lines:
+        return {f"{r['topic']}:{r['partition']}": r
+                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+
+
+def assert_health_is_replays(config: IsrwatchConfig, health_out: Path) -> None:
+    """The job's health records, in the file ``health_out`` and in the partition-health
+    topic as compaction keeps it, are replay's for the sample."""
+    expected = replayed()
+    from_file = last_per_key([
+        (f"{r['topic']}:{r['partition']}", json.dumps(r))
+        for r in map(json.loads, health_out.read_text().splitlines())
+    ])  # fmt: skip
+    assert from_file == expected
+    assert last_per_key(read_topic(config, config.topics.partition_health)) == expected
 
 
 def isolated_job_config(
@@ -45,6 +73,17 @@ def isolated_job_config(
         "metrics.enabled": False,
         **(settings or {}),
     }, environ={})  # fmt: skip
+
+
+def topic_settings(config: IsrwatchConfig) -> dict[str, str]:
+    """The settings that give another job ``config``'s four topics."""
+    topics = config.topics
+    return {
+        "topics.controller_events": topics.controller_events,
+        "topics.fetch_responses": topics.fetch_responses,
+        "topics.partition_health": topics.partition_health,
+        "topics.dead_letters": topics.dead_letters,
+    }
 
 
 def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None]]:

@@ -26,19 +26,21 @@ import pytest
 from kafka import KafkaProducer
 from prometheus_client.parser import text_string_to_metric_families
 
-from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import run
 from streaming.tools.embedded_broker import EmbeddedBroker, free_port
-from streaming.tools.replay import replay
 from streaming.tools.tls_proxy import TlsProxy, stunnel_binary
 from tests.integration.certificates import Certificates, make_certificates
-from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
+from tests.integration.kafka_topics import (
+    assert_health_is_replays,
+    isolated_job_config,
+    sample,
+    topic_settings,
+)
 
 pytestmark = pytest.mark.integration
 
-SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
 # The stunnel and openssl programs are installed by .ci/run: missing, the tests fail.
 assert stunnel_binary() is not None, "stunnel4 is not installed (apt-get install stunnel4)"
 assert shutil.which("openssl") is not None, "openssl is not installed"
@@ -96,16 +98,6 @@ def sasl_broker(certificates: Certificates) -> Iterator[EmbeddedBroker]:
 
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def sample() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
-
-
-def replayed() -> dict[str, dict[str, Any]]:
-    with SAMPLE.open() as lines:
-        return {f"{r['topic']}:{r['partition']}": r
-                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
 
 
 def produce_sample(config: IsrwatchConfig) -> None:
@@ -223,13 +215,39 @@ def test_the_job_reads_and_writes_through_tls(
     produce_sample(config)
     health_out = tmp_path / "health.jsonl"
     run(config, available_now=True, health_out=health_out, exporter=HealthExporter())
-    expected = replayed()
-    from_file = last_per_key([
-        (f"{r['topic']}:{r['partition']}", json.dumps(r))
-        for r in map(json.loads, health_out.read_text().splitlines())
-    ])  # fmt: skip
-    assert from_file == expected
-    assert last_per_key(read_topic(config, config.topics.partition_health)) == expected
+    assert_health_is_replays(config, health_out)
+
+
+def refused(
+    job: JobProcess, reason: str, servers: str, words: tuple[str, ...], secret: str = ""
+) -> dict[Any, float]:
+    """Waits for ``/metrics`` to name ``reason`` for ``servers`` after three failed tries
+    or more, then checks the source is down and the log says ``words``, with no traceback
+    (and never ``secret``). Returns the samples."""
+    down = job.wait_for(
+        f"{reason} connection error",
+        lambda s: (
+            connection_errors(s) == {(reason, servers): 1}
+            and s[("isrwatch_source_failures_total", ())] >= 3
+        ),
+    )
+    assert down[("isrwatch_source_up", ())] == 0
+    log = job.stderr()
+    for said in words:
+        assert said in log
+    assert "Traceback" not in log
+    assert not secret or secret not in log
+    return down
+
+
+def keeps_trying(job: JobProcess, down: dict[Any, float], reason: str, servers: str) -> None:
+    """Not a crash loop: the same process goes on trying, with back-off."""
+    failures = down[("isrwatch_source_failures_total", ())]
+    later = job.wait_for(
+        "more failures", lambda s: s[("isrwatch_source_failures_total", ())] > failures
+    )
+    assert connection_errors(later) == {(reason, servers): 1}
+    assert job.process.poll() is None
 
 
 def test_an_untrusted_certificate_is_named_and_the_job_recovers_with_the_right_ca(
@@ -243,25 +261,12 @@ def test_an_untrusted_certificate_is_named_and_the_job_recovers_with_the_right_c
     job = JobProcess({
         "kafka.bootstrap_servers": servers,
         "kafka.security_protocol": "SSL", "kafka.ssl_cafile": trusted,
-        "topics.controller_events": config.topics.controller_events,
-        "topics.fetch_responses": config.topics.fetch_responses,
-        "topics.partition_health": config.topics.partition_health,
-        "topics.dead_letters": config.topics.dead_letters,
+        **topic_settings(config),
     }, tmp_path)  # fmt: skip
     try:
-        down = job.wait_for(
-            "TLS connection error",
-            lambda s: (
-                connection_errors(s) == {("tls", servers): 1}
-                and s[("isrwatch_source_failures_total", ())] >= 3
-            ),
-        )
-        assert down[("isrwatch_source_up", ())] == 0
+        refused(job, "tls", servers, ("TLS handshake failed connecting to Kafka at " + servers,
+                                       "certificate verify failed"))  # fmt: skip
         pid = job.process.pid
-        log = job.stderr()
-        assert "TLS handshake failed connecting to Kafka at " + servers in log
-        assert "certificate verify failed" in log
-        assert "Traceback" not in log
         # The certificate's authority is fixed on disk: the next try reads it again.
         shutil.copy(certificates.ca, trusted)
         up = job.wait_for("source up", lambda s: s.get(("isrwatch_source_up", ())) == 1)
@@ -289,25 +294,9 @@ def test_refused_credentials_are_named_and_the_job_keeps_retrying(
         "kafka.sasl_password": "not-the-password",
     }, tmp_path)  # fmt: skip
     try:
-        down = job.wait_for(
-            "authentication error",
-            lambda s: (
-                connection_errors(s) == {("authentication", servers): 1}
-                and s[("isrwatch_source_failures_total", ())] >= 3
-            ),
-        )
-        assert down[("isrwatch_source_up", ())] == 0
-        log = job.stderr()
-        assert "authentication failed connecting to Kafka at " + servers in log
-        assert "SASL SCRAM authentication failed" in log
-        assert "not-the-password" not in log
-        assert "Traceback" not in log
-        # Not a crash loop: the same process goes on trying, with back-off.
-        failures = down[("isrwatch_source_failures_total", ())]
-        later = job.wait_for(
-            "more failures", lambda s: s[("isrwatch_source_failures_total", ())] > failures
-        )
-        assert connection_errors(later) == {("authentication", servers): 1}
-        assert job.process.poll() is None
+        words = ("authentication failed connecting to Kafka at " + servers,
+                 "SASL SCRAM authentication failed")  # fmt: skip
+        down = refused(job, "authentication", servers, words, secret="not-the-password")
+        keeps_trying(job, down, "authentication", servers)
     finally:
         job.stop()

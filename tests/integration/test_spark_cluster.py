@@ -32,7 +32,12 @@ from streaming.feeds.simulator import ClusterSimulator, load_scenario
 from streaming.feeds.wire import InputRecord, envelope_line
 from streaming.tools.embedded_broker import EmbeddedBroker, free_port
 from streaming.tools.replay import replay
-from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
+from tests.integration.kafka_topics import (
+    isolated_job_config,
+    last_per_key,
+    read_topic,
+    topic_settings,
+)
 from tests.spark_cluster import SparkStandaloneCluster, Worker, kill_sessions
 
 pytestmark = pytest.mark.integration
@@ -82,10 +87,7 @@ def job_environment(config: IsrwatchConfig, tmp_path: Path) -> dict[str, str]:
     )
     settings = {
         "kafka.bootstrap_servers": config.kafka.bootstrap_servers,
-        "topics.controller_events": config.topics.controller_events,
-        "topics.fetch_responses": config.topics.fetch_responses,
-        "topics.partition_health": config.topics.partition_health,
-        "topics.dead_letters": config.topics.dead_letters,
+        **topic_settings(config),
         "streaming.checkpoint_location": config.streaming.checkpoint_location,
         "streaming.spark_master": config.streaming.spark_master,
         "streaming.state_store": config.streaming.state_store.value,

@@ -17,18 +17,23 @@ import pytest
 from kafka import KafkaProducer
 
 from state import shard_of
-from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import run
 from streaming.job.shard_state import STATS
 from streaming.tools.embedded_broker import EmbeddedBroker
-from streaming.tools.replay import replay
-from tests.integration.kafka_topics import isolated_job_config, last_per_key, read_topic
+from tests.integration.kafka_topics import (
+    assert_health_is_replays,
+    isolated_job_config,
+    last_per_key,
+    read_topic,
+    replayed,
+    sample,
+    topic_settings,
+)
 
 pytestmark = pytest.mark.integration
 
-SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.jsonl"
 B = 1_700_000_000_000
 
 
@@ -55,16 +60,6 @@ def produce(
     producer.close()
 
 
-def sample() -> list[dict[str, Any]]:
-    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
-
-
-def replayed() -> dict[str, dict[str, Any]]:
-    with SAMPLE.open() as lines:
-        return {f"{r['topic']}:{r['partition']}": r
-                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
-
-
 class Batches:
     """Collects the job's output rows (the foreachBatch input) for assertions."""
 
@@ -83,13 +78,7 @@ def test_sample_gives_exactly_what_replay_gives(job_config: IsrwatchConfig, tmp_
     produce(job_config, sample())
     health_out = tmp_path / "health.jsonl"
     run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
-    expected = replayed()
-    from_file = last_per_key([
-        (f"{r['topic']}:{r['partition']}", json.dumps(r))
-        for r in map(json.loads, health_out.read_text().splitlines())
-    ])  # fmt: skip
-    assert from_file == expected
-    assert last_per_key(read_topic(job_config, job_config.topics.partition_health)) == expected
+    assert_health_is_replays(job_config, health_out)
     letters = [json.loads(v) for _, v in read_topic(job_config, job_config.topics.dead_letters)
                if v is not None]  # fmt: skip
     assert [(d["source"], d["reason"]) for d in letters] == [
@@ -127,10 +116,7 @@ def test_kill_and_restart_loses_and_repeats_nothing(
     env = {**os.environ, **{
         f"ISRWATCH_{k.upper().replace('.', '__')}": str(v) for k, v in {
             "kafka.bootstrap_servers": job_config.kafka.bootstrap_servers,
-            "topics.controller_events": job_config.topics.controller_events,
-            "topics.fetch_responses": job_config.topics.fetch_responses,
-            "topics.partition_health": job_config.topics.partition_health,
-            "topics.dead_letters": job_config.topics.dead_letters,
+            **topic_settings(job_config),
             "streaming.checkpoint_location": job_config.streaming.checkpoint_location,
             "streaming.trigger_interval_ms": 500,
             "streaming.state_shards": 3,
