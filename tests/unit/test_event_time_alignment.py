@@ -6,11 +6,13 @@ The logs below are written out by hand; an offset is a record's index in its lis
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
 from streaming.job.kafka_source.event_time import (
     FIRST_LOOK_BACK,
@@ -19,7 +21,10 @@ from streaming.job.kafka_source.event_time import (
     first_at_or_after,
     frontier,
 )
+from streaming.job.kafka_source.offset_reader import OffsetSnapshot
+from streaming.job.kafka_source.options import SourceSettings
 from streaming.job.kafka_source.record_times import MAX_FETCHES_PER_LOOK, FetchedTimes
+from streaming.job.kafka_source.stream_reader import KafkaStreamReader
 
 Log = Mapping[str, Sequence[int | None]]
 
@@ -310,3 +315,58 @@ def test_fetched_times_are_the_logs_times(
     fetched = chunked([(i, ts(t)) for i, t in enumerate(times)], size, look_back)
     end = min(end, len(times))
     assert fetched.time_at("p", offset, end) == Logs({"p": times}).time_at("p", offset, end)
+
+
+# --------------------------------------------------------------------------- the reader
+
+
+class FakeOffsets:
+    """The stream reader's ``OffsetReader``: ``ends`` as Kafka's answer, and the records'
+    times from ``logs`` (or a look that fails with ``failure``)."""
+
+    def __init__(self, logs: Log, failure: Exception | None = None) -> None:
+        self.logs, self.failure = logs, failure
+
+    def snapshot(self, wants_beginning: Callable[[str], bool]) -> OffsetSnapshot:
+        ends = ends_of(self.logs)
+        return OffsetSnapshot(ends, {key: 0 for key in ends if wants_beginning(key)}, set(ends))
+
+    @contextlib.contextmanager
+    def record_times(self) -> Iterator[FetchedTimes]:
+        if self.failure is not None:
+            raise self.failure
+        records = {key: [(i, None if t is None else ts(t)) for i, t in enumerate(times)]
+                   for key, times in self.logs.items()}  # fmt: skip
+        yield FetchedTimes(lambda key, offset: records[key][offset : offset + 500])
+
+    def close(self) -> None:
+        pass
+
+
+def capped_reader(offsets: FakeOffsets) -> KafkaStreamReader:
+    reader = KafkaStreamReader(
+        SourceSettings(("b:9092",), ("controller-events", "fetch-responses"))
+    )
+    reader._offsets = offsets  # type: ignore[assignment]
+    reader._sleep = lambda seconds: None
+    return reader
+
+
+def test_the_reader_aligns_a_capped_plan() -> None:
+    reader = capped_reader(FakeOffsets(ELECTIONS))
+    start = {"controller-events:0": 0, "fetch-responses:0": 0}
+    assert reader.latestOffset(start, ReadMaxRows(10)) == {
+        "controller-events:0": 1, "fetch-responses:0": 10}  # fmt: skip
+    assert (reader.alignments, reader.alignment_failures) == (1, 0)
+    # Uncapped, nothing is cut: no alignment.
+    assert reader.latestOffset(start, ReadAllAvailable()) == ends_of(ELECTIONS)
+    assert reader.alignments == 1
+
+
+def test_a_look_that_fails_leaves_the_plan_as_capped_and_the_source_up() -> None:
+    reader = capped_reader(FakeOffsets(ELECTIONS, TimeoutError("no record")))
+    start = {"controller-events:0": 0, "fetch-responses:0": 0}
+    assert reader.latestOffset(start, ReadMaxRows(10)) == {
+        "controller-events:0": 4, "fetch-responses:0": 10}  # fmt: skip
+    assert (reader.alignments, reader.alignment_failures) == (0, 1)
+    assert reader.consecutive_failures == 0

@@ -25,6 +25,9 @@ starts at ``F``. Applied batch after batch, that is the order of one batch.
   batch at its own start: no partition would move. Then the frontier becomes ``F + 1`` (the
   tied records are read, controller events of that millisecond still unread may come
   after fetches of it), and if even that moves nothing, the plan is kept as capped.
+* If the times cannot be fetched, the stream reader keeps the plan as capped and says so
+  in its log (``KafkaStreamReader.latestOffset``): a query stalled on a look that gets
+  nothing would be worse than a batch out of order.
 
 Kafka's own ListOffsets by timestamp cannot serve here: it searches the record timestamps
 the producers set, not ``ts``, and Tansu answers offset 0 whatever the time

@@ -22,7 +22,7 @@ log = logging.getLogger("isrwatch.kafka_source")
 #: How long the true-end probe waits for the last records (Tansu answers at once).
 PROBE_TIMEOUT_MS = 3000
 #: The longest one fetch of records to align a capped micro-batch on may wait.
-ALIGN_FETCH_TIMEOUT_MS = 10_000
+ALIGN_FETCH_TIMEOUT_MS = 3000
 #: The longest the driver's clients wait to bootstrap, unless kafkaOptions says otherwise.
 DRIVER_BOOTSTRAP_TIMEOUT_MS = 10_000
 _PROBE_MAX_RECORDS = 1_000_000

@@ -112,8 +112,7 @@ class RecordFetcher:
     """Fetches for ``FetchedTimes`` with a confluent-kafka consumer made from ``config``
     (the readers' librdkafka settings), kept between micro-batches like the driver's
     other clients (a new consumer's first fetches wait on its connection and metadata).
-    A fetch that gets no record within ``timeout_ms`` raises ``TimeoutError`` (the records
-    asked about exist: Kafka is not answering)."""
+    A fetch that gets no record within ``timeout_ms`` raises ``TimeoutError``."""
 
     def __init__(self, config: dict[str, Any], timeout_ms: int) -> None:
         from confluent_kafka import Consumer

@@ -103,6 +103,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target_beginnings: dict[str, int] = {}
         self.alignments = 0  # capped micro-batches aligned on event time, and their fetches
         self.alignment_fetches = 0
+        self.alignment_failures = 0  # read as capped, unaligned
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled for the executors' read(): settings only, no clients."""
@@ -187,8 +188,20 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             try:  # a limit cut a partition: stop every partition at the same event time
                 result = self._aligned(start, result, ends)
             except Exception as error:
-                self._failed(error, "the event times of the records a read limit cuts")
-                return start
+                # Kafka answered the offsets just now: a look that gets nothing is more
+                # likely a log with no record where one was expected (control records,
+                # compaction) than an outage, and failing would stall the query on it
+                # for good. Read the batch as capped: at worst, fetches from before an
+                # election are dead-lettered (stale_leader_epoch), not lost from sight.
+                self.alignment_failures += 1
+                log.warning(
+                    "%s: cannot align the capped micro-batch on event time (%s: %s); it is "
+                    "read as capped, and fetches from before an election it holds may be "
+                    "dead-lettered as stale_leader_epoch",
+                    SOURCE_NAME,
+                    type(error).__name__,
+                    error,
+                )
         # What is available (for an available-now run: up to its target), never behind
         # what is planned.
         self._latest = {key: max(end, ends.get(key, end)) for key, end in result.items()}
