@@ -22,11 +22,8 @@ from faults.harness import JobSettings, Topics, broker_stack, create_topics
 from faults.load import LoadProducer, describe, planned_load
 from faults.verify import (
     Comparison,
-    compare_applied,
-    compare_dead_letters,
-    compare_health,
+    compare_outputs,
     expected_from,
-    read_topic,
 )
 
 CAP = {Mode.SHORT: 1500, Mode.LONG: 500}  # records per input partition per batch
@@ -54,11 +51,8 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         applied = final_pass(settings)
         expected = expected_from(producer.delivered())
         comparison = Comparison()
-        compare_applied(comparison, expected, dict(applied))
-        health = read_topic(broker.bootstrap_servers, topics.partition_health)
-        compare_health(comparison, expected, health, 0)
-        compare_dead_letters(comparison, expected,
-                             read_topic(broker.bootstrap_servers, topics.dead_letters))  # fmt: skip
+        compare_outputs(comparison, expected, dict(applied), broker.bootstrap_servers,
+                        topics.partition_health, topics.dead_letters)  # fmt: skip
         result.comparison = comparison
         result.restarts_survived = 0
         result.take_counts()

@@ -30,9 +30,7 @@ from faults.harness import (
 from faults.load import TAIL, LoadProducer, PacedLoad, describe, planned_load
 from faults.verify import (
     Comparison,
-    compare_applied,
-    compare_dead_letters,
-    compare_health,
+    compare_outputs,
     expected_from,
     read_topic,
 )
@@ -146,12 +144,8 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         produced = producer.delivered()
         expected = expected_from(produced)
         comparison = Comparison()
-        compare_applied(comparison, expected, dict(applied))
-        compare_health(comparison, expected,
-                       read_topic(broker.bootstrap_servers, topics.partition_health),
-                       health_before)  # fmt: skip
-        compare_dead_letters(comparison, expected,
-                             read_topic(broker.bootstrap_servers, topics.dead_letters))  # fmt: skip
+        compare_outputs(comparison, expected, dict(applied), broker.bootstrap_servers,
+                        topics.partition_health, topics.dead_letters, health_before)  # fmt: skip
         landed = {phase: sum(m.phase == phase for m in moments) for phase in PHASES}
         comparison.check(
             "every kill landed inside a batch", all(m.phase in PHASES for m in moments),

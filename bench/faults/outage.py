@@ -44,8 +44,7 @@ from faults.proxy import FaultProxy, ProxyMode
 from faults.verify import (
     Comparison,
     compare_applied,
-    compare_dead_letters,
-    compare_health,
+    compare_outputs,
     expected_from,
     read_topic,
 )
@@ -218,12 +217,8 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         comparison.check("/metrics applied totals after the catch-up equal replay's",
                          metrics_check.passed, metrics_check.checks[0][2])  # fmt: skip
         expected = expected_from(producer.delivered())
-        compare_applied(comparison, expected, dict(applied))
-        compare_health(comparison, expected,
-                       read_topic(broker.bootstrap_servers, topics.partition_health),
-                       health_before)  # fmt: skip
-        compare_dead_letters(comparison, expected,
-                             read_topic(broker.bootstrap_servers, topics.dead_letters))  # fmt: skip
+        compare_outputs(comparison, expected, dict(applied), broker.bootstrap_servers,
+                        topics.partition_health, topics.dead_letters, health_before)  # fmt: skip
         result.comparison = comparison
         result.outage_seconds_survived = sum(log.seconds for log in logs) if alive else 0.0
         # the job's supervisor restarts a failed query (a batch that could not read or

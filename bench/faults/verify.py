@@ -88,6 +88,23 @@ class Comparison:
         return all(ok for _, ok, _ in self.checks)
 
 
+def compare_outputs(
+    comparison: Comparison,
+    expected: Expected,
+    applied: dict[str, int],
+    bootstrap_servers: str,
+    health_topic: str,
+    dead_letter_topic: str,
+    rewrites_before: int = 0,
+) -> None:
+    """The checks every fault ends with: the applied totals, the health topic and the
+    dead-letter topic against what replay expects (``rewrites_before``: compare_health)."""
+    compare_applied(comparison, expected, applied)
+    compare_health(comparison, expected, read_topic(bootstrap_servers, health_topic),
+                   rewrites_before)  # fmt: skip
+    compare_dead_letters(comparison, expected, read_topic(bootstrap_servers, dead_letter_topic))
+
+
 def compare_applied(comparison: Comparison, expected: Expected, applied: dict[str, int]) -> None:
     lost = sum(max(0, n - applied.get(t, 0)) for t, n in expected.applied.items())
     doubled = sum(max(0, n - expected.applied.get(t, 0)) for t, n in applied.items())
