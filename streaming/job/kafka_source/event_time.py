@@ -47,6 +47,7 @@ __all__ = [
     "Alignment",
     "RecordTimes",
     "align",
+    "cut_partitions",
     "event_time_of",
     "first_at_or_after",
     "frontier",
@@ -89,12 +90,19 @@ def frontier(
     this batch, with no start, is read from the next one: it cuts nothing.)"""
     found = [
         time
-        for key, end in planned.items()
-        if key in start
-        and start[key] <= end < available.get(key, end)
-        and (time := times.time_at(key, end, available[key])) is not None
+        for key in cut_partitions(start, planned, available)
+        if (time := times.time_at(key, planned[key], available[key])) is not None
     ]
     return min(found, default=None)
+
+
+def cut_partitions(
+    start: Mapping[str, int], planned: Mapping[str, int], available: Mapping[str, int]
+) -> list[str]:
+    """The partitions read from ``start`` whose planned end is before their available end:
+    the ones a limit cut."""
+    return [key for key, end in planned.items()
+            if key in start and start[key] <= end < available.get(key, end)]  # fmt: skip
 
 
 #: How far before the end the search first looks: a capped partition's boundary is most

@@ -20,7 +20,7 @@ from pyspark.sql.types import StructType
 
 from streaming.config import librdkafka_names
 from streaming.job.connection_errors import ConnectionProblem, diagnose
-from streaming.job.kafka_source.event_time import align
+from streaming.job.kafka_source.event_time import align, cut_partitions
 from streaming.job.kafka_source.offset_reader import OffsetReader
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition
@@ -184,7 +184,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         result = advance(start, ends, beginnings, exact, cap)
         if cap is not None and self.settings.max_offsets_per_trigger is not None:
             result = share_out(start, result, self.settings.max_offsets_per_trigger)
-        if any(key in start and end < ends.get(key, end) for key, end in result.items()):
+        if cut_partitions(start, result, ends):
             try:  # a limit cut a partition: stop every partition at the same event time
                 result = self._aligned(start, result, ends)
             except Exception as error:
