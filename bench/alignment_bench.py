@@ -56,8 +56,7 @@ def produce(servers: str, controller: str, fetches: str, partitions: int, record
 
 def summary(name: str, seconds: list[float]) -> str:
     ms = sorted(1000 * s for s in seconds)
-    return (f"{name}: {len(ms)} plans, p50 {statistics.median(ms):.0f} ms, "
-            f"max {ms[-1]:.0f} ms")  # fmt: skip
+    return f"{name}: {len(ms)} plans, p50 {statistics.median(ms):.0f} ms, max {ms[-1]:.0f} ms"
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -72,12 +71,14 @@ def main(argv: list[str] | None = None) -> None:
         broker.create_topics([controller])
         broker.create_topics([fetches], partitions=args.fetch_partitions)
         began = time.monotonic()
-        produce(broker.bootstrap_servers, controller, fetches, args.fetch_partitions,
-                args.records)  # fmt: skip
-        print(f"alignment bench: {args.records:,} fetch records over {args.fetch_partitions} "
-              f"partitions + {args.records // FETCHES_PER_CONTROLLER_EVENT:,} controller "
-              f"events, produced in {time.monotonic() - began:.0f} s; cap {args.cap:,} "
-              "records per partition", flush=True)  # fmt: skip
+        produce(broker.bootstrap_servers, controller, fetches, args.fetch_partitions, args.records)
+        print(
+            f"alignment bench: {args.records:,} fetch records over {args.fetch_partitions} "
+            f"partitions + {args.records // FETCHES_PER_CONTROLLER_EVENT:,} controller "
+            f"events, produced in {time.monotonic() - began:.0f} s; cap {args.cap:,} "
+            "records per partition",
+            flush=True,
+        )
         options = {
             "kafka.bootstrap.servers": broker.bootstrap_servers,
             "subscribe": f"{controller},{fetches}",
@@ -109,12 +110,16 @@ def main(argv: list[str] | None = None) -> None:
         reader.stop()
     print(summary("  uncapped (baseline)", uncapped))
     print(summary("  capped and aligned ", capped))
-    print(f"  alignments: {len(alignment_fetches)}, record fetches per alignment p50 "
-          f"{statistics.median(alignment_fetches or [0]):.0f}, max "
-          f"{max(alignment_fetches, default=0)}")  # fmt: skip
-    print(f"  records per capped batch: p50 {statistics.median(read_per_batch):,.0f}, "
-          f"max {max(read_per_batch):,}; cap x partitions = "
-          f"{args.cap * (args.fetch_partitions + 1):,}")  # fmt: skip
+    print(
+        f"  alignments: {len(alignment_fetches)}, record fetches per alignment p50 "
+        f"{statistics.median(alignment_fetches or [0]):.0f}, max "
+        f"{max(alignment_fetches, default=0)}"
+    )
+    print(
+        f"  records per capped batch: p50 {statistics.median(read_per_batch):,.0f}, "
+        f"max {max(read_per_batch):,}; cap x partitions = "
+        f"{args.cap * (args.fetch_partitions + 1):,}"
+    )
 
 
 if __name__ == "__main__":

@@ -99,30 +99,57 @@ def elected(parts: list[Partition], shard: Shard) -> ShardSnapshot:
     events = []
     for i, (topic, number, leader) in enumerate(parts):
         replicas = (leader, (leader + 1) % 6, (leader + 2) % 6)
-        events.append((i, LeaderAndIsr(
-            ts=T0, topic=topic, partition=number, leader=leader, leader_epoch=0, isr=replicas,
-            replicas=replicas, partition_epoch=0)))  # fmt: skip
+        events.append(
+            (
+                i,
+                LeaderAndIsr(
+                    ts=T0,
+                    topic=topic,
+                    partition=number,
+                    leader=leader,
+                    leader_epoch=0,
+                    isr=replicas,
+                    replicas=replicas,
+                    partition_epoch=0,
+                ),
+            )
+        )
     model.apply(events)
     return ShardSnapshot(model)
 
 
-def fetches(parts: list[Partition], picks: np.ndarray, follower: np.ndarray, ts: np.ndarray,
-            leo: int, offset: int) -> pd.DataFrame:  # fmt: skip
+def fetches(
+    parts: list[Partition],
+    picks: np.ndarray,
+    follower: np.ndarray,
+    ts: np.ndarray,
+    leo: int,
+    offset: int,
+) -> pd.DataFrame:
     """Routed fetch rows, as the state function gets them from Spark."""
     count = len(picks)
     leaders = np.asarray([p[2] for p in parts], dtype=np.int64)[picks]
     columns: dict[str, Any] = {
-        "shard": np.zeros(count, np.int32), "kind": [FETCH] * count, "ts": ts,
-        "src_topic": ["fetch-responses"] * count, "src_partition": np.zeros(count, np.int32),
-        "src_offset": np.arange(count), "topic": [parts[i][0] for i in picks.tolist()],
+        "shard": np.zeros(count, np.int32),
+        "kind": [FETCH] * count,
+        "ts": ts,
+        "src_topic": ["fetch-responses"] * count,
+        "src_partition": np.zeros(count, np.int32),
+        "src_offset": np.arange(count),
+        "topic": [parts[i][0] for i in picks.tolist()],
         "partition": np.asarray([parts[i][1] for i in picks.tolist()], dtype=np.int64),
-        "leader": leaders, "follower": (leaders + follower) % 6,
-        "leader_epoch": np.zeros(count, np.int64), "fetch_offset": np.full(count, offset),
-        "leader_leo": np.full(count, leo), "high_watermark": np.full(count, offset),
+        "leader": leaders,
+        "follower": (leaders + follower) % 6,
+        "leader_epoch": np.zeros(count, np.int64),
+        "fetch_offset": np.full(count, offset),
+        "leader_leo": np.full(count, leo),
+        "high_watermark": np.full(count, offset),
         "error": ["NONE"] * count,
-    }  # fmt: skip
-    arrays = [pa.array(columns[f.name], f.type) if f.name in columns
-              else pa.nulls(count, f.type) for f in ROUTED_ARROW_SCHEMA]  # fmt: skip
+    }
+    arrays = [
+        pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
+        for f in ROUTED_ARROW_SCHEMA
+    ]
     batch = pa.RecordBatch.from_arrays(arrays, schema=ROUTED_ARROW_SCHEMA)
     frame: pd.DataFrame = batch.to_pandas(types_mapper=_pandas_type)
     return frame
@@ -185,13 +212,19 @@ def reference_record(frame: HealthFrame, i: int) -> HealthRecord:
             )
         followers.append(follower)
     return {
-        "topic": frame.topic[i], "partition": int(frame.partition[i]),
-        "as_of_ms": frame.as_of_ms, "leader": int(frame.leader[i]),
-        "leader_epoch": int(frame.leader_epoch[i]), "replicas": list(frame.replicas[i]),
-        "isr": list(frame.isr[i]), "min_insync_replicas": int(frame.min_insync_replicas[i]),
-        "high_watermark": int(frame.high_watermark[i]), "leader_leo": leader_leo,
+        "topic": frame.topic[i],
+        "partition": int(frame.partition[i]),
+        "as_of_ms": frame.as_of_ms,
+        "leader": int(frame.leader[i]),
+        "leader_epoch": int(frame.leader_epoch[i]),
+        "replicas": list(frame.replicas[i]),
+        "isr": list(frame.isr[i]),
+        "min_insync_replicas": int(frame.min_insync_replicas[i]),
+        "high_watermark": int(frame.high_watermark[i]),
+        "leader_leo": leader_leo,
         "under_replicated": bool(frame.under_replicated[i]),
-        "under_min_isr": bool(frame.under_min_isr[i]), "at_min_isr": bool(frame.at_min_isr[i]),
+        "under_min_isr": bool(frame.under_min_isr[i]),
+        "at_min_isr": bool(frame.at_min_isr[i]),
         "offline": bool(frame.offline[i]),
         "predicted_under_replicated": bool(frame.predicted_under_replicated[i]),
         "followers": followers,
@@ -201,7 +234,7 @@ def reference_record(frame: HealthFrame, i: int) -> HealthRecord:
             "blackout_earliest_ms": frame.blackout_earliest_ms[i],
             "blackout_latest_ms": frame.blackout_latest_ms[i],
         },
-    }  # fmt: skip
+    }
 
 
 def reference_health_rows(
@@ -227,14 +260,17 @@ def reference_broker_gauges(frame: HealthFrame) -> dict[str, BrokerGauges]:
     leads: dict[str, Counter[str]] = {}
     statuses = frame.follower_status
     hosted = statuses >= 0
-    for broker, status in zip(frame.follower_broker[hosted].tolist(),
-                              statuses[hosted].tolist(), strict=True):  # fmt: skip
+    for broker, status in zip(
+        frame.follower_broker[hosted].tolist(), statuses[hosted].tolist(), strict=True
+    ):
         followers.setdefault(str(broker), Counter())[FollowerStatus(int(status)).name] += 1
     conditions = {
         "partitions": np.ones(len(frame), dtype=np.bool_),
-        "under_replicated": frame.under_replicated, "under_min_isr": frame.under_min_isr,
-        "offline": frame.offline, "predicted_under_replicated": frame.predicted_under_replicated,
-    }  # fmt: skip
+        "under_replicated": frame.under_replicated,
+        "under_min_isr": frame.under_min_isr,
+        "offline": frame.offline,
+        "predicted_under_replicated": frame.predicted_under_replicated,
+    }
     for condition, mask in conditions.items():
         for leader, count in Counter(frame.leader[mask].tolist()).items():
             leads.setdefault(str(leader), Counter())[condition] = count
@@ -255,14 +291,16 @@ def reference_topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
         counts = Counter(FollowerStatus(int(s)).name for s in statuses[statuses >= 0].tolist())
         metadata = frame.metadata_state[mine]
         gauges[topic] = TopicGauges(
-            partitions=int(mine.sum()), under_replicated=int(frame.under_replicated[mine].sum()),
+            partitions=int(mine.sum()),
+            under_replicated=int(frame.under_replicated[mine].sum()),
             under_min_isr=int(frame.under_min_isr[mine].sum()),
-            at_min_isr=int(frame.at_min_isr[mine].sum()), offline=int(frame.offline[mine].sum()),
+            at_min_isr=int(frame.at_min_isr[mine].sum()),
+            offline=int(frame.offline[mine].sum()),
             predicted_under_replicated=int(frame.predicted_under_replicated[mine].sum()),
             followers=dict(counts),
             metadata_stale_expected=int((metadata == MetadataState.STALE_EXPECTED).sum()),
             metadata_stale_overdue=int((metadata == MetadataState.STALE_OVERDUE).sum()),
-        )  # fmt: skip
+        )
     return gauges
 
 
@@ -281,9 +319,11 @@ class _ReferenceRecords:
 def reference_shards() -> Iterator[None]:
     """``shard_state.process`` with the per-partition code of the release before."""
     replaced = {
-        "_health_rows": reference_health_rows, "_Records": _ReferenceRecords,
-        "_broker_gauges": reference_broker_gauges, "_topic_gauges": reference_topic_gauges,
-    }  # fmt: skip
+        "_health_rows": reference_health_rows,
+        "_Records": _ReferenceRecords,
+        "_broker_gauges": reference_broker_gauges,
+        "_topic_gauges": reference_topic_gauges,
+    }
     kept = {name: getattr(shard_state, name) for name in replaced}
     for name, function in replaced.items():
         setattr(shard_state, name, function)
@@ -307,8 +347,7 @@ class ReferenceAnnotator(CauseAnnotator):
 
     def annotate(self, health: pd.DataFrame, stats: Sequence[ShardStats]) -> Any:
         reported, attribution = attribute_shards(stats)
-        records = [{k: v for k, v in r.items() if k != "replica_lag_time_max_ms"}
-                   for r in reported]  # fmt: skip
+        records = [{k: v for k, v in r.items() if k != "replica_lag_time_max_ms"} for r in reported]
         causes = attribution.causes_by_partition()
         written: dict[str, str] = self.__dict__.setdefault("_reference_written", {})
         out_keys: list[str] = []
@@ -418,8 +457,10 @@ def comparable(output: pd.DataFrame) -> tuple[dict[str, Any], list[ShardStats]]:
     """A shard output's health records (parsed: the shard's text is for the driver only)
     and tombstones by key, and its stats."""
     rows = output[output["kind"].isin([HEALTH, TOMBSTONE])]
-    records = {key: None if value is None else json.loads(value)
-               for key, value in zip(rows["key"], rows["value"], strict=True)}  # fmt: skip
+    records = {
+        key: None if value is None else json.loads(value)
+        for key, value in zip(rows["key"], rows["value"], strict=True)
+    }
     return records, [decode(v) for v in output[output["kind"] == STATS]["value"]]
 
 
@@ -429,8 +470,10 @@ def main() -> None:
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--no-broker", action="store_true", help="drop records, no Kafka")
     args = parser.parse_args()
-    print(f"batch bench: {args.partitions:,} partitions x 3 replicas in {args.shards} state "
-          f"shards; load average {os.getloadavg()[0]:.1f}")  # fmt: skip
+    print(
+        f"batch bench: {args.partitions:,} partitions x 3 replicas in {args.shards} state "
+        f"shards; load average {os.getloadavg()[0]:.1f}"
+    )
     settings = ShardJobSettings(RuleSettings(), args.shards, 60_000)
     started = time.process_time()
     shards = []
@@ -450,8 +493,10 @@ def main() -> None:
     outputs: dict[str, list[pd.DataFrame]] = {}
     print("\n  stateful step, CPU s per batch summed over the shards   reference      now")
     share = partial(batch_a, count=50_000 // args.shards)  # 50,000 in all
-    for name, make in (("(a) 50,000 fetches, few changes", share),
-                       ("(b) every partition changes", batch_b)):  # fmt: skip
+    for name, make in (
+        ("(a) 50,000 fetches, few changes", share),
+        ("(b) every partition changes", batch_b),
+    ):
         spent = {"reference": 0.0, "now": 0.0}
         outs: dict[str, list[pd.DataFrame]] = {"reference": [], "now": []}
         for parts, now_state, reference_state in shards:
@@ -464,12 +509,16 @@ def main() -> None:
                 used, out = cpu(lambda: reference_process(reference, rows, clock, settings))  # noqa: B023
             spent["reference"] += used
             outs["reference"].append(out)
-        same = all(comparable(a) == comparable(b)
-                   for a, b in zip(outs["now"], outs["reference"], strict=True))  # fmt: skip
+        same = all(
+            comparable(a) == comparable(b)
+            for a, b in zip(outs["now"], outs["reference"], strict=True)
+        )
         written = sum(int((o["kind"] == HEALTH).sum()) for o in outs["now"])
-        print(f"  {name:38s} {spent['reference']:8.2f} {spent['now']:8.2f}  "
-              f"x{spent['reference'] / spent['now']:.1f}; {written:,} records; "
-              f"same output: {'yes' if same else 'NO'}")  # fmt: skip
+        print(
+            f"  {name:38s} {spent['reference']:8.2f} {spent['now']:8.2f}  "
+            f"x{spent['reference'] / spent['now']:.1f}; {written:,} records; "
+            f"same output: {'yes' if same else 'NO'}"
+        )
         outputs[name] = outs["now"]
 
     sink_bench(outputs, not args.no_broker)
@@ -511,8 +560,13 @@ def sink_bench(outputs: dict[str, list[pd.DataFrame]], with_broker: bool) -> Non
                     sink.causes = ReferenceAnnotator()
                 kept = sink.causes.annotate
 
-                def keep(health: pd.DataFrame, stats: Sequence[ShardStats], side: str = side,
-                         kept: Any = kept, written: dict[str, Any] = written) -> Any:  # fmt: skip
+                def keep(
+                    health: pd.DataFrame,
+                    stats: Sequence[ShardStats],
+                    side: str = side,
+                    kept: Any = kept,
+                    written: dict[str, Any] = written,
+                ) -> Any:
                     annotated, attribution = kept(health, stats)
                     written[side] = list(annotated["value"])
                     return annotated, attribution
@@ -524,9 +578,11 @@ def sink_bench(outputs: dict[str, list[pd.DataFrame]], with_broker: bool) -> Non
                 sink.close()
             same = written["now"] == written["reference"]
             records = len(written["now"])
-            print(f"  {name:38s} {spent['reference']:9.2f} {spent['now']:8.2f}  "
-                  f"(wall {wall['reference']:.1f} / {wall['now']:.1f} s); "
-                  f"{records:,} records; same bytes: {'yes' if same else 'NO'}")  # fmt: skip
+            print(
+                f"  {name:38s} {spent['reference']:9.2f} {spent['now']:8.2f}  "
+                f"(wall {wall['reference']:.1f} / {wall['now']:.1f} s); "
+                f"{records:,} records; same bytes: {'yes' if same else 'NO'}"
+            )
     finally:
         if broker is not None:
             broker.stop()

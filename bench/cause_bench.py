@@ -35,17 +35,24 @@ def cluster(partitions: int, brokers: int, shards: int) -> tuple[list[str], list
     for p in range(partitions):
         if leader[p] == 1:
             continue  # re-elected elsewhere; keep the example simple
-        statuses = {int(b): "OFFLINE" if b == 1 else "LAGGING" if b == 2 else "IN_SYNC"
-                    for b in followers[p]}  # fmt: skip
+        statuses = {
+            int(b): "OFFLINE" if b == 1 else "LAGGING" if b == 2 else "IN_SYNC"
+            for b in followers[p]
+        }
         if all(s == "IN_SYNC" for s in statuses.values()):
             continue
-        records[p % shards].append({
-            "topic": f"t{p // 1000}", "partition": p % 1000, "leader": int(leader[p]),
-            "isr": [int(leader[p])] + [b for b, s in statuses.items() if s != "OFFLINE"],
-            "offline": False, "under_replicated": True,
-            "followers": [{"broker": b, "status": s} for b, s in statuses.items()],
-            "metadata": {"state": "CONSISTENT", "stale_brokers": []},
-        })  # fmt: skip
+        records[p % shards].append(
+            {
+                "topic": f"t{p // 1000}",
+                "partition": p % 1000,
+                "leader": int(leader[p]),
+                "isr": [int(leader[p])] + [b for b, s in statuses.items() if s != "OFFLINE"],
+                "offline": False,
+                "under_replicated": True,
+                "followers": [{"broker": b, "status": s} for b, s in statuses.items()],
+                "metadata": {"state": "CONSISTENT", "stale_brokers": []},
+            }
+        )
     shapes = []
     for shard in range(shards):
         mine = ids % shards == shard
@@ -76,20 +83,25 @@ def main() -> None:
     unhealthy = UnhealthyPartitions.of(records)
     baseline = best_of(5, lambda: [json.loads(c) for c in records_json + shapes_json])
     build = best_of(5, lambda: UnhealthyPartitions.of(records))
-    merge = best_of(5, lambda: ClusterShape.merge(
-        [ClusterShape.from_json(json.loads(s)) for s in shapes_json]))  # fmt: skip
+    merge = best_of(
+        5, lambda: ClusterShape.merge([ClusterShape.from_json(json.loads(s)) for s in shapes_json])
+    )
     attribution = best_of(5, lambda: attribute(unhealthy, merged))
     result = attribute(unhealthy, merged)
-    print(f"{args.partitions:,} partitions, {args.brokers} brokers, {args.shards} shards: "
-          f"{len(records):,} unhealthy, {len(unhealthy.followers.broker):,} followers not "
-          "in sync")  # fmt: skip
+    print(
+        f"{args.partitions:,} partitions, {args.brokers} brokers, {args.shards} shards: "
+        f"{len(records):,} unhealthy, {len(unhealthy.followers.broker):,} followers not "
+        "in sync"
+    )
     print(f"baseline  json.loads of the shards' reports   {baseline * 1000:8.1f} ms")
     print(f"columnar  input from the records              {build * 1000:8.1f} ms")
     print(f"shapes    decoded and merged                  {merge * 1000:8.1f} ms")
     print(f"attribute the rules                           {attribution * 1000:8.1f} ms")
     for count in result.summary():
-        print(f"  {count.kind} broker {count.broker}: {count.followers:,} followers, "
-              f"{count.partitions:,} partitions, {count.leaders} leaders")  # fmt: skip
+        print(
+            f"  {count.kind} broker {count.broker}: {count.followers:,} followers, "
+            f"{count.partitions:,} partitions, {count.leaders} leaders"
+        )
 
 
 if __name__ == "__main__":

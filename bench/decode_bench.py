@@ -47,11 +47,22 @@ def values(count: int, bad: float, seed: int = 1) -> list[bytes]:
         if rng.random() < bad:
             out.append(broken[i % len(broken)])
             continue
-        out.append(json.dumps({
-            "ts": 1_700_000_000_000 + i, "topic": f"topic-{i % 100:04d}", "partition": i % 1000,
-            "leader": i % 6, "follower": (i + 1) % 6, "leader_epoch": 0, "fetch_offset": i,
-            "leader_leo": i + 5, "high_watermark": i, "error": "NONE",
-        }).encode())  # fmt: skip
+        out.append(
+            json.dumps(
+                {
+                    "ts": 1_700_000_000_000 + i,
+                    "topic": f"topic-{i % 100:04d}",
+                    "partition": i % 1000,
+                    "leader": i % 6,
+                    "follower": (i + 1) % 6,
+                    "leader_epoch": 0,
+                    "fetch_offset": i,
+                    "leader_leo": i + 5,
+                    "high_watermark": i,
+                    "error": "NONE",
+                }
+            ).encode()
+        )
     return out
 
 
@@ -68,31 +79,46 @@ def spark_from_json(data: list[bytes]) -> None:
     from pyspark.sql import SparkSession
     from pyspark.sql import functions as F  # noqa: N812
 
-    spark = (SparkSession.builder.master("local[2]").appName("decode-bench")
-             .config("spark.ui.enabled", "false").getOrCreate())  # fmt: skip
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .appName("decode-bench")
+        .config("spark.ui.enabled", "false")
+        .getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     frame = spark.createDataFrame([(v,) for v in data], "value binary").cache()
     frame.count()
-    ddl = ("ts long, topic string, partition long, leader long, follower long, "
-           "leader_epoch long, fetch_offset long, leader_leo long, high_watermark long, "
-           "error string")  # fmt: skip
+    ddl = (
+        "ts long, topic string, partition long, leader long, follower long, "
+        "leader_epoch long, fetch_offset long, leader_leo long, high_watermark long, "
+        "error string"
+    )
     parsed = frame.select(
         F.from_json(F.col("value").cast("string"), ddl, {"mode": "PERMISSIVE"}).alias("e")
     ).select("e.*")
     int32 = 2**31 - 1
     valid = (
-        F.col("ts").isNotNull() & (F.col("ts") >= 0) & F.col("topic").isNotNull()
-        & (F.length("topic") > 0) & F.col("partition").between(0, 999_999)
-        & F.col("leader").between(0, int32) & F.col("follower").between(0, int32)
-        & F.col("leader_epoch").between(0, int32) & (F.col("fetch_offset") >= 0)
-        & (F.col("leader_leo") >= 0) & (F.col("high_watermark") >= 0)
-    )  # fmt: skip
+        F.col("ts").isNotNull()
+        & (F.col("ts") >= 0)
+        & F.col("topic").isNotNull()
+        & (F.length("topic") > 0)
+        & F.col("partition").between(0, 999_999)
+        & F.col("leader").between(0, int32)
+        & F.col("follower").between(0, int32)
+        & F.col("leader_epoch").between(0, int32)
+        & (F.col("fetch_offset") >= 0)
+        & (F.col("leader_leo") >= 0)
+        & (F.col("high_watermark") >= 0)
+    )
     began = time.monotonic()
     kept = parsed.where(valid).count()
     spent = time.monotonic() - began
-    print(f"  {'Spark from_json + column checks (local[2], wall)':52s} "
-          f"{len(data) / spent:12,.0f} records/s ({kept:,} valid); it cannot tell why a "
-          "record is refused, nor an integral float from a truncated one", flush=True)  # fmt: skip
+    print(
+        f"  {'Spark from_json + column checks (local[2], wall)':52s} "
+        f"{len(data) / spent:12,.0f} records/s ({kept:,} valid); it cannot tell why a "
+        "record is refused, nor an integral float from a truncated one",
+        flush=True,
+    )
     spark.stop()
 
 
@@ -105,22 +131,30 @@ def main() -> None:
     data = values(args.records, args.bad)
     count = len(data)
     print(f"{count:,} fetch-response values, {args.bad:.1%} invalid:", flush=True)
-    timed("parse_record per record (json + fastjsonschema)", count,
-          lambda: [parse_record(Source.FETCH_RESPONSES, v) for v in data])  # fmt: skip
-    timed("decode_fetches (msgspec per value, C loop) + columns", count,
-          lambda: decode_fetches(data))  # fmt: skip
+    timed(
+        "parse_record per record (json + fastjsonschema)",
+        count,
+        lambda: [parse_record(Source.FETCH_RESPONSES, v) for v in data],
+    )
+    timed(
+        "decode_fetches (msgspec per value, C loop) + columns", count, lambda: decode_fetches(data)
+    )
     clean = values(count, 0.0)
     joined = msgspec.json.Decoder(list[WireFetch])
     array = pa.array(clean, pa.binary())
 
     def whole_batch() -> object:
-        text = pc.binary_join(pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), array),
-                              b",")[0].as_py()  # fmt: skip
+        text = pc.binary_join(
+            pa.ListArray.from_arrays(pa.array([0, count], pa.int32()), array), b","
+        )[0].as_py()
         return joined.decode(b"[" + text + b"]")
 
     timed("msgspec on one joined array (clean values only)", count, whole_batch)
-    timed("pyarrow.json on newline-joined values (clean only)", count,
-          lambda: pj.read_json(io.BytesIO(b"\n".join(clean))))  # fmt: skip
+    timed(
+        "pyarrow.json on newline-joined values (clean only)",
+        count,
+        lambda: pj.read_json(io.BytesIO(b"\n".join(clean))),
+    )
     if not args.skip_spark:
         spark_from_json(data)
 

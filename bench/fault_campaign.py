@@ -31,8 +31,11 @@ from faults.report import checks, table  # noqa: E402
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--mode", choices=[m.value for m in Mode], default=Mode.SHORT.value)
-    parser.add_argument("--faults", default=",".join(registry.DEFAULT),
-                        help=f"comma-separated, of: {', '.join(registry.MODULES)}")  # fmt: skip
+    parser.add_argument(
+        "--faults",
+        default=",".join(registry.DEFAULT),
+        help=f"comma-separated, of: {', '.join(registry.MODULES)}",
+    )
     parser.add_argument(
         "--workdir",
         type=Path,
@@ -59,8 +62,11 @@ def main(argv: list[str] | None = None) -> int:
                 traceback.print_exc()
                 result = FaultResult(name)
                 result.comparison.check("the fault ran to its end", False, repr(error))
-            print(f"== {name}: {'pass' if result.passed else 'FAIL'} in "
-                  f"{time.monotonic() - begun:.0f} s", flush=True)  # fmt: skip
+            print(
+                f"== {name}: {'pass' if result.passed else 'FAIL'} in "
+                f"{time.monotonic() - begun:.0f} s",
+                flush=True,
+            )
             results.append(result)
     print()
     print(table(results))

@@ -118,12 +118,16 @@ def main() -> None:
 
     mb = len(data) / 1e6
     print(f"log: {mb:.1f} MB, {batches} batches, {kafka_only} records, {events} events")
-    for name, seconds in (("baseline (kafka-python batches only)", baseline),
-                          ("framing + CRC + records (segments.py)", framed),
-                          ("+ metadata record decoder", decoded),
-                          ("whole collector (decode, replay, events)", replayed)):  # fmt: skip
-        print(f"{name:44s} {seconds:7.2f} s  {batches / seconds:10.0f} batches/s"
-              f"  {mb / seconds:6.1f} MB/s")  # fmt: skip
+    for name, seconds in (
+        ("baseline (kafka-python batches only)", baseline),
+        ("framing + CRC + records (segments.py)", framed),
+        ("+ metadata record decoder", decoded),
+        ("whole collector (decode, replay, events)", replayed),
+    ):
+        print(
+            f"{name:44s} {seconds:7.2f} s  {batches / seconds:10.0f} batches/s"
+            f"  {mb / seconds:6.1f} MB/s"
+        )
 
 
 if __name__ == "__main__":

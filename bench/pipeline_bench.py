@@ -77,8 +77,16 @@ def produce_fetches(config: IsrwatchConfig, partitions: int, records: int) -> No
         p, k = (i // 2) % partitions, i % 2
         leo = 10 * (i // (2 * partitions))
         leader = p % BROKERS
-        value = template % (now + i // 1000, names[p], p % 1000, leader,
-                            (leader + 1 + k) % BROKERS, leo, leo, leo)  # fmt: skip
+        value = template % (
+            now + i // 1000,
+            names[p],
+            p % 1000,
+            leader,
+            (leader + 1 + k) % BROKERS,
+            leo,
+            leo,
+            leo,
+        )
         send(prod, topic, value, (p * 2 + k) % FETCH_PARTITIONS)
         if i % 100_000 == 0:
             prod.poll(0)
@@ -117,8 +125,20 @@ def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
     if output is None:
         return None
     spy = Path(sys.executable).with_name("py-spy")
-    command = [str(spy), "record", "--subprocesses", "--nonblocking", "--format", "raw",
-               "--rate", "50", "--output", output, "--pid", str(os.getpid())]  # fmt: skip
+    command = [
+        str(spy),
+        "record",
+        "--subprocesses",
+        "--nonblocking",
+        "--format",
+        "raw",
+        "--rate",
+        "50",
+        "--output",
+        output,
+        "--pid",
+        str(os.getpid()),
+    ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -215,8 +235,16 @@ def stage_split(spark: Any, first_stage: int) -> list[dict[str, Any]]:
             kind = "reduce: shuffle read + shard step + sink collect"
         else:
             kind = "other (no shuffle)"
-        empty = {"kind": kind, "stages": 0, "tasks": 0, "run_s": 0.0, "cpu_s": 0.0,
-                 "gc_s": 0.0, "in": 0, "shuffle_mb": 0.0}  # fmt: skip
+        empty = {
+            "kind": kind,
+            "stages": 0,
+            "tasks": 0,
+            "run_s": 0.0,
+            "cpu_s": 0.0,
+            "gc_s": 0.0,
+            "in": 0,
+            "shuffle_mb": 0.0,
+        }
         row = kinds.setdefault(kind, empty)
         row["stages"] += 1
         row["tasks"] += stage["numCompleteTasks"]
@@ -241,24 +269,39 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spark-conf", nargs="*", default=[], help="Spark settings key=value")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
-    print(f"pipeline bench: {args.partitions:,} partitions, {args.records:,} fetches, "
-          f"{args.shards} shards, trigger {args.trigger_ms} ms; {load()}", flush=True)  # fmt: skip
+    print(
+        f"pipeline bench: {args.partitions:,} partitions, {args.records:,} fetches, "
+        f"{args.shards} shards, trigger {args.trigger_ms} ms; {load()}",
+        flush=True,
+    )
     with EmbeddedBroker() as broker:
         broker.start()
         base = bench_config(broker, workdir, args.shards, args.trigger_ms)
         overrides = dict(item.split("=", 1) for item in args.conf)
-        config = load_config(None, {
-            **{f"topics.{k}": getattr(base.topics, k) for k in (
-                "controller_events", "fetch_responses", "partition_health", "dead_letters")},
-            "kafka.bootstrap_servers": broker.bootstrap_servers,
-            "kafka.starting_offsets": "earliest",
-            "kafka.source_format": args.source_format,
-            "streaming.checkpoint_location": str(base.streaming.checkpoint_location),
-            "streaming.state_shards": args.shards,
-            "streaming.trigger_interval_ms": args.trigger_ms,
-            "kafka.max_records_per_partition_per_batch": args.max_per_partition,
-            "metrics.enabled": False, **overrides,
-        }, environ={})  # fmt: skip
+        config = load_config(
+            None,
+            {
+                **{
+                    f"topics.{k}": getattr(base.topics, k)
+                    for k in (
+                        "controller_events",
+                        "fetch_responses",
+                        "partition_health",
+                        "dead_letters",
+                    )
+                },
+                "kafka.bootstrap_servers": broker.bootstrap_servers,
+                "kafka.starting_offsets": "earliest",
+                "kafka.source_format": args.source_format,
+                "streaming.checkpoint_location": str(base.streaming.checkpoint_location),
+                "streaming.state_shards": args.shards,
+                "streaming.trigger_interval_ms": args.trigger_ms,
+                "kafka.max_records_per_partition_per_batch": args.max_per_partition,
+                "metrics.enabled": False,
+                **overrides,
+            },
+            environ={},
+        )
         prod = producer(config.kafka.bootstrap_servers)
         for value in controller_values(args.partitions, int(time.time() * 1000) - 60_000):
             send(prod, config.topics.controller_events, value)
@@ -279,8 +322,11 @@ def main(argv: list[str] | None = None) -> None:
         began = time.monotonic()
         query = start_query(spark, config, sink, snapshot_when_idle=False)
         applied.wait(0, args.partitions, 3600)
-        print(f"  cold start: {args.partitions:,} LeaderAndIsr applied in "
-              f"{time.monotonic() - began:.0f} s", flush=True)  # fmt: skip
+        print(
+            f"  cold start: {args.partitions:,} LeaderAndIsr applied in "
+            f"{time.monotonic() - began:.0f} s",
+            flush=True,
+        )
         # Warm-up: one round of fetches, read in as many tasks at once as the measured ones
         # (each new Python worker imports pandas, numba, the model: seconds of CPU once).
         produce_fetches(config, args.partitions, 2 * args.partitions)
@@ -293,8 +339,9 @@ def main(argv: list[str] | None = None) -> None:
         cpu_before, threads_before = cpu_by_kind(), jvm_threads()
         began = time.monotonic()
         produce_fetches(config, args.partitions, args.records)
-        print(f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s",
-              flush=True)  # fmt: skip
+        print(
+            f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s", flush=True
+        )
         print(f"\njob ({load()}):", flush=True)
         done = applied.wait(args.records + 2 * args.partitions, args.partitions, 3600)
         cpu = {k: v - cpu_before[k] for k, v in cpu_by_kind().items()}
@@ -311,14 +358,19 @@ def main(argv: list[str] | None = None) -> None:
         busy = sum(durations)
         rows = sum(p["numInputRows"] for p in data)
         rate = args.records / busy if busy else 0.0
-        print(f"  {'done' if done else 'NOT DONE'}: {rows:,} input rows in {len(data)} batches, "
-              f"{busy:.1f} s busy; job read {rate:,.0f} fetch events/s "
-              f"batch p50 {percentile(durations, 50):.1f} s, p99 {percentile(durations, 99):.1f} s",
-              flush=True)  # fmt: skip
-        print("  CPU of the job's processes while it read them: " + ", ".join(
-            f"{k} {v:.1f} s" for k, v in cpu.items()) + f"; JVM + Python workers "
+        print(
+            f"  {'done' if done else 'NOT DONE'}: {rows:,} input rows in {len(data)} batches, "
+            f"{busy:.1f} s busy; job read {rate:,.0f} fetch events/s "
+            f"batch p50 {percentile(durations, 50):.1f} s, p99 {percentile(durations, 99):.1f} s",
+            flush=True,
+        )
+        print(
+            "  CPU of the job's processes while it read them: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in cpu.items())
+            + f"; JVM + Python workers "
             f"{1e6 * (cpu['JVM'] + cpu['Python workers']) / args.records:.1f} us per fetch event",
-            flush=True)  # fmt: skip
+            flush=True,
+        )
         busiest = sorted(threads.items(), key=lambda item: -item[1])[:8]
         print("  JVM threads (CPU s): " + ", ".join(f"{k} {v:.1f}" for k, v in busiest))
         parts: dict[str, float] = {}
@@ -332,22 +384,28 @@ def main(argv: list[str] | None = None) -> None:
         if ops:
             commit = sum(o.get("commitTimeMs", 0) for o in ops) / 1000
             custom = ops[-1].get("customMetrics") or {}
-            print(f"  state operator: commit {commit:.1f} s total, rows {ops[-1]['numRowsTotal']}, "
-                  f"memoryUsedBytes {ops[-1].get('memoryUsedBytes')}, "
-                  f"rocksdbSstFileSize {custom.get('rocksdbSstFileSize')}, "
-                  f"allUpdatesTimeMs {sum(o.get('allUpdatesTimeMs', 0) for o in ops) / 1000:.1f} s",
-                  flush=True)  # fmt: skip
+            print(
+                f"  state operator: commit {commit:.1f} s total, rows {ops[-1]['numRowsTotal']}, "
+                f"memoryUsedBytes {ops[-1].get('memoryUsedBytes')}, "
+                f"rocksdbSstFileSize {custom.get('rocksdbSstFileSize')}, "
+                f"allUpdatesTimeMs {sum(o.get('allUpdatesTimeMs', 0) for o in ops) / 1000:.1f} s",
+                flush=True,
+            )
         for row in stage_split(spark, first_stage):
-            print(f"  {row['kind']:48s} {row['stages']:4d} stages {row['tasks']:5d} tasks  "
-                  f"run {row['run_s']:7.1f} s  CPU {row['cpu_s']:7.1f} s (JVM threads)  "
-                  f"GC {row['gc_s']:5.1f} s  shuffle {row['shuffle_mb']:7.1f} MiB",
-                  flush=True)  # fmt: skip
+            print(
+                f"  {row['kind']:48s} {row['stages']:4d} stages {row['tasks']:5d} tasks  "
+                f"run {row['run_s']:7.1f} s  CPU {row['cpu_s']:7.1f} s (JVM threads)  "
+                f"GC {row['gc_s']:5.1f} s  shuffle {row['shuffle_mb']:7.1f} MiB",
+                flush=True,
+            )
         print(f"\nreference ({load()}):", flush=True)
         summary = Summary()
         values = fetch_values(args.partitions, args.records, int(time.time() * 1000))
         floor = source_floor(config, values, 300.0, summary)
-        print(f"\njob {rate:,.0f} events/s; job / source floor {rate / floor if floor else 0:.2f}",
-              flush=True)  # fmt: skip
+        print(
+            f"\njob {rate:,.0f} events/s; job / source floor {rate / floor if floor else 0:.2f}",
+            flush=True,
+        )
         spark.stop()
 
 

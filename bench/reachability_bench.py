@@ -68,8 +68,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args(argv)
     timing = watch_timing(args.trigger_ms, args.request_timeout_ms)
-    print(f"trigger {args.trigger_ms} ms: check timeout {timing.timeout_ms:g} ms, interval "
-          f"{timing.interval_ms:g} ms, bound {timing.detection_bound_s:.2f} s")  # fmt: skip
+    print(
+        f"trigger {args.trigger_ms} ms: check timeout {timing.timeout_ms:g} ms, interval "
+        f"{timing.interval_ms:g} ms, bound {timing.detection_bound_s:.2f} s"
+    )
     with broker_stack(with_proxy=True) as (_, proxy):
         assert proxy is not None
         watch = ReachabilityWatch({"bootstrap.servers": proxy.address}, timing).start()
@@ -86,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
                     back = time.time()
                     proxy.set_mode(ProxyMode.PASS)
                     up = first_state(watch, True, back)
-                    print(f"round {round_} {mode:6}: down after {late(down, began)}, "
-                          f"{answered} checks answered in the next {HOLD_S:g} s, "
-                          f"up after {late(up, back)}", flush=True)  # fmt: skip
+                    print(
+                        f"round {round_} {mode:6}: down after {late(down, began)}, "
+                        f"{answered} checks answered in the next {HOLD_S:g} s, "
+                        f"up after {late(up, back)}",
+                        flush=True,
+                    )
             time.sleep(1.0)
             began = time.time()
             answered = 0
@@ -100,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
             back = time.time()
             proxy.set_mode(ProxyMode.PASS)
             up = first_state(watch, True, back)
-            print(f"chained refuse-hang-drop: down after {late(down, began)}, {answered} checks "
-                  f"answered in it, up after {late(up, back)}")  # fmt: skip
+            print(
+                f"chained refuse-hang-drop: down after {late(down, began)}, {answered} checks "
+                f"answered in it, up after {late(up, back)}"
+            )
         finally:
             watch.stop()
     return 0

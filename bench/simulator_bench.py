@@ -29,19 +29,26 @@ START_MS = 1_700_000_000_000
 
 
 def simulate(args: argparse.Namespace) -> list[Any]:
-    scenario = load_scenario("large-cluster", {
-        "cluster.brokers": args.brokers, "topics.0.count": args.topics,
-        "topics.0.partitions": args.partitions, "duration_s": args.seconds,
-    })  # fmt: skip
+    scenario = load_scenario(
+        "large-cluster",
+        {
+            "cluster.brokers": args.brokers,
+            "topics.0.count": args.topics,
+            "topics.0.partitions": args.partitions,
+            "duration_s": args.seconds,
+        },
+    )
     sim = ClusterSimulator(scenario, seed=1, start_ms=START_MS)
     started = time.perf_counter()
     events = list(sim.events())
     elapsed = time.perf_counter() - started
     fetches = sum(1 for e in events if e.source is Source.FETCH_RESPONSES)
-    print(f"simulator: {len(sim.partitions):,} partitions on {args.brokers} brokers, "
-          f"{args.seconds} simulated s: {len(events):,} records ({fetches:,} fetch responses) "
-          f"in {elapsed:.1f} s = {len(events) / elapsed:,.0f} records/s, "
-          f"{args.seconds / elapsed:.1f}x real time")  # fmt: skip
+    print(
+        f"simulator: {len(sim.partitions):,} partitions on {args.brokers} brokers, "
+        f"{args.seconds} simulated s: {len(events):,} records ({fetches:,} fetch responses) "
+        f"in {elapsed:.1f} s = {len(events) / elapsed:,.0f} records/s, "
+        f"{args.seconds / elapsed:.1f}x real time"
+    )
     return events
 
 
@@ -101,8 +108,11 @@ def run_baseline(parts: list[tuple[list[Event], pd.DataFrame]]) -> float:
             if isinstance(event, LeaderAndIsr) and event.leader >= 0:
                 assert event.replicas is not None
                 assert event.leader_epoch is not None
-                followers = {b: Follower(last_fetch_time_ms=event.ts, last_caught_up_ms=event.ts)
-                             for b in event.replicas if b != event.leader}  # fmt: skip
+                followers = {
+                    b: Follower(last_fetch_time_ms=event.ts, last_caught_up_ms=event.ts)
+                    for b in event.replicas
+                    if b != event.leader
+                }
                 state[(event.topic, event.partition)] = Partition(
                     event.leader, event.leader_epoch, followers
                 )

@@ -91,18 +91,22 @@ def fetch_frames(partitions: int, events: int, batch: int, seed: int = 1) -> lis
         for k in (1, 2):
             behind = rng.random(partitions) < 0.05
             offset = np.where(behind, previous - rng.integers(0, 500, partitions), previous)
-            rows.append(pd.DataFrame({
-                "ts": 1_700_000_000_000 + r * 500 + k,
-                "topic": topic_col,  # pandas' default string column, as the job gets it
-                "partition": numbers,
-                "leader": leaders,
-                "follower": (leaders + k) % 6,
-                "leader_epoch": 0,
-                "fetch_offset": np.maximum(offset, 0),
-                "leader_leo": leo,
-                "high_watermark": previous,
-                "error": ["NONE"] * partitions,
-            }))  # fmt: skip
+            rows.append(
+                pd.DataFrame(
+                    {
+                        "ts": 1_700_000_000_000 + r * 500 + k,
+                        "topic": topic_col,  # pandas' default string column, as the job gets it
+                        "partition": numbers,
+                        "leader": leaders,
+                        "follower": (leaders + k) % 6,
+                        "leader_epoch": 0,
+                        "fetch_offset": np.maximum(offset, 0),
+                        "leader_leo": leo,
+                        "high_watermark": previous,
+                        "error": ["NONE"] * partitions,
+                    }
+                )
+            )
     frame = pd.concat(rows, ignore_index=True).iloc[:events]
     frame = frame.sample(frac=1.0, random_state=seed).sort_values("ts", kind="stable")
     frame = frame.reset_index(drop=True)
@@ -122,10 +126,19 @@ def assignments(partitions: int) -> Iterator[tuple[str, int, int, tuple[int, ...
 
 def elections(partitions: int) -> Iterator[tuple[int, LeaderAndIsr]]:
     for i, (topic, partition, leader, replicas) in enumerate(assignments(partitions)):
-        yield i, LeaderAndIsr(
-            ts=ELECTION_TS, topic=topic, partition=partition, leader=leader,
-            leader_epoch=0, isr=replicas, replicas=replicas, partition_epoch=0,
-        )  # fmt: skip
+        yield (
+            i,
+            LeaderAndIsr(
+                ts=ELECTION_TS,
+                topic=topic,
+                partition=partition,
+                leader=leader,
+                leader_epoch=0,
+                isr=replicas,
+                replicas=replicas,
+                partition_epoch=0,
+            ),
+        )
 
 
 # ------------------------------------------------------------ controller bursts
@@ -136,27 +149,51 @@ BROKERS = 6
 def election_values(partitions: int) -> list[bytes]:
     """The cold start's LeaderAndIsr of :func:`elections`, as record values."""
     return [
-        json.dumps({"type": "LeaderAndIsr", "ts": ELECTION_TS, "topic": topic,
-                    "partition": partition, "leader": leader, "leader_epoch": 0,
-                    "isr": list(replicas), "replicas": list(replicas),
-                    "partition_epoch": 0}).encode()
+        json.dumps(
+            {
+                "type": "LeaderAndIsr",
+                "ts": ELECTION_TS,
+                "topic": topic,
+                "partition": partition,
+                "leader": leader,
+                "leader_epoch": 0,
+                "isr": list(replicas),
+                "replicas": list(replicas),
+                "partition_epoch": 0,
+            }
+        ).encode()
         for topic, partition, leader, replicas in assignments(partitions)
-    ]  # fmt: skip
+    ]
 
 
 def failover_values(partitions: int, per_event: int = 1000) -> list[bytes]:
     """A new controller's UpdateMetadata of every partition to every broker."""
-    states = [{"topic": topic, "partition": partition, "leader": leader,
-               "leader_epoch": 0, "isr": list(replicas), "replicas": list(replicas),
-               "offline_replicas": []}
-              for topic, partition, leader, replicas in assignments(partitions)]  # fmt: skip
+    states = [
+        {
+            "topic": topic,
+            "partition": partition,
+            "leader": leader,
+            "leader_epoch": 0,
+            "isr": list(replicas),
+            "replicas": list(replicas),
+            "offline_replicas": [],
+        }
+        for topic, partition, leader, replicas in assignments(partitions)
+    ]
     return [
-        json.dumps({"type": "UpdateMetadata", "ts": 1_700_000_001_000, "broker": broker,
-                    "controller_id": 0, "controller_epoch": 1,
-                    "partitions": states[start : start + per_event]}).encode()
+        json.dumps(
+            {
+                "type": "UpdateMetadata",
+                "ts": 1_700_000_001_000,
+                "broker": broker,
+                "controller_id": 0,
+                "controller_epoch": 1,
+                "partitions": states[start : start + per_event],
+            }
+        ).encode()
         for broker in range(BROKERS)
         for start in range(0, partitions, per_event)
-    ]  # fmt: skip
+    ]
 
 
 def cpu(work: Callable[[], object]) -> tuple[float, object]:
@@ -203,12 +240,18 @@ def apply_bulk(models: list[ReplicationModel], inputs: list[list[tuple[int, Any]
 
 
 def controller_bursts(partitions: int, shards: int) -> None:
-    print(f"controller bursts: {partitions:,} partitions, {shards} shards, CPU seconds "
-          f"(process_time), per record/event -> bulk")  # fmt: skip
-    models = {side: [ReplicationModel(RuleSettings(), Shard(i, shards)) for i in range(shards)]
-              for side in ("each", "bulk")}  # fmt: skip
-    bursts = (("cold start", election_values(partitions), "LeaderAndIsr"),
-              ("failover", failover_values(partitions), "UpdateMetadata"))  # fmt: skip
+    print(
+        f"controller bursts: {partitions:,} partitions, {shards} shards, CPU seconds "
+        f"(process_time), per record/event -> bulk"
+    )
+    models = {
+        side: [ReplicationModel(RuleSettings(), Shard(i, shards)) for i in range(shards)]
+        for side in ("each", "bulk")
+    }
+    bursts = (
+        ("cold start", election_values(partitions), "LeaderAndIsr"),
+        ("failover", failover_values(partitions), "UpdateMetadata"),
+    )
     for name, values, kind in bursts:
         parse_e, each_events = cpu(lambda v=values: parse_each(v))  # type: ignore[misc]
         parse_b, bulk_events = cpu(lambda v=values: parse_bulk(v))  # type: ignore[misc]
@@ -221,12 +264,14 @@ def controller_bursts(partitions: int, shards: int) -> None:
             now = 1_700_000_002_000
             assert list(one.evaluate(now).records()) == list(other.evaluate(now).records())
         total_e, total_b = parse_e + split + apply_e, parse_b + split + apply_b
-        print(f"  {name:10s}: {len(values):,} {kind} "
-              f"({sum(len(v) for v in values) / 2**20:.0f} MiB of JSON)\n"
-              f"    parse+validate {parse_e:6.2f} -> {parse_b:5.2f} s   "
-              f"split by shard {split:5.2f} s   "
-              f"model apply {apply_e:6.2f} -> {apply_b:5.2f} s   "
-              f"total {total_e:6.2f} -> {total_b:5.2f} s ({total_e / total_b:.1f} x)")  # fmt: skip
+        print(
+            f"  {name:10s}: {len(values):,} {kind} "
+            f"({sum(len(v) for v in values) / 2**20:.0f} MiB of JSON)\n"
+            f"    parse+validate {parse_e:6.2f} -> {parse_b:5.2f} s   "
+            f"split by shard {split:5.2f} s   "
+            f"model apply {apply_e:6.2f} -> {apply_b:5.2f} s   "
+            f"total {total_e:6.2f} -> {total_b:5.2f} s ({total_e / total_b:.1f} x)"
+        )
 
 
 # --------------------------------------------------- the straightforward baseline
@@ -252,8 +297,11 @@ class Partition:
 def baseline_state(partitions: int) -> dict[tuple[str, int], Partition]:
     state = {}
     for topic, partition, leader, replicas in assignments(partitions):
-        followers = {b: Follower(last_fetch_time_ms=ELECTION_TS, last_caught_up_ms=ELECTION_TS)
-                     for b in replicas if b != leader}  # fmt: skip
+        followers = {
+            b: Follower(last_fetch_time_ms=ELECTION_TS, last_caught_up_ms=ELECTION_TS)
+            for b in replicas
+            if b != leader
+        }
         state[(topic, partition)] = Partition(leader, 0, followers)
     return state
 
@@ -296,8 +344,12 @@ def shard_snapshots(partitions: int, shards: int, failover: bool) -> list[ShardS
         controller += parse_bulk(failover_values(partitions))
     apply_bulk(models, shard_inputs(controller, shards))
     (frame,) = fetch_frames(partitions, partitions * (REPLICAS - 1), partitions * REPLICAS)
-    owners = np.asarray([shard_of(t, int(p), shards) for t, p in
-                         zip(frame["topic"], frame["partition"], strict=True)])  # fmt: skip
+    owners = np.asarray(
+        [
+            shard_of(t, int(p), shards)
+            for t, p in zip(frame["topic"], frame["partition"], strict=True)
+        ]
+    )
     snapshots = []
     for i, model in enumerate(models):
         report = ApplyReport()
@@ -305,12 +357,15 @@ def shard_snapshots(partitions: int, shards: int, failover: bool) -> list[ShardS
         now = int(frame["ts"].max())
         health = model.evaluate(now)
         keys = [f"{t}:{p}" for t, p in zip(health.topic, health.partition.tolist(), strict=True)]
-        snapshots.append(ShardSnapshot(
-            model, clock_ms=now,
-            signatures=dict(zip(keys, health_signatures(health).tolist(), strict=True)),
-            seen_controller_events={-(n + 1): now for n in range(200)},
-            applied_total=Counter(report.applied),
-        ))  # fmt: skip
+        snapshots.append(
+            ShardSnapshot(
+                model,
+                clock_ms=now,
+                signatures=dict(zip(keys, health_signatures(health).tolist(), strict=True)),
+                seen_controller_events={-(n + 1): now for n in range(200)},
+                applied_total=Counter(report.applied),
+            )
+        )
     return snapshots
 
 
@@ -328,14 +383,20 @@ def stored_state(partitions: int, shards: int) -> None:
     """Size and save + restore time of each shard's group state, per format: the pickle
     of the releases up to 9711ad5 and this release's (streaming.job.state_format). The size
     in LZ4 approximates what RocksDB (which compresses its blocks) keeps of it."""
-    print(f"stored shard state: {partitions:,} partitions, {shards} shards (per shard: mean "
-          f"over the shards of the least CPU time of 5 runs)")  # fmt: skip
+    print(
+        f"stored shard state: {partitions:,} partitions, {shards} shards (per shard: mean "
+        f"over the shards of the least CPU time of 5 runs)"
+    )
     formats: dict[str, tuple[Callable[[ShardSnapshot], bytes], Callable[[bytes], object]]] = {
         "pickle (9711ad5)": (
-            lambda s: pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL), pickle.loads),
+            lambda s: pickle.dumps(s, protocol=pickle.HIGHEST_PROTOCOL),
+            pickle.loads,
+        ),
         f"state format {FORMAT_VERSION}": (  # as the job saves and restores it
-            save_snapshot, lambda b: restore_snapshot(b, RuleSettings())),
-    }  # fmt: skip
+            save_snapshot,
+            lambda b: restore_snapshot(b, RuleSettings()),
+        ),
+    }
     for failover in (False, True):
         snapshots = shard_snapshots(partitions, shards, failover)
         what = "after a failover (every broker caches every ISR)" if failover else "steady"
@@ -378,8 +439,11 @@ def main() -> None:
     )
     parser.add_argument("--no-pin", action="store_true", help="do not pin to one core")
     parser.add_argument("--shards", type=int, default=16, help="state shards (controller bursts)")
-    parser.add_argument("--no-controller", action="store_true",
-                        help="skip the controller bursts (cold start, failover)")  # fmt: skip
+    parser.add_argument(
+        "--no-controller",
+        action="store_true",
+        help="skip the controller bursts (cold start, failover)",
+    )
     parser.add_argument(
         "--stored-state",
         action="store_true",
@@ -393,16 +457,20 @@ def main() -> None:
         stored_state(args.partitions, args.shards)
         return
     cores = len(os.sched_getaffinity(0))
-    print(f"state bench: {args.partitions:,} partitions x {REPLICAS} replicas, "
-          f"{args.events:,} fetch responses, cores used: {cores}")  # fmt: skip
+    print(
+        f"state bench: {args.partitions:,} partitions x {REPLICAS} replicas, "
+        f"{args.events:,} fetch responses, cores used: {cores}"
+    )
     frames = fetch_frames(args.partitions, args.events, args.events)
 
     elected = ReplicationModel(RuleSettings())
     started, cpu_started = time.perf_counter(), time.process_time()
     elected.apply(elections(args.partitions))
-    print(f"  setup: {args.partitions:,} LeaderAndIsr applied in "
-          f"{time.perf_counter() - started:.2f} s ({time.process_time() - cpu_started:.2f} s CPU;"
-          f" load average {os.getloadavg()[0]:.1f})")  # fmt: skip
+    print(
+        f"  setup: {args.partitions:,} LeaderAndIsr applied in "
+        f"{time.perf_counter() - started:.2f} s ({time.process_time() - cpu_started:.2f} s CPU;"
+        f" load average {os.getloadavg()[0]:.1f})"
+    )
 
     started = time.perf_counter()
     rows = [cast("dict[str, Any]", row) for frame in frames for row in frame.to_dict("records")]
@@ -414,16 +482,19 @@ def main() -> None:
     baseline = time.perf_counter() - started
     assert rejected == 0
     rate_b = args.events / baseline
-    print(f"  one at a time    : {rate_b:12,.0f} events/s  ({baseline:.3f} s)  baseline, "
-          f"on parsed events (its best case)")  # fmt: skip
+    print(
+        f"  one at a time    : {rate_b:12,.0f} events/s  ({baseline:.3f} s)  baseline, "
+        f"on parsed events (its best case)"
+    )
     print(
         f"  one at a time    : {args.events / (baseline + reading):12,.0f} events/s  "
         f"({baseline + reading:.3f} s)  baseline, reading the same frames as the model"
     )
 
     started = time.perf_counter()
-    copy.deepcopy(elected).apply_fetch_batch(FetchBatch.from_frame(frames[0].iloc[:10]),
-                                             ApplyReport())  # fmt: skip
+    copy.deepcopy(elected).apply_fetch_batch(
+        FetchBatch.from_frame(frames[0].iloc[:10]), ApplyReport()
+    )
     print(f"  first call (numba compile or cache load): {time.perf_counter() - started:.2f} s")
     for batch in args.batch:
         model = copy.deepcopy(elected)
@@ -435,8 +506,10 @@ def main() -> None:
         vectorised = time.perf_counter() - started
         assert report.applied["FetchResponse"] == args.events, report.rejections_by_reason()
         rate_v = args.events / vectorised
-        print(f"  vectorised model : {rate_v:12,.0f} events/s  ({vectorised:.3f} s)  "
-              f"batches of {batch:,}: {rate_v / rate_b:.1f} x the baseline")  # fmt: skip
+        print(
+            f"  vectorised model : {rate_v:12,.0f} events/s  ({vectorised:.3f} s)  "
+            f"batches of {batch:,}: {rate_v / rate_b:.1f} x the baseline"
+        )
 
     mismatches = sum(
         int(model.table.last_caught_up_ms[model.table.live_row_of(t, p), 1 + i])

@@ -66,8 +66,9 @@ PER_TOPIC = 1000
 
 
 def producer_for(config: IsrwatchConfig) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=config.kafka.bootstrap_servers,
-                         linger_ms=50, batch_size=1 << 20)  # fmt: skip
+    return KafkaProducer(
+        bootstrap_servers=config.kafka.bootstrap_servers, linger_ms=50, batch_size=1 << 20
+    )
 
 
 def produce_elections(config: IsrwatchConfig, partitions: int) -> None:
@@ -78,11 +79,22 @@ def produce_elections(config: IsrwatchConfig, partitions: int) -> None:
         topic, number = f"topic-{p // per_topic:04d}", p % per_topic
         leader = p % 6
         replicas = [leader, (leader + 1) % 6, (leader + 2) % 6]
-        producer.send(config.topics.controller_events, json.dumps({
-            "type": "LeaderAndIsr", "ts": B, "topic": topic, "partition": number,
-            "leader": leader, "leader_epoch": 0, "isr": replicas, "replicas": replicas,
-            "partition_epoch": 0,
-        }).encode())  # fmt: skip
+        producer.send(
+            config.topics.controller_events,
+            json.dumps(
+                {
+                    "type": "LeaderAndIsr",
+                    "ts": B,
+                    "topic": topic,
+                    "partition": number,
+                    "leader": leader,
+                    "leader_epoch": 0,
+                    "isr": replicas,
+                    "replicas": replicas,
+                    "partition_epoch": 0,
+                }
+            ).encode(),
+        )
     producer.flush()
     producer.close()
 
@@ -99,12 +111,23 @@ def produce_fetches(config: IsrwatchConfig, partitions: int, rounds: int) -> int
         for p in range(partitions):
             topic, number, leader = f"topic-{p // per_topic:04d}", p % per_topic, p % 6
             for k in (1, 2):
-                producer.send(config.topics.fetch_responses, json.dumps({
-                    "ts": B + 1_000 + r * 500 + k, "topic": topic, "partition": number,
-                    "leader": leader, "follower": (leader + k) % 6, "leader_epoch": 0,
-                    "fetch_offset": int(previous[p]), "leader_leo": int(leo[p]),
-                    "high_watermark": int(previous[p]),
-                }).encode(), partition=(p * 2 + k) % FETCH_PARTITIONS)  # fmt: skip
+                producer.send(
+                    config.topics.fetch_responses,
+                    json.dumps(
+                        {
+                            "ts": B + 1_000 + r * 500 + k,
+                            "topic": topic,
+                            "partition": number,
+                            "leader": leader,
+                            "follower": (leader + k) % 6,
+                            "leader_epoch": 0,
+                            "fetch_offset": int(previous[p]),
+                            "leader_leo": int(leo[p]),
+                            "high_watermark": int(previous[p]),
+                        }
+                    ).encode(),
+                    partition=(p * 2 + k) % FETCH_PARTITIONS,
+                )
     producer.flush()
     producer.close()
     return partitions * 2 * rounds
@@ -128,8 +151,9 @@ def wait_for_rows(query: Any, after_batch: int, rows: int, timeout_s: float = 18
 def measure(query: Any, after_batch: int, rows: int) -> dict[str, Any]:
     """Figures of the data batches after ``after_batch`` (the warm-up)."""
     wait_for_rows(query, after_batch, rows)
-    progress = [p for p in query.recentProgress
-                if p["numInputRows"] > 0 and p["batchId"] > after_batch]  # fmt: skip
+    progress = [
+        p for p in query.recentProgress if p["numInputRows"] > 0 and p["batchId"] > after_batch
+    ]
     query.stop()
     durations = [p["durationMs"]["triggerExecution"] / 1000 for p in progress]
     rows = sum(p["numInputRows"] for p in progress)
@@ -146,11 +170,12 @@ def ceiling(spark: Any, config: IsrwatchConfig) -> Any:
     """The job's own source and routing; a count where the stateful step would be."""
     counted: list[int] = []
     return (
-        routed_stream(spark, config).writeStream
-        .foreachBatch(lambda frame, _: counted.append(frame.count()))
+        routed_stream(spark, config)
+        .writeStream.foreachBatch(lambda frame, _: counted.append(frame.count()))
         .option("checkpointLocation", config.streaming.checkpoint_location)
-        .trigger(processingTime="1 second").start()
-    )  # fmt: skip
+        .trigger(processingTime="1 second")
+        .start()
+    )
 
 
 def per_partition(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]) -> Any:
@@ -172,8 +197,11 @@ def per_partition(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]
     def update(
         key: tuple[Any, ...], frames: Iterator[pd.DataFrame], state: Any
     ) -> Iterator[pd.DataFrame]:
-        snapshot = (restore_snapshot(state.get[0], settings.rules) if state.exists
-                    else ShardSnapshot(ReplicationModel(settings.rules)))  # fmt: skip
+        snapshot = (
+            restore_snapshot(state.get[0], settings.rules)
+            if state.exists
+            else ShardSnapshot(ReplicationModel(settings.rules))
+        )
         rows = pd.concat([f for f in frames if len(f)], ignore_index=True)
         watermark = state.getCurrentWatermarkMs()
         clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
@@ -182,16 +210,19 @@ def per_partition(spark: Any, config: IsrwatchConfig, sources: dict[str, Source]
         yield out
 
     return (
-        input_stream(spark, config).mapInPandas(routed, ROUTED_SCHEMA)
+        input_stream(spark, config)
+        .mapInPandas(routed, ROUTED_SCHEMA)
         .withColumn("event_time", F.timestamp_millis("ts"))
         .withWatermark("event_time", f"{CLOCK_DELAY_MS} milliseconds")
         .groupBy("topic", "partition")
-        .applyInPandasWithState(update, OUTPUT_SCHEMA, STATE_SCHEMA, "append",
-                                GroupStateTimeout.NoTimeout)
+        .applyInPandasWithState(
+            update, OUTPUT_SCHEMA, STATE_SCHEMA, "append", GroupStateTimeout.NoTimeout
+        )
         .writeStream.foreachBatch(lambda frame, _: frame.count())
         .option("checkpointLocation", config.streaming.checkpoint_location)
-        .trigger(processingTime="1 second").start()
-    )  # fmt: skip
+        .trigger(processingTime="1 second")
+        .start()
+    )
 
 
 def main() -> None:
@@ -199,18 +230,24 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument("--max-per-partition", type=int, default=100_000,
-                        help="records per Kafka partition per micro-batch")  # fmt: skip
+    parser.add_argument(
+        "--max-per-partition",
+        type=int,
+        default=100_000,
+        help="records per Kafka partition per micro-batch",
+    )
     parser.add_argument("--skip", nargs="*", default=[], choices=["per-partition"])
     args = parser.parse_args()
     workdir = Path(os.environ.get("TMPDIR", "/tmp")) / f"isrwatch-bench-{uuid.uuid4().hex[:6]}"
     with EmbeddedBroker() as broker:
         broker.start()
         for partitions in args.partitions:
-            print(f"\n{partitions:,} partitions x 3 replicas; measured: {args.rounds} rounds of "
-                  f"fetch responses ({partitions * 2 * args.rounds:,} events) after a warm-up "
-                  f"with one LeaderAndIsr per partition; {args.shards} shards, local[2]",
-                  flush=True)  # fmt: skip
+            print(
+                f"\n{partitions:,} partitions x 3 replicas; measured: {args.rounds} rounds of "
+                f"fetch responses ({partitions * 2 * args.rounds:,} events) after a warm-up "
+                f"with one LeaderAndIsr per partition; {args.shards} shards, local[2]",
+                flush=True,
+            )
             results: dict[str, dict[str, Any]] = {}
             for name in ("job", "ceiling", "per-partition"):
                 if name in args.skip:
@@ -225,9 +262,11 @@ def main() -> None:
                 events = produce_fetches(config, partitions, args.rounds)
                 figures = results[name] = measure(query, warm_up, events)
                 sink.close()
-                line = (f"  {name:14s} {figures['events/s']:10,.0f} events/s   "
-                        f"p50 {figures['p50 s']:6.2f} s   p99 {figures['p99 s']:6.2f} s   "
-                        f"{figures['batches']} batches, {figures['rows']:,} rows")  # fmt: skip
+                line = (
+                    f"  {name:14s} {figures['events/s']:10,.0f} events/s   "
+                    f"p50 {figures['p50 s']:6.2f} s   p99 {figures['p99 s']:6.2f} s   "
+                    f"{figures['batches']} batches, {figures['rows']:,} rows"
+                )
                 print(line, flush=True)
             if {"job", "ceiling", "per-partition"} <= results.keys():
                 job = results["job"]["events/s"]
@@ -255,13 +294,19 @@ def bench_config(broker: EmbeddedBroker, workdir: Path, args: argparse.Namespace
     broker.create_topics([names["topics.controller_events"]], partitions=1)
     broker.create_topics([names["topics.fetch_responses"]], partitions=FETCH_PARTITIONS)
     broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
-    return load_config(None, {
-        **names, "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "streaming.checkpoint_location": str(workdir / suffix),
-        "streaming.state_shards": args.shards, "streaming.trigger_interval_ms": 1000,
-        "kafka.max_records_per_partition_per_batch": args.max_per_partition,
-        "metrics.enabled": False,
-    }, environ={})  # fmt: skip
+    return load_config(
+        None,
+        {
+            **names,
+            "kafka.bootstrap_servers": broker.bootstrap_servers,
+            "streaming.checkpoint_location": str(workdir / suffix),
+            "streaming.state_shards": args.shards,
+            "streaming.trigger_interval_ms": 1000,
+            "kafka.max_records_per_partition_per_batch": args.max_per_partition,
+            "metrics.enabled": False,
+        },
+        environ={},
+    )
 
 
 if __name__ == "__main__":

@@ -129,10 +129,16 @@ class Summary:
 def producer(bootstrap_servers: str) -> Any:
     from confluent_kafka import Producer
 
-    return Producer({"bootstrap.servers": bootstrap_servers, "linger.ms": 50,
-                     "batch.num.messages": 100_000, "batch.size": 1_000_000,
-                     "queue.buffering.max.messages": 2_000_000,
-                     "queue.buffering.max.kbytes": 2_097_151})  # fmt: skip
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "linger.ms": 50,
+            "batch.num.messages": 100_000,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 2_000_000,
+            "queue.buffering.max.kbytes": 2_097_151,
+        }
+    )
 
 
 def send(prod: Any, topic: str, value: bytes, partition: int = 0) -> None:
@@ -156,10 +162,21 @@ def controller_values(partitions: int, ts: int) -> list[bytes]:
         topic, number = topic_of(p)
         leader = p % BROKERS
         replicas = [leader, (leader + 1) % BROKERS, (leader + 2) % BROKERS]
-        values.append(json.dumps({
-            "type": "LeaderAndIsr", "ts": ts, "topic": topic, "partition": number,
-            "leader": leader, "leader_epoch": 0, "isr": replicas, "replicas": replicas,
-            "partition_epoch": 0}).encode())  # fmt: skip
+        values.append(
+            json.dumps(
+                {
+                    "type": "LeaderAndIsr",
+                    "ts": ts,
+                    "topic": topic,
+                    "partition": number,
+                    "leader": leader,
+                    "leader_epoch": 0,
+                    "isr": replicas,
+                    "replicas": replicas,
+                    "partition_epoch": 0,
+                }
+            ).encode()
+        )
     return values
 
 
@@ -173,11 +190,22 @@ def failover_values(partitions: int, ts: int) -> list[bytes]:
                 topic, number = topic_of(p)
                 leader = p % BROKERS
                 replicas = [leader, (leader + 1) % BROKERS, (leader + 2) % BROKERS]
-                states.append({"topic": topic, "partition": number, "leader": leader,
-                               "leader_epoch": 0, "isr": replicas, "replicas": replicas,
-                               "offline_replicas": []})  # fmt: skip
-            values.append(json.dumps({"type": "UpdateMetadata", "ts": ts, "broker": broker,
-                                      "partitions": states}).encode())  # fmt: skip
+                states.append(
+                    {
+                        "topic": topic,
+                        "partition": number,
+                        "leader": leader,
+                        "leader_epoch": 0,
+                        "isr": replicas,
+                        "replicas": replicas,
+                        "offline_replicas": [],
+                    }
+                )
+            values.append(
+                json.dumps(
+                    {"type": "UpdateMetadata", "ts": ts, "broker": broker, "partitions": states}
+                ).encode()
+            )
     return values
 
 
@@ -189,9 +217,10 @@ def fetch_middles(partitions: int) -> list[bytes]:
         name, number = topic_of(p)
         leader = p % BROKERS
         for k in (0, 1):
-            middles.append(b',"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
-                           b'"leader_epoch":0' % (name.encode(), number, leader,
-                                                   (leader + 1 + k) % BROKERS))  # fmt: skip
+            middles.append(
+                b',"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
+                b'"leader_epoch":0' % (name.encode(), number, leader, (leader + 1 + k) % BROKERS)
+            )
     return middles
 
 
@@ -210,8 +239,11 @@ def fetch_values(partitions: int, count: int, ts0_ms: int) -> list[bytes]:
     values = []
     for i in range(count):
         leo = 10 * (i // len(middles))
-        values.append(b'{"ts":%d' % (ts0_ms + i // 1000) + middles[i % len(middles)]
-                      + offsets_tail(leo, leo, leo))  # fmt: skip
+        values.append(
+            b'{"ts":%d' % (ts0_ms + i // 1000)
+            + middles[i % len(middles)]
+            + offsets_tail(leo, leo, leo)
+        )
     return values
 
 
@@ -283,8 +315,15 @@ def generate_load(load: Load, sent: Any, results: Any) -> None:
     prod.flush(120)
     probed = {p: t for p, t in last_caught_up.items() if p in stuck}
     cpu = time.process_time() - cpu
-    results.send({"sent": count, "elapsed": elapsed, "began_wall": began_wall, "cpu": cpu,
-                  "last_caught_up": probed})  # fmt: skip
+    results.send(
+        {
+            "sent": count,
+            "elapsed": elapsed,
+            "began_wall": began_wall,
+            "cpu": cpu,
+            "last_caught_up": probed,
+        }
+    )
     results.close()
 
 
@@ -437,8 +476,14 @@ class Memory(threading.Thread):
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
-            hwm = next((int(line.split()[1]) * 1024 for line in status.splitlines()
-                        if line.startswith("VmHWM")), 0)  # fmt: skip
+            hwm = next(
+                (
+                    int(line.split()[1]) * 1024
+                    for line in status.splitlines()
+                    if line.startswith("VmHWM")
+                ),
+                0,
+            )
             if int(pid) == me:
                 self.peaks["driver"] = max(self.peaks["driver"], hwm)
             elif b"java" in cmdline:
@@ -466,8 +511,12 @@ def percentile(values: list[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
-def backlog_slope(samples: list[tuple[float, int, int]], ends: list[tuple[float, int]],
-                  began: float, elapsed_s: float) -> tuple[float, str]:  # fmt: skip
+def backlog_slope(
+    samples: list[tuple[float, int, int]],
+    ends: list[tuple[float, int]],
+    began: float,
+    elapsed_s: float,
+) -> tuple[float, str]:
     """Least-squares slope (records/s) of the backlog over the last two thirds of a phase
     (the first third is the job reaching its pace), and what it was fitted on.
 
@@ -508,8 +557,12 @@ def clients(broker: EmbeddedBroker, count: int, summary: Summary) -> None:
     prod.flush(60)
     print(f"\nKafka clients, {count:,} records, one thread:", flush=True)
     wall, cpu = time.monotonic(), time.process_time()
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
-                             enable_auto_commit=False, max_poll_records=10_000)  # fmt: skip
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id=None,
+        enable_auto_commit=False,
+        max_poll_records=10_000,
+    )
     consumer.assign([KafkaPartition(topic, 0)])
     consumer.seek(KafkaPartition(topic, 0), 0)
     got = 0
@@ -519,12 +572,22 @@ def clients(broker: EmbeddedBroker, count: int, summary: Summary) -> None:
                 json.loads(record.value)
             got += len(records)
     consumer.close()
-    report("kafka-python + json.loads", got, time.monotonic() - wall, time.process_time() - cpu,
-           summary)  # fmt: skip
+    report(
+        "kafka-python + json.loads",
+        got,
+        time.monotonic() - wall,
+        time.process_time() - cpu,
+        summary,
+    )
     wall, cpu = time.monotonic(), time.process_time()
     decoder = msgspec.json.Decoder(WireFetch)
-    reader = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "bench",
-                       "enable.auto.commit": False})  # fmt: skip
+    reader = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+        }
+    )
     reader.assign([TopicPartition(topic, 0, 0)])
     got = 0
     while got < count:
@@ -533,15 +596,22 @@ def clients(broker: EmbeddedBroker, count: int, summary: Summary) -> None:
             decoder.decode(message.value() or b"")
         got += len(messages)
     reader.close()
-    report("confluent-kafka + msgspec", got, time.monotonic() - wall, time.process_time() - cpu,
-           summary)  # fmt: skip
+    report(
+        "confluent-kafka + msgspec",
+        got,
+        time.monotonic() - wall,
+        time.process_time() - cpu,
+        summary,
+    )
 
 
 def report(name: str, records: int, wall_s: float, cpu_s: float, summary: Summary) -> float:
     rate = records / wall_s if wall_s > 0 else 0.0
     per_record = 1e6 * cpu_s / max(records, 1)
-    print(f"  {name:28s} {rate:11,.0f} records/s   {per_record:6.2f} us CPU/record "
-          f"(this process)", flush=True)  # fmt: skip
+    print(
+        f"  {name:28s} {rate:11,.0f} records/s   {per_record:6.2f} us CPU/record (this process)",
+        flush=True,
+    )
     summary.add(name, f"{rate:,.0f} records/s, {per_record:.2f} us CPU/record")
     return rate
 
@@ -590,8 +660,9 @@ class CoreCosts:
         return 1 / self.cores(1, poll_s)
 
 
-def capacity(results: list[RateResult], partitions: int, trigger_s: float,
-             summary: Summary) -> None:  # fmt: skip
+def capacity(
+    results: list[RateResult], partitions: int, trigger_s: float, summary: Summary
+) -> None:
     """What one core keeps up with, and the cores for 1,000,000 partitions, from the
     micro-batches of the rate phases (least squares: :class:`CoreCosts`)."""
     sizes = [size for result in results for size in result.batches]
@@ -603,29 +674,40 @@ def capacity(results: list[RateResult], partitions: int, trigger_s: float,
     c1, c0 = (float(x) for x in np.polyfit(rows, seconds, 1))
     c0, c1 = max(c0, 0.0), max(c1, 1e-12)
     costs = CoreCosts.fitted(c0, c1, partitions, trigger_s)
-    print(f"\n  batch cost (least squares over {len(sizes)} batches of the rate phases): "
-          f"{c0:.2f} s + {1e6 * c1:.2f} us x rows on 2 cores; one core: "
-          f"{1e6 * costs.per_event_s:.2f} us an event and, at a {trigger_s:.0f} s trigger, "
-          f"{1e6 * costs.per_partition_s:.2f} us of every second per partition; with batches "
-          f"as long as needed, at most {1 / costs.per_event_s:,.0f} events/s a core",
-          flush=True)  # fmt: skip
+    print(
+        f"\n  batch cost (least squares over {len(sizes)} batches of the rate phases): "
+        f"{c0:.2f} s + {1e6 * c1:.2f} us x rows on 2 cores; one core: "
+        f"{1e6 * costs.per_event_s:.2f} us an event and, at a {trigger_s:.0f} s trigger, "
+        f"{1e6 * costs.per_partition_s:.2f} us of every second per partition; with batches "
+        f"as long as needed, at most {1 / costs.per_event_s:,.0f} events/s a core",
+        flush=True,
+    )
     summary.add("batch cost on 2 cores (fixed + per row)", f"{c0:.2f} s + {1e6 * c1:.2f} us x rows")
     for poll in POLL_INTERVALS_S:
         keeps_up = costs.partitions_per_core(poll)
-        print(f"  one core keeps up with {keeps_up:,.0f} partitions x 3 replicas at a {poll} s "
-              f"poll ({keeps_up * 2 / poll:,.0f} events/s)", flush=True)  # fmt: skip
+        print(
+            f"  one core keeps up with {keeps_up:,.0f} partitions x 3 replicas at a {poll} s "
+            f"poll ({keeps_up * 2 / poll:,.0f} events/s)",
+            flush=True,
+        )
         summary.add(f"one core keeps up with (poll {poll} s)", f"{keeps_up:,.0f} partitions")
     for poll in POLL_INTERVALS_S:
         cores = costs.cores(CAPACITY_PARTITIONS, poll)
-        print(f"  {CAPACITY_PARTITIONS:,} partitions x 3 replicas at a {poll} s poll "
-              f"({2 * CAPACITY_PARTITIONS // poll:,} events/s): {cores:.1f} cores of work, "
-              f"{HEADROOM * cores:.0f} with {HEADROOM}x headroom", flush=True)  # fmt: skip
-        summary.add(f"cores for {CAPACITY_PARTITIONS:,} partitions (poll {poll} s)",
-                    f"{cores:.1f} ({HEADROOM * cores:.0f} with {HEADROOM}x headroom)")  # fmt: skip
+        print(
+            f"  {CAPACITY_PARTITIONS:,} partitions x 3 replicas at a {poll} s poll "
+            f"({2 * CAPACITY_PARTITIONS // poll:,} events/s): {cores:.1f} cores of work, "
+            f"{HEADROOM * cores:.0f} with {HEADROOM}x headroom",
+            flush=True,
+        )
+        summary.add(
+            f"cores for {CAPACITY_PARTITIONS:,} partitions (poll {poll} s)",
+            f"{cores:.1f} ({HEADROOM * cores:.0f} with {HEADROOM}x headroom)",
+        )
 
 
-def sustained(spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memory: Memory,
-              summary: Summary) -> list[RateResult]:  # fmt: skip
+def sustained(
+    spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memory: Memory, summary: Summary
+) -> list[RateResult]:
     """Cold start, failover (section ``controller``), then each rate (``rates``)."""
     partitions = args.partitions
     prod = producer(config.kafka.bootstrap_servers)
@@ -639,8 +721,10 @@ def sustained(spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memo
     query = start_query(spark, config, sink, snapshot_when_idle=False)
     cold = watch.wait_applied("LeaderAndIsr", partitions, args.controller_seconds)
     said = f"in {cold:.1f} s" if cold is not None else f"NOT within {args.controller_seconds:.0f} s"
-    print(f"  cold start: {partitions:,} LeaderAndIsr applied {said} from query start ({load()})",
-          flush=True)  # fmt: skip
+    print(
+        f"  cold start: {partitions:,} LeaderAndIsr applied {said} from query start ({load()})",
+        flush=True,
+    )
     summary.add("cold start (LeaderAndIsr of every partition)", said, "goal < 60 s")
     if "controller" in args.sections:
         failover(config, watch, partitions, args.controller_seconds, summary)
@@ -655,16 +739,19 @@ def sustained(spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memo
         f"rocksdbSstFileSize {sst} ({(sst or 0) / partitions:,.0f} B/partition)",
         flush=True,
     )
-    summary.add("state per partition (SST; memory used)",
-                f"{(sst or 0) / partitions:,.0f} B; {(used or 0) / partitions:,.0f} B",
-                "goal <= 1 KB")  # fmt: skip
+    summary.add(
+        "state per partition (SST; memory used)",
+        f"{(sst or 0) / partitions:,.0f} B; {(used or 0) / partitions:,.0f} B",
+        "goal <= 1 KB",
+    )
     query.stop()
     sink.close()
     return results
 
 
-def failover(config: IsrwatchConfig, watch: Watch, partitions: int, limit_s: float,
-             summary: Summary) -> None:  # fmt: skip
+def failover(
+    config: IsrwatchConfig, watch: Watch, partitions: int, limit_s: float, summary: Summary
+) -> None:
     burst = failover_values(partitions, int(time.time() * 1000))
     prod = producer(config.kafka.bootstrap_servers)
     began = time.monotonic()
@@ -672,16 +759,28 @@ def failover(config: IsrwatchConfig, watch: Watch, partitions: int, limit_s: flo
         send(prod, config.topics.controller_events, value)
     prod.flush(120)
     applied = watch.wait_applied("UpdateMetadata", len(burst), limit_s)
-    said = (f"in {time.monotonic() - began:.1f} s" if applied is not None
-            else f"NOT within {limit_s:.0f} s")  # fmt: skip
-    print(f"  failover: UpdateMetadata of {partitions:,} partitions to {BROKERS} brokers "
-          f"({len(burst)} events) applied {said} from the first send ({load()})",
-          flush=True)  # fmt: skip
+    said = (
+        f"in {time.monotonic() - began:.1f} s"
+        if applied is not None
+        else f"NOT within {limit_s:.0f} s"
+    )
+    print(
+        f"  failover: UpdateMetadata of {partitions:,} partitions to {BROKERS} brokers "
+        f"({len(burst)} events) applied {said} from the first send ({load()})",
+        flush=True,
+    )
     summary.add("failover (UpdateMetadata of every partition to 6 brokers)", said, "goal < 60 s")
 
 
-def rates(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Namespace,
-          probes: list[int], memory: Memory, summary: Summary) -> list[RateResult]:  # fmt: skip
+def rates(
+    query: Any,
+    config: IsrwatchConfig,
+    watch: Watch,
+    args: argparse.Namespace,
+    probes: list[int],
+    memory: Memory,
+    summary: Summary,
+) -> list[RateResult]:
     """The listed rates in turn (up to the first unbounded one), or a bisection."""
     results: list[RateResult] = []
 
@@ -700,34 +799,58 @@ def rates(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Names
             if not result.drained:
                 break  # a backlog that does not drain: the phases after it would not tell
             low, high = (middle, high) if result.bounded else (low, middle)
-        print(f"\n  bisection: bounded at {low:,}/s, growing at {high:,}/s (or untested)",
-              flush=True)  # fmt: skip
+        print(
+            f"\n  bisection: bounded at {low:,}/s, growing at {high:,}/s (or untested)", flush=True
+        )
     else:
         for rate in sorted(args.rates):
             result = phase(rate)
             if not result.drained or (not result.bounded and not args.all_rates):
                 skipped = [r for r in args.rates if r > rate]
                 if skipped:
-                    print(f"  not run (above an unbounded or undrained rate; --all-rates "
-                          f"runs them): {skipped}", flush=True)  # fmt: skip
+                    print(
+                        f"  not run (above an unbounded or undrained rate; --all-rates "
+                        f"runs them): {skipped}",
+                        flush=True,
+                    )
                 break
     largest = max((r.rate for r in results if r.bounded), default=0)
     tried = ", ".join(f"{r.rate:,}" for r in results)
-    summary.add("largest rate R with a bounded backlog", f"{largest:,}/s",
-                f"goal >= 150,000/s; tried {tried}")  # fmt: skip
+    summary.add(
+        "largest rate R with a bounded backlog",
+        f"{largest:,}/s",
+        f"goal >= 150,000/s; tried {tried}",
+    )
     return results
 
 
-def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Namespace,
-             rate: int, probes: list[int], memory: Memory, index: int, summary: Summary
-             ) -> RateResult:  # fmt: skip
+def one_rate(
+    query: Any,
+    config: IsrwatchConfig,
+    watch: Watch,
+    args: argparse.Namespace,
+    rate: int,
+    probes: list[int],
+    memory: Memory,
+    index: int,
+    summary: Summary,
+) -> RateResult:
     """One phase at ``rate`` (its input applied, within the drain bound, before it returns)."""
     seconds, trigger_s = args.seconds, args.trigger_ms / 1000
     seen = {p["batchId"] for p in query.recentProgress}
     first_batch = len(watch.batches)
-    load_process = LoadProcess(Load(
-        config.kafka.bootstrap_servers, config.topics.fetch_responses, args.partitions, rate,
-        seconds, tuple(probes), seconds / 3, (index + 1) * 1_000_000_000))  # fmt: skip
+    load_process = LoadProcess(
+        Load(
+            config.kafka.bootstrap_servers,
+            config.topics.fetch_responses,
+            args.partitions,
+            rate,
+            seconds,
+            tuple(probes),
+            seconds / 3,
+            (index + 1) * 1_000_000_000,
+        )
+    )
     phase_start_ms = int(time.time() * 1000)
     watch.start_phase(phase_start_ms)
     samples: list[tuple[float, int, int]] = []  # (wall s, produced, backlog)
@@ -762,8 +885,9 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     drain_s = time.monotonic() - began - phase_s
     last_caught_up: dict[int, int] = outcome["last_caught_up"]
     batches = watch.batches[first_batch:]
-    longest = max((b - a for (a, _, _), (b, _, _) in itertools.pairwise(batches)),
-                  default=trigger_s)  # fmt: skip
+    longest = max(
+        (b - a for (a, _, _), (b, _, _) in itertools.pairwise(batches)), default=trigger_s
+    )
     wait_until = time.monotonic() + max(30.0, 2 * longest)
     while drained and not last_caught_up.keys() <= watch.detected.keys():
         if time.monotonic() > wait_until:
@@ -780,14 +904,19 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
     batches = watch.batches[first_batch:]
     # A batch holds nothing older than the previous batch's clock (its largest event time).
-    e2e = [wall - previous_clock / 1000 for (_, previous_clock, _), (wall, _, _)
-           in itertools.pairwise(batches) if previous_clock >= phase_start_ms]  # fmt: skip
+    e2e = [
+        wall - previous_clock / 1000
+        for (_, previous_clock, _), (wall, _, _) in itertools.pairwise(batches)
+        if previous_clock >= phase_start_ms
+    ]
     with watch.lock:
         detected = dict(watch.detected)
-    detection = [detected[p].wall_s - (t + T_MS) / 1000
-                 for p, t in last_caught_up.items() if p in detected]  # fmt: skip
-    agree = sum(detected[p].last_caught_up_ms == t
-                for p, t in last_caught_up.items() if p in detected)  # fmt: skip
+    detection = [
+        detected[p].wall_s - (t + T_MS) / 1000 for p, t in last_caught_up.items() if p in detected
+    ]
+    agree = sum(
+        detected[p].last_caught_up_ms == t for p, t in last_caught_up.items() if p in detected
+    )
     statuses = sorted({d.status for d in detected.values()})
     goal_s = trigger_s + percentile(durations, 50)
     memory.sample()
@@ -795,75 +924,108 @@ def one_rate(query: Any, config: IsrwatchConfig, watch: Watch, args: argparse.Na
     rss = ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in memory.peaks.items())
     produced = sent / max(phase_s, 1e-9)
     cpu_share = outcome["cpu"] / max(phase_s, 1e-9)
-    print(f"\n  rate {rate:,}/s for {seconds:.0f} s ({load()}):\n"
-          f"    produced {produced:,.0f}/s (target {rate:,}/s); the producer process used "
-          f"{cpu_share:.0%} of a core (of the machine's {os.cpu_count()})\n"
-          f"    job applied {applied_in_phase / max(phase_s, 1e-9):,.0f}/s during the phase, "
-          f"{busy_rate:,.0f} events/s while its batches ran, over {len(data)} batches; "
-          f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase; "
-          f"{watch.dead_letters - dead_before} dead letters (0 expected)\n"
-          f"    source backlog (records), sampled every 1 s: max {most:,}, "
-          f"at the end {samples[-1][2]:,}; slope over the last two thirds "
-          f"{slope:,.0f} records/s ({slope / rate:.1%} of R, fitted on {fitted_on}) -> "
-          f"{'bounded' if bounded else 'GROWING'} (bounded: slope <= {BOUNDED_SLOPE:.0%} of R, "
-          f"and drained)\n"
-          f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
-          f"{percentile(durations, 99):.2f} s; end-to-end p99 {percentile(e2e, 99):.2f} s "
-          f"(max {max(e2e, default=float('nan')):.2f} s)\n"
-          f"    detection (lag passes T -> a health record past T: {'/'.join(statuses) or '-'}), "
-          f"{len(detection)}/{len(last_caught_up)} probes: p50 {percentile(detection, 50):.2f} s, "
-          f"p99 {percentile(detection, 99):.2f} s; goal p99 <= {goal_s:.2f} s (trigger "
-          f"{trigger_s:.0f} s + p50 batch); the model's last caught-up time equals the "
-          f"producer's for {agree}/{len(detection)}\n"
-          f"    peak RSS: {rss}", flush=True)  # fmt: skip
+    print(
+        f"\n  rate {rate:,}/s for {seconds:.0f} s ({load()}):\n"
+        f"    produced {produced:,.0f}/s (target {rate:,}/s); the producer process used "
+        f"{cpu_share:.0%} of a core (of the machine's {os.cpu_count()})\n"
+        f"    job applied {applied_in_phase / max(phase_s, 1e-9):,.0f}/s during the phase, "
+        f"{busy_rate:,.0f} events/s while its batches ran, over {len(data)} batches; "
+        f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase; "
+        f"{watch.dead_letters - dead_before} dead letters (0 expected)\n"
+        f"    source backlog (records), sampled every 1 s: max {most:,}, "
+        f"at the end {samples[-1][2]:,}; slope over the last two thirds "
+        f"{slope:,.0f} records/s ({slope / rate:.1%} of R, fitted on {fitted_on}) -> "
+        f"{'bounded' if bounded else 'GROWING'} (bounded: slope <= {BOUNDED_SLOPE:.0%} of R, "
+        f"and drained)\n"
+        f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
+        f"{percentile(durations, 99):.2f} s; end-to-end p99 {percentile(e2e, 99):.2f} s "
+        f"(max {max(e2e, default=float('nan')):.2f} s)\n"
+        f"    detection (lag passes T -> a health record past T: {'/'.join(statuses) or '-'}), "
+        f"{len(detection)}/{len(last_caught_up)} probes: p50 {percentile(detection, 50):.2f} s, "
+        f"p99 {percentile(detection, 99):.2f} s; goal p99 <= {goal_s:.2f} s (trigger "
+        f"{trigger_s:.0f} s + p50 batch); the model's last caught-up time equals the "
+        f"producer's for {agree}/{len(detection)}\n"
+        f"    peak RSS: {rss}",
+        flush=True,
+    )
     name = f"R = {rate:,}/s"
-    summary.add(f"{name}: produced / target",
-                f"{produced:,.0f} / {rate:,} (producer {cpu_share:.0%} of a core)")  # fmt: skip
-    summary.add(f"{name}: backlog slope",
-                f"{slope:,.0f} records/s -> {'bounded' if bounded else 'GROWING'}",
-                f"bounded: <= {BOUNDED_SLOPE:.0%} of R")  # fmt: skip
+    summary.add(
+        f"{name}: produced / target",
+        f"{produced:,.0f} / {rate:,} (producer {cpu_share:.0%} of a core)",
+    )
+    summary.add(
+        f"{name}: backlog slope",
+        f"{slope:,.0f} records/s -> {'bounded' if bounded else 'GROWING'}",
+        f"bounded: <= {BOUNDED_SLOPE:.0%} of R",
+    )
     summary.add(
         f"{name}: micro-batch p50 / p99",
         f"{percentile(durations, 50):.2f} s / {percentile(durations, 99):.2f} s",
     )
     summary.add(f"{name}: end-to-end p99", f"{percentile(e2e, 99):.2f} s")
-    summary.add(f"{name}: detection p50 / p99 ({len(detection)}/{len(last_caught_up)} probes)",
-                f"{percentile(detection, 50):.2f} s / {percentile(detection, 99):.2f} s",
-                f"goal p99 <= {goal_s:.2f} s")  # fmt: skip
-    summary.add(f"{name}: peak RSS driver / JVM / Python workers",
-                " / ".join(f"{v / 2**20:,.0f} MiB" for v in memory.peaks.values()))  # fmt: skip
+    summary.add(
+        f"{name}: detection p50 / p99 ({len(detection)}/{len(last_caught_up)} probes)",
+        f"{percentile(detection, 50):.2f} s / {percentile(detection, 99):.2f} s",
+        f"goal p99 <= {goal_s:.2f} s",
+    )
+    summary.add(
+        f"{name}: peak RSS driver / JVM / Python workers",
+        " / ".join(f"{v / 2**20:,.0f} MiB" for v in memory.peaks.values()),
+    )
     if not drained:
-        print(f"    the backlog did not drain within {args.drain_seconds:.0f} s: no further rate",
-              flush=True)  # fmt: skip
+        print(
+            f"    the backlog did not drain within {args.drain_seconds:.0f} s: no further rate",
+            flush=True,
+        )
     sizes = list(zip(events, durations, strict=True))
     return RateResult(rate, bounded, busy_rate, percentile(detection, 99), drained, sizes)
 
 
-def references(spark: Any, broker: EmbeddedBroker, args: argparse.Namespace, workdir: Path,
-               job_rate: float | None, summary: Summary) -> None:  # fmt: skip
+def references(
+    spark: Any,
+    broker: EmbeddedBroker,
+    args: argparse.Namespace,
+    workdir: Path,
+    job_rate: float | None,
+    summary: Summary,
+) -> None:
     """The source floor, the Spark floor, the per-(topic, partition) design; the ratios."""
-    print(f"\nreferences ({load()}); the job's figure: "
-          f"{f'{job_rate:,.0f} events/s while its batches ran' if job_rate else 'not measured'}",
-          flush=True)  # fmt: skip
+    print(
+        f"\nreferences ({load()}); the job's figure: "
+        f"{f'{job_rate:,.0f} events/s while its batches ran' if job_rate else 'not measured'}",
+        flush=True,
+    )
     values = fetch_values(args.partitions, args.reference_records, int(time.time() * 1000))
-    floor = source_floor(bench_config(broker, workdir, args.shards, args.trigger_ms), values,
-                         args.reference_seconds, summary)  # fmt: skip
+    floor = source_floor(
+        bench_config(broker, workdir, args.shards, args.trigger_ms),
+        values,
+        args.reference_seconds,
+        summary,
+    )
     floor_config = bench_config(broker, workdir, args.shards, args.trigger_ms)
-    spark_rate = spark_floor(spark, floor_config, args.partitions, values, workdir,
-                             args.reference_seconds, summary)  # fmt: skip
-    per_partition_design(spark, bench_config(broker, workdir, args.shards, 1000),
-                         min(args.partitions, args.per_partition_partitions),
-                         args.reference_seconds, summary)  # fmt: skip
+    spark_rate = spark_floor(
+        spark, floor_config, args.partitions, values, workdir, args.reference_seconds, summary
+    )
+    per_partition_design(
+        spark,
+        bench_config(broker, workdir, args.shards, 1000),
+        min(args.partitions, args.per_partition_partitions),
+        args.reference_seconds,
+        summary,
+    )
     if job_rate:
-        for name, rate, goal in (("job / source floor", floor, "goal >= 0.5"),
-                                 ("job / Spark floor", spark_rate, "")):  # fmt: skip
+        for name, rate, goal in (
+            ("job / source floor", floor, "goal >= 0.5"),
+            ("job / Spark floor", spark_rate, ""),
+        ):
             value = f"{job_rate / rate:.2f}" if rate else "no floor measured"
             print(f"  {name}: {value} {goal}", flush=True)
             summary.add(name, value, goal)
 
 
-def source_floor(config: IsrwatchConfig, values: list[bytes], limit_s: float,
-                 summary: Summary) -> float:  # fmt: skip
+def source_floor(
+    config: IsrwatchConfig, values: list[bytes], limit_s: float, summary: Summary
+) -> float:
     """A plain consumer of a fetch topic decoding each value (msgspec)."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -872,10 +1034,16 @@ def source_floor(config: IsrwatchConfig, values: list[bytes], limit_s: float,
         send(prod, config.topics.fetch_responses, value, i % FETCH_PARTITIONS)
     prod.flush(120)
     decoder = msgspec.json.Decoder(WireFetch)
-    reader = Consumer({"bootstrap.servers": config.kafka.bootstrap_servers,
-                       "group.id": "bench-floor", "enable.auto.commit": False})  # fmt: skip
-    reader.assign([TopicPartition(config.topics.fetch_responses, p, 0)
-                   for p in range(FETCH_PARTITIONS)])  # fmt: skip
+    reader = Consumer(
+        {
+            "bootstrap.servers": config.kafka.bootstrap_servers,
+            "group.id": "bench-floor",
+            "enable.auto.commit": False,
+        }
+    )
+    reader.assign(
+        [TopicPartition(config.topics.fetch_responses, p, 0) for p in range(FETCH_PARTITIONS)]
+    )
     wall, cpu, got = time.monotonic(), time.process_time(), 0
     last = wall
     while got < len(values) and time.monotonic() - last < 5 and last - wall < limit_s:
@@ -889,8 +1057,15 @@ def source_floor(config: IsrwatchConfig, values: list[bytes], limit_s: float,
     return report("source floor", got, last - wall, time.process_time() - cpu, summary)
 
 
-def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, values: list[bytes],
-                workdir: Path, limit_s: float, summary: Summary) -> float | None:  # fmt: skip
+def spark_floor(
+    spark: Any,
+    config: IsrwatchConfig,
+    partitions: int,
+    values: list[bytes],
+    workdir: Path,
+    limit_s: float,
+    summary: Summary,
+) -> float | None:
     """The job's routing and stateful step fed from parquet files (Kafka's columns): the
     elections first (not measured), then the fetch responses, 200,000 a batch."""
     data = workdir / f"parquet-{uuid.uuid4().hex[:6]}"
@@ -898,11 +1073,17 @@ def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, values: lis
     now = int(time.time() * 1000)
 
     def frame_of(topic: str, chunk: list[bytes], offset0: int) -> pd.DataFrame:
-        return pd.DataFrame({
-            "key": [None] * len(chunk), "value": chunk, "topic": topic, "partition": 0,
-            "offset": np.arange(offset0, offset0 + len(chunk)),
-            "timestamp": pd.Timestamp(now, unit="ms", tz="UTC"), "timestampType": 0,
-        })  # fmt: skip
+        return pd.DataFrame(
+            {
+                "key": [None] * len(chunk),
+                "value": chunk,
+                "topic": topic,
+                "partition": 0,
+                "offset": np.arange(offset0, offset0 + len(chunk)),
+                "timestamp": pd.Timestamp(now, unit="ms", tz="UTC"),
+                "timestampType": 0,
+            }
+        )
 
     controller = controller_values(partitions, now - 60_000)
     frame_of(config.topics.controller_events, controller, 0).to_parquet(data / "0000.parquet")
@@ -913,9 +1094,14 @@ def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, values: lis
     schema = spark.read.parquet(str(data / "0000.parquet")).schema
     stream = spark.readStream.schema(schema).option("maxFilesPerTrigger", 1).parquet(str(data))
     stream = stream.selectExpr(
-        "key", "value", "topic", "cast(partition as int) partition", "offset", "timestamp",
+        "key",
+        "value",
+        "topic",
+        "cast(partition as int) partition",
+        "offset",
+        "timestamp",
         "cast(timestampType as int) timestampType",
-    )  # fmt: skip
+    )
     watch = Watch([])
     sink = make_sink(config, HealthExporter(), None, watch)
     query = start_query(spark, config, sink, snapshot_when_idle=False, records=stream)
@@ -936,14 +1122,18 @@ def spark_floor(spark: Any, config: IsrwatchConfig, partitions: int, values: lis
         return None
     rate = float(rows / seconds)
     done = "" if rows >= len(values) else f", stopped at the {limit_s:.0f} s limit"
-    print(f"  {'Spark floor (parquet)':28s} {rate:11,.0f} events/s over {len(progress)} batches "
-          f"({rows:,} of {len(values):,} fetch responses{done})", flush=True)  # fmt: skip
+    print(
+        f"  {'Spark floor (parquet)':28s} {rate:11,.0f} events/s over {len(progress)} batches "
+        f"({rows:,} of {len(values):,} fetch responses{done})",
+        flush=True,
+    )
     summary.add("Spark floor (parquet, no Kafka)", f"{rate:,.0f} events/s ({rows:,} records)")
     return rate
 
 
-def per_partition_design(spark: Any, config: IsrwatchConfig, partitions: int, limit_s: float,
-                         summary: Summary) -> None:  # fmt: skip
+def per_partition_design(
+    spark: Any, config: IsrwatchConfig, partitions: int, limit_s: float, summary: Summary
+) -> None:
     """``stream_bench``'s per-(topic, partition) pipeline: one LeaderAndIsr and one round
     of fetches per partition, read in one batch; bounded by ``limit_s``. Its cost is per
     group (partition) and batch, so its events/s hardly depend on the cluster's size: a
@@ -973,46 +1163,72 @@ def per_partition_design(spark: Any, config: IsrwatchConfig, partitions: int, li
     busy = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
     name = "per-(topic, partition)"
     if not busy:
-        said = (f"no batch completed within {limit_s:.0f} s: below {events / limit_s:,.0f} "
-                f"events/s")  # fmt: skip
+        said = f"no batch completed within {limit_s:.0f} s: below {events / limit_s:,.0f} events/s"
         print(f"  {name:28s} {said}", flush=True)
         summary.add(f"{name} design", said)
         return
     rate = rows / busy
-    print(f"  {name:28s} {rate:11,.0f} events/s over {len(progress)} batches ({rows:,} of "
-          f"{events:,} events: elections and one round of fetches of {partitions:,} "
-          f"partitions)", flush=True)  # fmt: skip
+    print(
+        f"  {name:28s} {rate:11,.0f} events/s over {len(progress)} batches ({rows:,} of "
+        f"{events:,} events: elections and one round of fetches of {partitions:,} "
+        f"partitions)",
+        flush=True,
+    )
     summary.add(f"{name} design", f"{rate:,.0f} events/s ({partitions:,} partitions)")
 
 
-def replay_agreement(broker: EmbeddedBroker, partitions: int, workdir: Path, limit_s: float,
-                     summary: Summary) -> None:  # fmt: skip
+def replay_agreement(
+    broker: EmbeddedBroker, partitions: int, workdir: Path, limit_s: float, summary: Summary
+) -> None:
     """The job (available-now) and ``isrwatch replay`` on the same input, record for record."""
     config = bench_config(broker, workdir, 16, 1000)
     now = 1_700_000_000_000
-    envelopes = [{"source": "controller-events", "value": json.loads(v)}
-                 for v in controller_values(partitions, now)]  # fmt: skip
+    envelopes = [
+        {"source": "controller-events", "value": json.loads(v)}
+        for v in controller_values(partitions, now)
+    ]
     for r in range(2):
         for p in range(partitions):
             topic, number = topic_of(p)
             leader = p % BROKERS
             for k in (1, 2):
-                envelopes.append({"source": "fetch-responses", "value": {
-                    "ts": now + 1000 + r * 500 + k, "topic": topic, "partition": number,
-                    "leader": leader, "follower": (leader + k) % BROKERS, "leader_epoch": 0,
-                    "fetch_offset": 10 * r + k, "leader_leo": 10 * r + 5,
-                    "high_watermark": 10 * r}})  # fmt: skip
+                envelopes.append(
+                    {
+                        "source": "fetch-responses",
+                        "value": {
+                            "ts": now + 1000 + r * 500 + k,
+                            "topic": topic,
+                            "partition": number,
+                            "leader": leader,
+                            "follower": (leader + k) % BROKERS,
+                            "leader_epoch": 0,
+                            "fetch_offset": 10 * r + k,
+                            "leader_leo": 10 * r + 5,
+                            "high_watermark": 10 * r,
+                        },
+                    }
+                )
     prod = producer(config.kafka.bootstrap_servers)
-    topics = {"controller-events": config.topics.controller_events,
-              "fetch-responses": config.topics.fetch_responses}  # fmt: skip
+    topics = {
+        "controller-events": config.topics.controller_events,
+        "fetch-responses": config.topics.fetch_responses,
+    }
     for envelope in envelopes:
         send(prod, topics[envelope["source"]], json.dumps(envelope["value"]).encode())
     prod.flush(120)
     health_out = workdir / f"health-{uuid.uuid4().hex[:6]}.jsonl"
     stop = threading.Event()
-    job = threading.Thread(target=run, daemon=True, kwargs={
-        "config": config, "available_now": True, "health_out": health_out,
-        "exporter": HealthExporter(), "stop": stop})  # fmt: skip
+    job = threading.Thread(
+        target=run,
+        daemon=True,
+        kwargs={
+            "config": config,
+            "available_now": True,
+            "health_out": health_out,
+            "exporter": HealthExporter(),
+            "stop": stop,
+        },
+    )
     began = time.monotonic()
     job.start()
     job.join(limit_s)
@@ -1027,47 +1243,67 @@ def replay_agreement(broker: EmbeddedBroker, partitions: int, workdir: Path, lim
             by_job[f"{record['topic']}:{record['partition']}"] = record
     began = time.monotonic()
     lines = (json.dumps(e) for e in envelopes)
-    expected = {f"{r['topic']}:{r['partition']}": r
-                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+    expected = {
+        f"{r['topic']}:{r['partition']}": r for r in replay(lines, RuleSettings(), None).records
+    }
     replay_s = time.monotonic() - began
     same = sum(by_job.get(key) == record for key, record in expected.items())
     agree = same == len(expected) == len(by_job) and finished
     verdict = "AGREE" if agree else "DIFFER" if finished else f"job NOT done in {limit_s:.0f} s"
-    print(f"\nreplay agreement at {partitions:,} partitions ({len(envelopes):,} events): "
-          f"{same:,} of {len(expected):,} health records equal, {len(by_job):,} from the job "
-          f"({verdict}); job {job_s:.0f} s, replay {replay_s:.0f} s ({load()})",
-          flush=True)  # fmt: skip
+    print(
+        f"\nreplay agreement at {partitions:,} partitions ({len(envelopes):,} events): "
+        f"{same:,} of {len(expected):,} health records equal, {len(by_job):,} from the job "
+        f"({verdict}); job {job_s:.0f} s, replay {replay_s:.0f} s ({load()})",
+        flush=True,
+    )
     for key in [k for k, r in expected.items() if by_job.get(k) != r][:5]:
         if key not in by_job:
             print(f"  {key}: no record from the job", flush=True)
             continue
-        fields = sorted(f for f in expected[key].keys() | by_job[key].keys()
-                        if expected[key].get(f) != by_job[key].get(f))  # fmt: skip
-        print(f"  {key}: differs in {', '.join(fields)}: replay "
-              f"{ {f: expected[key].get(f) for f in fields} }, job "
-              f"{ {f: by_job[key].get(f) for f in fields} }", flush=True)  # fmt: skip
+        fields = sorted(
+            f
+            for f in expected[key].keys() | by_job[key].keys()
+            if expected[key].get(f) != by_job[key].get(f)
+        )
+        print(
+            f"  {key}: differs in {', '.join(fields)}: replay "
+            f"{ {f: expected[key].get(f) for f in fields} }, job "
+            f"{ {f: by_job[key].get(f) for f in fields} }",
+            flush=True,
+        )
     extra = len(by_job.keys() - expected.keys())
     if extra:
         print(f"  {extra:,} records from the job that replay does not have", flush=True)
-    summary.add(f"replay vs job at {partitions:,} partitions",
-                f"{same:,} of {len(expected):,} equal: {verdict}", "goal: AGREE")  # fmt: skip
+    summary.add(
+        f"replay vs job at {partitions:,} partitions",
+        f"{same:,} of {len(expected):,} equal: {verdict}",
+        "goal: AGREE",
+    )
 
 
-def bench_config(broker: EmbeddedBroker, workdir: Path, shards: int, trigger_ms: int
-                 ) -> IsrwatchConfig:  # fmt: skip
+def bench_config(
+    broker: EmbeddedBroker, workdir: Path, shards: int, trigger_ms: int
+) -> IsrwatchConfig:
     suffix = uuid.uuid4().hex[:6]
     kinds = ("controller_events", "fetch_responses", "partition_health", "dead_letters")
     names = {f"topics.{k}": f"{k.replace('_', '-')}-{suffix}" for k in kinds}
     broker.create_topics([names["topics.controller_events"]], partitions=1)
     broker.create_topics([names["topics.fetch_responses"]], partitions=FETCH_PARTITIONS)
     broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
-    return load_config(None, {
-        **names, "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "kafka.starting_offsets": "earliest",
-        "streaming.checkpoint_location": str(workdir / suffix),
-        "streaming.state_shards": shards, "streaming.trigger_interval_ms": trigger_ms,
-        "kafka.max_records_per_partition_per_batch": 1_000_000, "metrics.enabled": False,
-    }, environ={})  # fmt: skip
+    return load_config(
+        None,
+        {
+            **names,
+            "kafka.bootstrap_servers": broker.bootstrap_servers,
+            "kafka.starting_offsets": "earliest",
+            "streaming.checkpoint_location": str(workdir / suffix),
+            "streaming.state_shards": shards,
+            "streaming.trigger_interval_ms": trigger_ms,
+            "kafka.max_records_per_partition_per_batch": 1_000_000,
+            "metrics.enabled": False,
+        },
+        environ={},
+    )
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -1075,28 +1311,54 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--rates", type=int, nargs="+", default=[50_000, 100_000, 150_000])
     parser.add_argument("--seconds", type=float, default=180, help="of each rate")
-    parser.add_argument("--find-max", type=int, nargs=2, metavar=("LOW", "HIGH"),
-                        help="bisect the largest bounded rate (instead of --rates)")  # fmt: skip
+    parser.add_argument(
+        "--find-max",
+        type=int,
+        nargs=2,
+        metavar=("LOW", "HIGH"),
+        help="bisect the largest bounded rate (instead of --rates)",
+    )
     parser.add_argument("--find-steps", type=int, default=4)
-    parser.add_argument("--all-rates", action="store_true",
-                        help="run the rates above an unbounded one too")  # fmt: skip
-    parser.add_argument("--drain-seconds", type=float, default=600,
-                        help="after a rate, the bound on applying its backlog")  # fmt: skip
-    parser.add_argument("--controller-seconds", type=float, default=1800,
-                        help="bound on the cold start and on the failover")  # fmt: skip
+    parser.add_argument(
+        "--all-rates", action="store_true", help="run the rates above an unbounded one too"
+    )
+    parser.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=600,
+        help="after a rate, the bound on applying its backlog",
+    )
+    parser.add_argument(
+        "--controller-seconds",
+        type=float,
+        default=1800,
+        help="bound on the cold start and on the failover",
+    )
     parser.add_argument("--shards", type=int, default=16)
     parser.add_argument("--trigger-ms", type=int, default=5000)
     parser.add_argument("--client-records", type=int, default=500_000)
     parser.add_argument("--reference-records", type=int, default=1_000_000)
-    parser.add_argument("--reference-seconds", type=float, default=300,
-                        help="bound on each reference")  # fmt: skip
-    parser.add_argument("--per-partition-partitions", type=int, default=2_000,
-                        help="cluster size of the per-(topic, partition) reference")  # fmt: skip
-    parser.add_argument("--replay-seconds", type=float, default=1200,
-                        help="bound on the job's run in the replay section")  # fmt: skip
-    parser.add_argument("--job-rate", type=float,
-                        help="the job's events/s from an earlier run of the rates, for the "
-                        "references' ratios when this run has no rates")  # fmt: skip
+    parser.add_argument(
+        "--reference-seconds", type=float, default=300, help="bound on each reference"
+    )
+    parser.add_argument(
+        "--per-partition-partitions",
+        type=int,
+        default=2_000,
+        help="cluster size of the per-(topic, partition) reference",
+    )
+    parser.add_argument(
+        "--replay-seconds",
+        type=float,
+        default=1200,
+        help="bound on the job's run in the replay section",
+    )
+    parser.add_argument(
+        "--job-rate",
+        type=float,
+        help="the job's events/s from an earlier run of the rates, for the "
+        "references' ratios when this run has no rates",
+    )
     parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
     parser.add_argument("--short", action="store_true", help="small and quick (the smoke test)")
     args = parser.parse_args(argv)
@@ -1110,9 +1372,12 @@ def main(argv: list[str] | None = None) -> None:
     memory = Memory()
     memory.start()
     summary = Summary()
-    print(f"sustained bench: {args.partitions:,} partitions x 3 replicas, {args.shards} shards, "
-          f"trigger {args.trigger_ms} ms, T {T_MS} ms, local[2]; sections "
-          f"{' '.join(args.sections)}; {load()}", flush=True)  # fmt: skip
+    print(
+        f"sustained bench: {args.partitions:,} partitions x 3 replicas, {args.shards} shards, "
+        f"trigger {args.trigger_ms} ms, T {T_MS} ms, local[2]; sections "
+        f"{' '.join(args.sections)}; {load()}",
+        flush=True,
+    )
     with EmbeddedBroker() as broker:
         broker.start()
         if "clients" in args.sections:

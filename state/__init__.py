@@ -27,14 +27,22 @@ from typing import TYPE_CHECKING, Any
 _EXPORTS: dict[str, tuple[str, ...]] = {
     "state.apply_report": ("ApplyReport", "IsrChangeKind", "IsrTransition"),
     "state.arrays": ("BOOL", "I64"),
-    "state.attribution_inputs": ("NO_BROKER", "ClusterShape", "UnhealthyPartitions",
-                                 "shape_of_model"),
+    "state.attribution_inputs": (
+        "NO_BROKER",
+        "ClusterShape",
+        "UnhealthyPartitions",
+        "shape_of_model",
+    ),
     "state.cause_kinds": ("CauseKind",),
     "state.caught_up": ("NEVER", "UNKNOWN_OFFSET"),
     "state.causes": ("Attribution", "CauseCount", "annotate", "attribute", "with_causes"),
     "state.controller_decoder": ("decode_controller_events",),
-    "state.controller_routing": ("CLUSTER_SHARD", "ControllerEpochSeen", "RoutedControllerEvent",
-                                 "route_controller_events"),
+    "state.controller_routing": (
+        "CLUSTER_SHARD",
+        "ControllerEpochSeen",
+        "RoutedControllerEvent",
+        "route_controller_events",
+    ),
     "state.event_parser": ("parse_json_line", "parse_record"),
     "state.fetch_decoder": ("WireFetch", "decode_fetches"),
     "state.flapping": ("Flap",),
@@ -49,7 +57,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "state.restart_check": ("RestartCheck", "check_restart", "fragile_entries"),
     "state.sharding": ("Shard", "shard_lookup", "shard_of"),
     "state.shrink_rule": ("STATUS_NAMES", "FollowerStatus", "shrink_deadline_ms"),
-}  # fmt: skip
+}
 """Module -> the names it gives the API. The imports below say the same to type checkers
 (tests/unit/test_state_api.py holds them equal)."""
 

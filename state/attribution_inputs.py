@@ -49,9 +49,11 @@ class ClusterShape:
 
     @staticmethod
     def of(
-        follower_broker: I64, leader: I64, live: Iterable[int] | None,
+        follower_broker: I64,
+        leader: I64,
+        live: Iterable[int] | None,
         maintenance: Mapping[int, Maintenance] | None = None,
-    ) -> ClusterShape:  # fmt: skip
+    ) -> ClusterShape:
         """From the follower column of a health frame (NO_BROKER / -1: no follower)."""
         leaders = np.broadcast_to(leader[:, None], follower_broker.shape)
         is_follower = follower_broker >= 0

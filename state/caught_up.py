@@ -39,8 +39,12 @@ NEVER = 0
 """``last_caught_up_ms`` of a follower that was never caught up (Kafka's 0), and
 ``isr_since_ms`` of a replica whose entry into the ISR was not seen."""
 
-FETCH_STATE_FIELDS = ("log_end_offset", "last_fetch_time_ms", "last_fetch_leader_leo",
-                      "last_caught_up_ms")  # fmt: skip
+FETCH_STATE_FIELDS = (
+    "log_end_offset",
+    "last_fetch_time_ms",
+    "last_fetch_leader_leo",
+    "last_caught_up_ms",
+)
 """A follower's record, in this order (``PartitionTable.fetch_state``)."""
 LOG_END_OFFSET, LAST_FETCH_TIME, LAST_FETCH_LEADER_LEO, LAST_CAUGHT_UP = range(4)
 
@@ -77,15 +81,19 @@ def reset_on_become_leader(
     resetReplicaState): a silent follower is then not at the leader's LEO.
     """
     reset_rows_on_become_leader(
-        table, np.asarray([row], dtype=np.int64), np.asarray([now_ms], dtype=np.int64),
+        table,
+        np.asarray([row], dtype=np.int64),
+        np.asarray([now_ms], dtype=np.int64),
         np.asarray([new_leader], dtype=np.bool_),
-    )  # fmt: skip
+    )
 
 
 def reset_rows_on_become_leader(
-    table: PartitionTable, rows: npt.NDArray[np.int64], now_ms: npt.NDArray[np.int64],
+    table: PartitionTable,
+    rows: npt.NDArray[np.int64],
+    now_ms: npt.NDArray[np.int64],
     new_leader: npt.NDArray[np.bool_],
-) -> None:  # fmt: skip
+) -> None:
     """:func:`reset_on_become_leader` of distinct ``rows`` at once (``now_ms`` and
     ``new_leader`` per row)."""
     leo = table.leader_leo[rows]

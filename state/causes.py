@@ -89,9 +89,11 @@ class Attribution:
         maintenance: their under-replication is expected."""
         counts: dict[str, int] = {}
         for (topic, _), found, under in zip(
-            self.partitions.keys, self.partition_cause,
-            self.partitions.under_replicated.tolist(), strict=True,
-        ):  # fmt: skip
+            self.partitions.keys,
+            self.partition_cause,
+            self.partitions.under_replicated.tolist(),
+            strict=True,
+        ):
             if under and found["kind"] == CauseKind.PLANNED_MAINTENANCE:
                 counts[topic] = counts.get(topic, 0) + 1
         return counts

@@ -70,10 +70,14 @@ class ClusterState:
         """replica.lag.time.max.ms of each leader broker."""
         return _lookup(leaders, self.lag_time_max_ms, default_ms)
 
-    def min_isr_of(self, topic_ids: npt.NDArray[np.integer], topic_names: list[str],
-                   default: int) -> I64:  # fmt: skip
-        per_id = {i: self.min_insync_replicas[n] for i, n in enumerate(topic_names)
-                  if n in self.min_insync_replicas}  # fmt: skip
+    def min_isr_of(
+        self, topic_ids: npt.NDArray[np.integer], topic_names: list[str], default: int
+    ) -> I64:
+        per_id = {
+            i: self.min_insync_replicas[n]
+            for i, n in enumerate(topic_names)
+            if n in self.min_insync_replicas
+        }
         return _lookup(topic_ids, per_id, default)
 
 

@@ -208,14 +208,18 @@ def _apply_segment(
     if len(accepted):
         report.applied["LeaderAndIsr"] += len(accepted)
         taken = accepted.tolist()
-        _write(model, [events[i] for i in taken], [states[i] for i in taken], rows[accepted],
-               report)  # fmt: skip
+        _write(
+            model, [events[i] for i in taken], [states[i] for i in taken], rows[accepted], report
+        )
 
 
 def _write(
-    model: ReplicationModel, events: list[LeaderAndIsr], states: list[StatedState], rows: I64,
+    model: ReplicationModel,
+    events: list[LeaderAndIsr],
+    states: list[StatedState],
+    rows: I64,
     report: ApplyReport,
-) -> None:  # fmt: skip
+) -> None:
     """The reference's writes of accepted events of distinct partitions (-1: a new row)."""
     table = model.table
     capacity = np.empty(len(events), dtype=np.int64)  # replica slots when each is applied
@@ -225,9 +229,11 @@ def _write(
     new = np.flatnonzero(rows < 0)
     if len(new):
         fresh = new.tolist()
-        rows[new] = table.create_rows([events[i].topic for i in fresh],
-                                      [events[i].partition for i in fresh],
-                                      [states[i].replicas for i in fresh])  # fmt: skip
+        rows[new] = table.create_rows(
+            [events[i].topic for i in fresh],
+            [events[i].partition for i in fresh],
+            [states[i].replicas for i in fresh],
+        )
     row_list = rows.tolist()
     if model._epoch_floors:  # an epoch is known again for each of them
         for event in events:
@@ -254,16 +260,19 @@ def _write(
     table.partition_epoch[rows] = _int_column([state.partition_epoch for state in states])
 
     after, after_counts = padded(isrs)
-    changed = ~(_contained(after, after_counts, before, before_counts)
-                & _contained(before, before_counts, after, after_counts))  # fmt: skip
+    changed = ~(
+        _contained(after, after_counts, before, before_counts)
+        & _contained(before, before_counts, after, after_counts)
+    )
     moved = rows[changed]
     table.isr_changed_ms[moved] = ts[changed]
     table.change_broker[moved] = leader[changed]
     table.change_origin[moved] = controller_change_origin(model.windows)
     for i in np.flatnonzero(changed).tolist():
         row, event = row_list[i], events[i]
-        if not model._zk and (event.metadata_offset is not None
-                             or table.isr_change_offset[row] >= 0):  # fmt: skip
+        if not model._zk and (
+            event.metadata_offset is not None or table.isr_change_offset[row] >= 0
+        ):
             model._track_metadata_offset(row, event.metadata_offset, old_isr[i])
         if old_isr[i]:
             report.isr_transitions.append(
@@ -284,9 +293,11 @@ def _write(
 
 
 def _contained(
-    inner: npt.NDArray[np.int32], inner_counts: npt.NDArray[np.int32],
-    outer: npt.NDArray[np.int32], outer_counts: npt.NDArray[np.int32],
-) -> BOOL:  # fmt: skip
+    inner: npt.NDArray[np.int32],
+    inner_counts: npt.NDArray[np.int32],
+    outer: npt.NDArray[np.int32],
+    outer_counts: npt.NDArray[np.int32],
+) -> BOOL:
     """Per row: whether every entry of ``inner`` is an entry of ``outer`` (as sets)."""
     found = is_member(inner, outer, outer_counts)
     valid = np.arange(inner.shape[1]) < inner_counts[:, None]
@@ -317,8 +328,9 @@ def apply_metadata_states(
         return False
     report.ignored_metadata_entries += int(np.count_nonzero(owned & (rows < 0)))
     differed = caches.mismatched
-    stale_before = {row for row in row_list
-                    if row in differed and caches.stale_brokers(row, model.cluster)}  # fmt: skip
+    stale_before = {
+        row for row in row_list if row in differed and caches.stale_brokers(row, model.cluster)
+    }
     broker = event.broker
     as_set: dict[tuple[int, ...], frozenset[int]] = {}  # one frozenset per distinct ISR
     stored: list[int] = []

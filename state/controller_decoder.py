@@ -48,8 +48,14 @@ _BrokerIds = tuple[_BrokerId, ...]
 _ReplicaIds = Annotated[tuple[_BrokerId, ...], msgspec.Meta(max_length=MAX_REPLICAS)]
 
 
-class _Wire(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False, kw_only=True,
-            tag_field="type"):  # fmt: skip
+class _Wire(
+    msgspec.Struct,
+    forbid_unknown_fields=True,
+    frozen=True,
+    gc=False,
+    kw_only=True,
+    tag_field="type",
+):
     """Fields of every controller event. UNSET, not None: the schema refuses ``null``."""
 
     ts: _Timestamp
@@ -68,8 +74,7 @@ class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr", frozen=True):
     partition_epoch: _Epoch
 
 
-class WireMetadataPartitionState(msgspec.Struct, forbid_unknown_fields=True, frozen=True,
-                                 gc=False):  # fmt: skip
+class WireMetadataPartitionState(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
     topic: _Topic
     partition: _Partition
     leader: _Leader

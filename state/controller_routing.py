@@ -78,11 +78,12 @@ def split_for_shards(event: ControllerEvent, shards: int) -> list[ShardPart]:
                 by_shard.setdefault(shard_of(state.topic, state.partition, shards), []).append(i)
             return [
                 ShardPart(
-                    shard, replace(event, partitions=tuple(event.partitions[i] for i in rows)),
+                    shard,
+                    replace(event, partitions=tuple(event.partitions[i] for i in rows)),
                     shard == CLUSTER_SHARD,
                 )
                 for shard, rows in by_shard.items()
-            ]  # fmt: skip
+            ]
         case TopicChange() if not event.deleted:
             created: dict[int, dict[str, dict[int, tuple[int, ...]]]] = {CLUSTER_SHARD: {}}
             for topic, partitions in event.created.items():
@@ -110,8 +111,9 @@ def route_controller_events(
         if epoch is not None and (largest is None or epoch > largest):
             largest = epoch
             reached = {part.shard for part in parts}
-            seen = ControllerEpochSeen(ts=event.ts, controller_id=event.controller_id,
-                                       controller_epoch=epoch)  # fmt: skip
+            seen = ControllerEpochSeen(
+                ts=event.ts, controller_id=event.controller_id, controller_epoch=epoch
+            )
             parts += [ShardPart(s, seen, False) for s in range(shards) if s not in reached]
         routed.append(parts)
     return routed

@@ -82,8 +82,9 @@ def fast_validator(source: Source) -> Callable[[object], object]:
     """The same schema compiled to Python code: about 3 us a fetch response instead of
     200 with ``jsonschema``. It only says yes or no; a no goes to ``schema_validator``
     for the reason. (The schemas keep ranges out of ``$ref`` siblings for it.)"""
-    return cast("Callable[[object], object]",
-                fastjsonschema.compile(_schema(source), use_default=False))  # fmt: skip
+    return cast(
+        "Callable[[object], object]", fastjsonschema.compile(_schema(source), use_default=False)
+    )
 
 
 def parse_record(source: Source, value: bytes | str | None) -> Event | DeadLetter:

@@ -77,8 +77,16 @@ class WireFetch(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=Fals
     bytes: _Offset | UnsetType = UNSET
 
 
-INT_COLUMNS = ("ts", "partition", "leader", "follower", "leader_epoch",
-               "fetch_offset", "leader_leo", "high_watermark")  # fmt: skip
+INT_COLUMNS = (
+    "ts",
+    "partition",
+    "leader",
+    "follower",
+    "leader_epoch",
+    "fetch_offset",
+    "leader_leo",
+    "high_watermark",
+)
 """The integer columns the replication model reads (``FetchBatch``)."""
 
 _DECODER = msgspec.json.Decoder(WireFetch)
@@ -162,11 +170,17 @@ def _one_by_one(values: Sequence[bytes | None]) -> DecodedFetches:
 
 def _wire(event: FetchResponse) -> WireFetch:
     return WireFetch(
-        ts=event.ts, topic=event.topic, partition=event.partition, leader=event.leader,
-        follower=event.follower, leader_epoch=event.leader_epoch,
-        fetch_offset=event.fetch_offset, leader_leo=event.leader_leo,
-        high_watermark=event.high_watermark, error=event.error,
-    )  # fmt: skip
+        ts=event.ts,
+        topic=event.topic,
+        partition=event.partition,
+        leader=event.leader,
+        follower=event.follower,
+        leader_epoch=event.leader_epoch,
+        fetch_offset=event.fetch_offset,
+        leader_leo=event.leader_leo,
+        high_watermark=event.high_watermark,
+        error=event.error,
+    )
 
 
 def _columns(

@@ -50,9 +50,14 @@ class FlapHistory:
         self._followers: dict[tuple[str, int, int], _Follower] = {}
 
     def record(
-        self, topic: str, partition: int, leader: int,
-        removed: Iterable[int], added: Iterable[int], ts: int,
-    ) -> None:  # fmt: skip
+        self,
+        topic: str,
+        partition: int,
+        leader: int,
+        removed: Iterable[int],
+        added: Iterable[int],
+        ts: int,
+    ) -> None:
         for broker in removed:
             follower = self._followers.setdefault((topic, partition, broker), _Follower())
             follower.shrinks.append(ts)
@@ -81,6 +86,9 @@ class FlapHistory:
                 continue
             shrinks = list(follower.shrinks)
             period = (shrinks[-1] - shrinks[0]) // (len(shrinks) - 1)
-            flaps.append(Flap(*key, follower.leader, len(shrinks), len(follower.expands),
-                              period, shrinks[-1]))  # fmt: skip
+            flaps.append(
+                Flap(
+                    *key, follower.leader, len(shrinks), len(follower.expands), period, shrinks[-1]
+                )
+            )
         return sorted(flaps, key=lambda f: (f.topic, f.partition, f.broker))

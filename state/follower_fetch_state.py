@@ -39,8 +39,18 @@ REJECT_REASONS: tuple[DeadLetterReason, ...] = (
 )
 
 
-WIRE_COLUMNS = ("ts", "topic", "partition", "leader", "follower", "leader_epoch",
-                "fetch_offset", "leader_leo", "high_watermark", "error")  # fmt: skip
+WIRE_COLUMNS = (
+    "ts",
+    "topic",
+    "partition",
+    "leader",
+    "follower",
+    "leader_epoch",
+    "fetch_offset",
+    "leader_leo",
+    "high_watermark",
+    "error",
+)
 """The fetch-responses fields the rule reads."""
 
 
@@ -126,23 +136,49 @@ def apply_fetches(table: PartitionTable, batch: FetchBatch) -> FetchOutcome:
         topic_base[i], topic_capacity[i] = table.topic_slots(str(name))
     code = np.zeros(len(batch), dtype=np.int8)
     error_responses = _fetch_kernel(
-        topic_base, topic_capacity, table.slot_to_row, table.leadership,
-        table.replica_broker, table.fetch_state, table.progress,
-        batch.topic_code, batch.partition, batch.leader, batch.follower,
-        batch.leader_epoch, batch.ts, batch.fetch_offset, batch.leader_leo,
-        batch.high_watermark, batch.error_free, code,
-    )  # fmt: skip
+        topic_base,
+        topic_capacity,
+        table.slot_to_row,
+        table.leadership,
+        table.replica_broker,
+        table.fetch_state,
+        table.progress,
+        batch.topic_code,
+        batch.partition,
+        batch.leader,
+        batch.follower,
+        batch.leader_epoch,
+        batch.ts,
+        batch.fetch_offset,
+        batch.leader_leo,
+        batch.high_watermark,
+        batch.error_free,
+        code,
+    )
     return FetchOutcome(code, int(error_responses))
 
 
 @numba.njit(cache=True, nogil=True)
 def _fetch_kernel(
-    topic_base: Column, topic_capacity: Column, slot_to_row: Column, leadership: Column,
-    replica_broker: Column, fetch_state: Column, progress: Column,
-    topic_code: Column, partition: Column, fetch_leader: Column, follower: Column,
-    fetch_epoch: Column, ts: Column, fetch_offset: Column, fetch_leader_leo: Column,
-    fetch_high_watermark: Column, error_free: Column, code: Column,
-) -> int:  # fmt: skip
+    topic_base: Column,
+    topic_capacity: Column,
+    slot_to_row: Column,
+    leadership: Column,
+    replica_broker: Column,
+    fetch_state: Column,
+    progress: Column,
+    topic_code: Column,
+    partition: Column,
+    fetch_leader: Column,
+    follower: Column,
+    fetch_epoch: Column,
+    ts: Column,
+    fetch_offset: Column,
+    fetch_leader_leo: Column,
+    fetch_high_watermark: Column,
+    error_free: Column,
+    code: Column,
+) -> int:
     """One pass over the batch in order; compiled, so a loop per event is the fast way.
 
     Fencing (docs/domain.md#controller-state): a fetch of an unknown partition, of an older

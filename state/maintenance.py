@@ -49,9 +49,14 @@ class MaintenanceLog:
             self.shutdown_ms.pop(broker, None)
 
     def isr_changed(
-        self, removed: Iterable[int], added: Iterable[int], *, by_controller: bool,
-        registered: Mapping[int, int] | None, ts: int,
-    ) -> None:  # fmt: skip
+        self,
+        removed: Iterable[int],
+        added: Iterable[int],
+        *,
+        by_controller: bool,
+        registered: Mapping[int, int] | None,
+        ts: int,
+    ) -> None:
         """An ISR change; ``registered``: the live brokers then (None: not known yet)."""
         if by_controller and registered is not None:
             for broker in removed:

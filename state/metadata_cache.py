@@ -82,9 +82,11 @@ class MetadataCaches:
 
 
 def apply_update_metadata(
-    caches: MetadataCaches, cluster: ClusterState, event: UpdateMetadata,
+    caches: MetadataCaches,
+    cluster: ClusterState,
+    event: UpdateMetadata,
     owns: Callable[[str, int], bool],
-) -> tuple[list[int], int]:  # fmt: skip
+) -> tuple[list[int], int]:
     """ZooKeeper mode: ``event.broker`` caches the partition states it was sent (those of
     the partitions ``owns`` accepts); a deleted partition's state evicts it.
 
@@ -133,9 +135,12 @@ def metadata_state(
 
 
 def track_metadata_offset(
-    caches: MetadataCaches, quorum: QuorumProgress | None, row: int, offset: int | None,
+    caches: MetadataCaches,
+    quorum: QuorumProgress | None,
+    row: int,
+    offset: int | None,
     old_isr: Sequence[int],
-) -> None:  # fmt: skip
+) -> None:
     """KRaft: the row's latest ISR change is the record at ``offset`` of the metadata log.
     Each broker the newest DescribeQuorum report shows not past it still holds ``old_isr``."""
     table = caches.table
@@ -187,7 +192,9 @@ def apply_quorum_report(
         caches.refresh(row)
         if stale_before and not caches.stale_brokers(row, cluster):
             changed = int(table.isr_changed_ms[row])
-            done = max(applied_by_ms(changed, quorum.report_ms, quorum.last_caught_up_ms.get(b))
-                       for b in stale_before)  # fmt: skip
+            done = max(
+                applied_by_ms(changed, quorum.report_ms, quorum.last_caught_up_ms.get(b))
+                for b in stale_before
+            )
             propagated.append((row, done))
     return propagated

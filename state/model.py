@@ -282,8 +282,9 @@ class ReplicationModel:
         table.leader_epoch[row] = leader_epoch
         table.partition_epoch[row] = partition_epoch
         if set(old_isr) != set(isr):
-            record_isr_change(table, self.windows, row, event.ts, by_leader=False,
-                              leader=event.leader)  # fmt: skip
+            record_isr_change(
+                table, self.windows, row, event.ts, by_leader=False, leader=event.leader
+            )
             self._track_metadata_offset(row, event.metadata_offset, old_isr)
             if old_isr:
                 report.isr_transitions.append(
@@ -350,9 +351,12 @@ class ReplicationModel:
         added = tuple(sorted(set(new) - set(old)))
         self.flaps.record(tp.topic, tp.partition, leader, removed, added, ts)
         self.maintenance.isr_changed(
-            removed, added, by_controller=by_controller,
-            registered=self.cluster.live_brokers, ts=ts,
-        )  # fmt: skip
+            removed,
+            added,
+            by_controller=by_controller,
+            registered=self.cluster.live_brokers,
+            ts=ts,
+        )
         return IsrTransition(
             tp.topic, tp.partition, leader, kind, by_controller, ts, removed, added
         )

@@ -108,10 +108,13 @@ class HealthFrame:
         followers = self._followers(rows)
         leo = self.leader_leo[rows].tolist()
         flags = zip(
-            self.under_replicated[rows].tolist(), self.under_min_isr[rows].tolist(),
-            self.at_min_isr[rows].tolist(), self.offline[rows].tolist(),
-            self.predicted_under_replicated[rows].tolist(), strict=True,
-        )  # fmt: skip
+            self.under_replicated[rows].tolist(),
+            self.under_min_isr[rows].tolist(),
+            self.at_min_isr[rows].tolist(),
+            self.offline[rows].tolist(),
+            self.predicted_under_replicated[rows].tolist(),
+            strict=True,
+        )
         states = [METADATA_STATE_NAMES[m] for m in self.metadata_state[rows].tolist()]
         return [
             {
@@ -187,14 +190,17 @@ class HealthFrame:
         unknown = LagTimeUnknown.NEVER_CAUGHT_UP.value
         flat: list[HealthRecord] = []
         for broker, in_isr, fetch_offset, caught_up, lag, known, messages, code, by in zip(
-            column(self.follower_broker).tolist(), column(self.follower_in_isr).tolist(),
+            column(self.follower_broker).tolist(),
+            column(self.follower_in_isr).tolist(),
             times(offset, offset_known),
             times(last_caught_up, caught_up_known(last_caught_up)),
-            times(column(self.follower_lag_time_ms), lag_known), lag_known.tolist(),
-            times(lag_messages, offset_known), statuses,
+            times(column(self.follower_lag_time_ms), lag_known),
+            lag_known.tolist(),
+            times(lag_messages, offset_known),
+            statuses,
             times(column(self.follower_shrink_by_ms), column(self.follower_shrink_by_known)),
             strict=True,
-        ):  # fmt: skip
+        ):
             follower: HealthRecord = {
                 "broker": broker,
                 "in_isr": in_isr,

@@ -77,8 +77,9 @@ class PartitionTable:
     in_isr = Column(np.bool_, scope=Scope.REPLICA, cleared=False)
     # The fetch state of a replica is read and written together on every fetch: one
     # record of FETCH_STATE_FIELDS per replica keeps it in one cache line.
-    fetch_state = Column(np.int64, scope=Scope.REPLICA, record=len(FETCH_STATE_FIELDS),
-                         follows_replica=True)  # fmt: skip
+    fetch_state = Column(
+        np.int64, scope=Scope.REPLICA, record=len(FETCH_STATE_FIELDS), follows_replica=True
+    )
     log_end_offset = fetch_state.field(LOG_END_OFFSET, UNKNOWN_OFFSET)
     last_fetch_time_ms = fetch_state.field(LAST_FETCH_TIME, 0)
     last_fetch_leader_leo = fetch_state.field(LAST_FETCH_LEADER_LEO, 0)

@@ -137,13 +137,17 @@ class QuorumProgress:
         interval = event.interval_ms or default_interval_ms
         return QuorumProgress(
             report_ms=event.ts,
-            log_end_offsets={r.broker: r.log_end_offset for r in event.replicas
-                             if r.log_end_offset >= 0},
-            last_caught_up_ms={r.broker: r.last_caught_up_ms for r in event.replicas
-                               if r.last_caught_up_ms is not None and r.last_caught_up_ms >= 0},
+            log_end_offsets={
+                r.broker: r.log_end_offset for r in event.replicas if r.log_end_offset >= 0
+            },
+            last_caught_up_ms={
+                r.broker: r.last_caught_up_ms
+                for r in event.replicas
+                if r.last_caught_up_ms is not None and r.last_caught_up_ms >= 0
+            },
             fetch_timeout_ms=event.fetch_timeout_ms or DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
             next_report_ms=event.ts + interval,
-        )  # fmt: skip
+        )
 
 
 def controller_blackout_window(change_ms: int) -> BlackoutWindow:
@@ -250,9 +254,14 @@ class PropagationWindows:
 
 
 def record_isr_change(
-    table: PartitionTable, windows: PropagationWindows, row: int, ts: int, *, by_leader: bool,
+    table: PartitionTable,
+    windows: PropagationWindows,
+    row: int,
+    ts: int,
+    *,
+    by_leader: bool,
     leader: int,
-) -> None:  # fmt: skip
+) -> None:
     """The row's ISR changed at ``ts``: by its ``leader`` (IsrChange) or by the controller
     (LeaderAndIsr). Its origin decides its window (:func:`blackout_window_of`)."""
     table.isr_changed_ms[row] = ts
@@ -322,9 +331,12 @@ def blackout_window_of(
         offset = int(table.isr_change_offset[row])
         if windows.quorum is None or offset < 0:
             return kraft_blackout_window(changed, settings)
-        return kraft_observed_window(changed, windows.quorum.fetch_timeout_ms,
-                                     reported_behind_ms(table, row, windows.quorum),
-                                     windows.quorum.next_report_ms)  # fmt: skip
+        return kraft_observed_window(
+            changed,
+            windows.quorum.fetch_timeout_ms,
+            reported_behind_ms(table, row, windows.quorum),
+            windows.quorum.next_report_ms,
+        )
     if origin == ChangeOrigin.LEADER:
         return windows.window_of(int(table.change_broker[row]))
     if origin == ChangeOrigin.PROPAGATED and table.frozen_latest_ms[row] != NO_TIME:

@@ -61,9 +61,14 @@ def breakage(record: Mapping[str, Any], broker: int) -> Breakage | None:
     if after and len(after) >= minimum:
         return None
     return Breakage(
-        record["topic"], record["partition"], record["leader"], isr, after, minimum,
+        record["topic"],
+        record["partition"],
+        record["leader"],
+        isr,
+        after,
+        minimum,
         UNDER_MIN_ISR if after else OFFLINE,
-    )  # fmt: skip
+    )
 
 
 @dataclass(frozen=True)
@@ -79,10 +84,12 @@ class RestartCheck:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "safe": self.safe, "broker": self.broker, "as_of_ms": self.as_of_ms,
+            "safe": self.safe,
+            "broker": self.broker,
+            "as_of_ms": self.as_of_ms,
             "partitions_considered": self.partitions,
             "would_break": [asdict(b) for b in self.would_break],
-        }  # fmt: skip
+        }
 
 
 def check_restart(records: Iterable[Mapping[str, Any]], broker: int) -> RestartCheck:
@@ -125,10 +132,15 @@ def fragile_entries(frame: HealthFrame) -> list[dict[str, Any]]:
     going = _going(frame)
     for i in np.flatnonzero(fragile(frame)).tolist():
         gone = set(frame.follower_broker[i][going[i]].tolist())
-        entries.append({
-            "topic": frame.topic[i], "partition": int(frame.partition[i]),
-            "as_of_ms": frame.as_of_ms, "leader": int(frame.leader[i]),
-            "isr": [b for b in frame.isr[i] if b not in gone], "followers": [],
-            "min_insync_replicas": int(frame.min_insync_replicas[i]),
-        })  # fmt: skip
+        entries.append(
+            {
+                "topic": frame.topic[i],
+                "partition": int(frame.partition[i]),
+                "as_of_ms": frame.as_of_ms,
+                "leader": int(frame.leader[i]),
+                "isr": [b for b in frame.isr[i] if b not in gone],
+                "followers": [],
+                "min_insync_replicas": int(frame.min_insync_replicas[i]),
+            }
+        )
     return entries

@@ -51,22 +51,26 @@ class ShardLookup:
             prefix = zlib.crc32(f"{topic}:".encode())
             table = np.fromiter(
                 (zlib.crc32(str(p).encode(), prefix) % self.count for p in range(size)),
-                dtype=np.int32, count=size,
-            )  # fmt: skip
+                dtype=np.int32,
+                count=size,
+            )
             self._tables[topic] = table
         return table
 
     def shards(
-        self, topic_codes: npt.NDArray[np.intp], topic_names: Sequence[str],
+        self,
+        topic_codes: npt.NDArray[np.intp],
+        topic_names: Sequence[str],
         partitions: npt.NDArray[np.int64],
-    ) -> npt.NDArray[np.int32]:  # fmt: skip
+    ) -> npt.NDArray[np.int32]:
         """The shard of each ``(topic_names[topic_codes[i]], partitions[i])``."""
         if len(partitions) == 0:
             return np.zeros(0, dtype=np.int32)
         needed = np.zeros(len(topic_names), dtype=np.int64)
         np.maximum.at(needed, topic_codes, partitions + 1)
-        tables = [self._table(name, int(size)) for name, size in zip(topic_names, needed,
-                                                                      strict=True)]  # fmt: skip
+        tables = [
+            self._table(name, int(size)) for name, size in zip(topic_names, needed, strict=True)
+        ]
         base = np.cumsum([0] + [len(t) for t in tables[:-1]])
         return np.concatenate(tables)[base[topic_codes] + partitions]
 

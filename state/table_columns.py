@@ -37,9 +37,15 @@ class Column(Generic[S]):
     """
 
     def __init__(
-        self, dtype: type[S], fill: int = 0, *, scope: Scope = Scope.PARTITION,
-        record: int = 0, cleared: bool = True, follows_replica: bool = False,
-    ) -> None:  # fmt: skip
+        self,
+        dtype: type[S],
+        fill: int = 0,
+        *,
+        scope: Scope = Scope.PARTITION,
+        record: int = 0,
+        cleared: bool = True,
+        follows_replica: bool = False,
+    ) -> None:
         self.dtype = dtype
         self.fills = [fill] * max(record, 1)
         self.scope = scope

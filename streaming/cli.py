@@ -77,10 +77,18 @@ def replay_command(
         click.echo(_dump_line(record))
     if dead_letters_file is not None:
         for line, letter in result.dead_letters:
-            dead_letters_file.write(_dump_line({
-                "line": line, "source": letter.source, "reason": letter.reason.value,
-                "detail": letter.detail, "raw": letter.raw,
-            }) + "\n")  # fmt: skip
+            dead_letters_file.write(
+                _dump_line(
+                    {
+                        "line": line,
+                        "source": letter.source,
+                        "reason": letter.reason.value,
+                        "detail": letter.detail,
+                        "raw": letter.raw,
+                    }
+                )
+                + "\n"
+            )
     reasons = ", ".join(f"{r}: {n}" for r, n in sorted(result.dead_letters_by_reason().items()))
     click.echo(
         f"replay: {result.events} events, {len(result.records)} partitions at "
@@ -132,8 +140,7 @@ def run_command(
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     out = config.streaming.health_out
     try:
-        run(config, available_now=available_now, health_out=Path(out) if out else None,
-            stop=stop)  # fmt: skip
+        run(config, available_now=available_now, health_out=Path(out) if out else None, stop=stop)
     except CheckpointMismatchError as error:
         raise click.ClickException(str(error)) from error
     except KeyboardInterrupt:
@@ -152,9 +159,13 @@ def broker_command(port: int, config_file: Path | None) -> None:
     with EmbeddedBroker(port=port) as broker:
         broker.start()
         broker.create_topics(
-            [topics.controller_events, topics.fetch_responses, topics.partition_health,
-             topics.dead_letters]
-        )  # fmt: skip
+            [
+                topics.controller_events,
+                topics.fetch_responses,
+                topics.partition_health,
+                topics.dead_letters,
+            ]
+        )
         click.echo(f"broker: {broker.bootstrap_servers} (Ctrl-C stops it)", err=True)
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())

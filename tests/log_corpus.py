@@ -106,12 +106,18 @@ def load_corpus(directory: Path = CORPUS_DIR) -> list[CorpusFile]:
     files = []
     for path in sorted(directory.glob("*.json")):
         doc = json.loads(path.read_text(encoding="utf-8"))
-        files.append(CorpusFile(
-            name=path.stem, source=doc["source"], kafka_version=doc["kafka_version"],
-            mode=doc["mode"], layout=doc["layout"], lines=doc["lines"],
-            statements=[Statement(s["line"], s["event"]) for s in doc["expect"]],
-            collect_layout=doc.get("collect_layout"),
-        ))  # fmt: skip
+        files.append(
+            CorpusFile(
+                name=path.stem,
+                source=doc["source"],
+                kafka_version=doc["kafka_version"],
+                mode=doc["mode"],
+                layout=doc["layout"],
+                lines=doc["lines"],
+                statements=[Statement(s["line"], s["event"]) for s in doc["expect"]],
+                collect_layout=doc.get("collect_layout"),
+            )
+        )
     return files
 
 
@@ -129,12 +135,17 @@ def load_external(directory: Path) -> list[CorpusFile]:
     files = []
     for path in sorted(directory.glob("*.log")):
         row = meta.get(path.name, {})
-        files.append(CorpusFile(
-            name=path.stem, source=str(path), kafka_version=str(row.get("kafka_version", "?")),
-            mode=str(row.get("mode", "?")), layout="as found",
-            lines=path.read_text(encoding="utf-8").splitlines(),
-            statements=by_file.get(path.name, []),
-        ))  # fmt: skip
+        files.append(
+            CorpusFile(
+                name=path.stem,
+                source=str(path),
+                kafka_version=str(row.get("kafka_version", "?")),
+                mode=str(row.get("mode", "?")),
+                layout="as found",
+                lines=path.read_text(encoding="utf-8").splitlines(),
+                statements=by_file.get(path.name, []),
+            )
+        )
     return files
 
 
@@ -264,8 +275,13 @@ def _percent(part: int, whole: int) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
-    parser.add_argument("--external", type=Path, action="append", default=[],
-                        help="a directory of *.log files and their expected.jsonl")  # fmt: skip
+    parser.add_argument(
+        "--external",
+        type=Path,
+        action="append",
+        default=[],
+        help="a directory of *.log files and their expected.jsonl",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     print(report("project corpus", score(load_corpus())))

@@ -89,16 +89,18 @@ class Worker:
     def executors(self) -> list[int]:
         """Pids of the executor JVMs this worker launched (CoarseGrainedExecutorBackend)."""
         return sorted(
-            pid for pid in processes_in_sessions({self.process.pid})
+            pid
+            for pid in processes_in_sessions({self.process.pid})
             if EXECUTOR_CLASS in command_line(pid)
-        )  # fmt: skip
+        )
 
     def python_workers(self, executor: int) -> list[int]:
         """Pids of the Python daemons an executor started to run its tasks' Python code."""
         return sorted(
-            pid for pid in processes_in_sessions({self.process.pid})
+            pid
+            for pid in processes_in_sessions({self.process.pid})
             if parent_of(pid) == executor and "pyspark.daemon" in command_line(pid)
-        )  # fmt: skip
+        )
 
     def executor_dirs(self) -> list[Path]:
         """The work directories of every executor this worker launched (app-*/<id>)."""
@@ -142,9 +144,13 @@ class SparkStandaloneCluster:
         log = (self.root / "logs" / f"{name}.out").open("wb")
         process = subprocess.Popen(
             [str(SPARK_HOME / "bin" / "spark-class"), *arguments],
-            env=self.env(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-            start_new_session=True, cwd=self.root,
-        )  # fmt: skip
+            env=self.env(),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=self.root,
+        )
         log.close()
         self._sessions.add(process.pid)
         return process
@@ -153,27 +159,49 @@ class SparkStandaloneCluster:
         for sub in ("local", "logs", "conf"):
             (self.root / sub).mkdir(parents=True, exist_ok=True)
         self.master_port, self.master_ui_port = free_port(), free_port()
-        self._master = self._spawn("master", [
-            "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-            "--port", str(self.master_port), "--webui-port", str(self.master_ui_port),
-        ])  # fmt: skip
+        self._master = self._spawn(
+            "master",
+            [
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.master_port),
+                "--webui-port",
+                str(self.master_ui_port),
+            ],
+        )
         for index in range(self.workers):
             port, work_dir = free_port(), self.root / f"worker-{index}"
             work_dir.mkdir()
-            process = self._spawn(f"worker-{index}", [
-                "org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                "--port", str(port), "--webui-port", str(free_port()),
-                "--cores", str(self.cores), "--memory", self.memory,
-                "--work-dir", str(work_dir), self.url,
-            ])  # fmt: skip
+            process = self._spawn(
+                f"worker-{index}",
+                [
+                    "org.apache.spark.deploy.worker.Worker",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(port),
+                    "--webui-port",
+                    str(free_port()),
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--work-dir",
+                    str(work_dir),
+                    self.url,
+                ],
+            )
             self.started.append(Worker(process, port, work_dir))
         self._wait_for_workers()
         return self
 
     def state(self) -> dict[str, Any]:
         """The master's view (its web UI's JSON): workers, applications."""
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.master_ui_port}/json/",
-                                    timeout=5) as response:  # fmt: skip
+        with urllib.request.urlopen(
+            f"http://127.0.0.1:{self.master_ui_port}/json/", timeout=5
+        ) as response:
             state: dict[str, Any] = json.load(response)
         return state
 
@@ -197,8 +225,9 @@ class SparkStandaloneCluster:
         parts = []
         for path in sorted(self.root.rglob("*")):
             if path.is_file() and (path.suffix == ".out" or path.name == "stderr"):
-                parts.append(f"--- {path.relative_to(self.root)}\n"
-                             f"{path.read_text(errors='replace')[-tail:]}")  # fmt: skip
+                parts.append(
+                    f"--- {path.relative_to(self.root)}\n{path.read_text(errors='replace')[-tail:]}"
+                )
         return "\n".join(parts)
 
     def stop(self) -> None:
@@ -214,7 +243,9 @@ class SparkStandaloneCluster:
         return self
 
     def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None,
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
         trace: TracebackType | None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.stop()

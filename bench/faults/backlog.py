@@ -37,13 +37,16 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         topics = Topics.fresh()
         create_topics(broker, topics, fetch_partitions=3)
         settings = JobSettings(
-            broker.bootstrap_servers, topics, workdir / "checkpoint",
+            broker.bootstrap_servers,
+            topics,
+            workdir / "checkpoint",
             max_records_per_partition_per_batch=CAP[mode],
             extra={"streaming.shuffle_partitions": "2"},
-        )  # fmt: skip
+        )
         records = planned_load("broker-crash-and-bounce", SIMULATED_S[mode], seed, 150)
-        result.notes.append(f"load: {describe(records)}, {CAP[mode]} records per partition "
-                            "per batch")  # fmt: skip
+        result.notes.append(
+            f"load: {describe(records)}, {CAP[mode]} records per partition per batch"
+        )
         producer = LoadProducer(broker.bootstrap_servers, topics)
         producer.send(records)
         if not producer.flush(120):
@@ -51,8 +54,14 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         applied = final_pass(settings)
         expected = expected_from(producer.delivered())
         comparison = Comparison()
-        compare_outputs(comparison, expected, dict(applied), broker.bootstrap_servers,
-                        topics.partition_health, topics.dead_letters)  # fmt: skip
+        compare_outputs(
+            comparison,
+            expected,
+            dict(applied),
+            broker.bootstrap_servers,
+            topics.partition_health,
+            topics.dead_letters,
+        )
         result.comparison = comparison
         result.restarts_survived = 0
         result.take_counts()

@@ -40,8 +40,9 @@ class FaultResult:
         """Figures from the comparison's counts."""
         self.events_lost = self.comparison.events_lost
         self.events_doubled = self.comparison.events_doubled
-        self.sink_duplicates = (self.comparison.health_rewrites
-                                + self.comparison.dead_letter_duplicates)  # fmt: skip
+        self.sink_duplicates = (
+            self.comparison.health_rewrites + self.comparison.dead_letter_duplicates
+        )
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,11 @@ def final_pass(settings: JobSettings) -> Counter[str]:
             # On a host this busy Spark may fail to start a Python worker in time ("Python
             # worker failed to connect back"); the run goes on from the checkpoint, as the
             # job's own supervisor restarts a failed query.
-            print(f"   the final run failed ({str(error).splitlines()[0][:200]}); "
-                  f"running it again from the checkpoint", flush=True)  # fmt: skip
+            print(
+                f"   the final run failed ({str(error).splitlines()[0][:200]}); "
+                f"running it again from the checkpoint",
+                flush=True,
+            )
     totals: Counter[str] = Counter()
     for shard in latest.values():
         totals.update(shard["applied_total"])

@@ -52,11 +52,16 @@ from streaming.tools.embedded_broker import EmbeddedBroker, free_port
 
 from .mutations import MUTATIONS, Fuzzed, contract_verdict, fuzz, seeds
 
-PARSER_REASONS = frozenset({
-    DeadLetterReason.INVALID_JSON.value, DeadLetterReason.NOT_AN_OBJECT.value,
-    DeadLetterReason.MISSING_FIELD.value, DeadLetterReason.WRONG_TYPE.value,
-    DeadLetterReason.INVALID_VALUE.value, DeadLetterReason.UNKNOWN_TYPE.value,
-})  # fmt: skip
+PARSER_REASONS = frozenset(
+    {
+        DeadLetterReason.INVALID_JSON.value,
+        DeadLetterReason.NOT_AN_OBJECT.value,
+        DeadLetterReason.MISSING_FIELD.value,
+        DeadLetterReason.WRONG_TYPE.value,
+        DeadLetterReason.INVALID_VALUE.value,
+        DeadLetterReason.UNKNOWN_TYPE.value,
+    }
+)
 MAX_RECORD_BYTES = 16 * 1024 * 1024
 """What the campaign's clients allow a record (the 10 MB ones, plus their envelope)."""
 QUERY_FAILED = "streaming query failed"
@@ -128,8 +133,11 @@ class FuzzReport:
 
     def misjudged(self) -> list[Sent]:
         """Invalid records the parser let through, valid ones it refused."""
-        return [s for s in self.delivered if s.reason is not None
-                and (s.reason in PARSER_REASONS) == s.valid]  # fmt: skip
+        return [
+            s
+            for s in self.delivered
+            if s.reason is not None and (s.reason in PARSER_REASONS) == s.valid
+        ]
 
     def counted(self) -> float:
         return sum(self.watch.events.values())
@@ -157,12 +165,15 @@ class FuzzReport:
         for item in self.sent:
             kinds.setdefault(item.record.kind, KindCounts()).add(item)
         return {
-            "failures": self.failures(), "lost": len(self.lost()),
+            "failures": self.failures(),
+            "lost": len(self.lost()),
             "kinds": {kind: asdict(counts) for kind, counts in kinds.items()},
-            "misjudged": len(self.misjudged()), "query_failures": self.query_failures,
-            "alive": not self.watch.dead, "counted": self.counted(),
+            "misjudged": len(self.misjudged()),
+            "query_failures": self.query_failures,
+            "alive": not self.watch.dead,
+            "counted": self.counted(),
             "batches": [self.watch.first_batches, self.watch.last_batches],
-        }  # fmt: skip
+        }
 
     def table(self) -> str:
         kinds = sorted({s.record.kind for s in self.sent}, key=list(MUTATIONS).index)
@@ -173,17 +184,25 @@ class FuzzReport:
             mine = [s for s in self.sent if kind in ("total", s.record.kind)]
             got = [s for s in mine if s.refused is None]
             by_reason = Counter(s.reason for s in got)
-            rows.append([
-                kind, str(len(mine)), str(len(mine) - len(got)),
-                str(sum(s.valid for s in got)),
-                str(sum(s.valid and s.reason is None for s in got)),
-                *(str(by_reason[r]) for r in reasons),
-                str(sum(not s.valid and s.reason is None for s in got)),
-            ])  # fmt: skip
+            rows.append(
+                [
+                    kind,
+                    str(len(mine)),
+                    str(len(mine) - len(got)),
+                    str(sum(s.valid for s in got)),
+                    str(sum(s.valid and s.reason is None for s in got)),
+                    *(str(by_reason[r]) for r in reasons),
+                    str(sum(not s.valid and s.reason is None for s in got)),
+                ]
+            )
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-        return "\n".join("  ".join(cell.rjust(w) if i else cell.ljust(w)
-                                   for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
-                         for row in rows)  # fmt: skip
+        return "\n".join(
+            "  ".join(
+                cell.rjust(w) if i else cell.ljust(w)
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            )
+            for row in rows
+        )
 
 
 # ------------------------------------------------------------------- the job
@@ -197,14 +216,19 @@ class Topics:
     dead_letters: str
 
     def of(self, source: Source) -> str:
-        return (self.controller_events if source is Source.CONTROLLER_EVENTS
-                else self.fetch_responses)  # fmt: skip
+        return (
+            self.controller_events if source is Source.CONTROLLER_EVENTS else self.fetch_responses
+        )
 
 
 def make_topics(broker: EmbeddedBroker) -> Topics:
     suffix = uuid.uuid4().hex[:8]
-    topics = Topics(f"fuzz-controller-events-{suffix}", f"fuzz-fetch-responses-{suffix}",
-                    f"fuzz-partition-health-{suffix}", f"fuzz-dead-letters-{suffix}")  # fmt: skip
+    topics = Topics(
+        f"fuzz-controller-events-{suffix}",
+        f"fuzz-fetch-responses-{suffix}",
+        f"fuzz-partition-health-{suffix}",
+        f"fuzz-dead-letters-{suffix}",
+    )
     broker.create_topics([topics.controller_events])
     broker.create_topics([topics.fetch_responses], partitions=2)
     broker.create_topics([topics.partition_health, topics.dead_letters])
@@ -226,13 +250,21 @@ def start_job(bootstrap: str, topics: Topics, workdir: Path, port: int) -> subpr
         "metrics.port": port,
     }
     # the environment, not --set: ``run``'s own --bootstrap-servers flag (unset) wins over --set
-    env = {**os.environ, **{f"ISRWATCH_{key.upper().replace('.', '__')}": str(value)
-                            for key, value in settings.items()}}  # fmt: skip
+    env = {
+        **os.environ,
+        **{
+            f"ISRWATCH_{key.upper().replace('.', '__')}": str(value)
+            for key, value in settings.items()
+        },
+    }
     return subprocess.Popen(
-        [sys.executable, "-m", "streaming.cli", "run"], env=env, preexec_fn=_die_with_parent,
-        stdout=(workdir / "job.out").open("wb"), stderr=(workdir / "job.err").open("wb"),
+        [sys.executable, "-m", "streaming.cli", "run"],
+        env=env,
+        preexec_fn=_die_with_parent,
+        stdout=(workdir / "job.out").open("wb"),
+        stderr=(workdir / "job.err").open("wb"),
         start_new_session=True,
-    )  # fmt: skip
+    )
 
 
 def _die_with_parent() -> None:
@@ -257,8 +289,9 @@ def scrape(port: int) -> dict[tuple[str, str], float] | None:
     return {(name, labels or ""): float(value) for name, labels, value in _SAMPLE.findall(text)}
 
 
-def watch_job(job: subprocess.Popen[bytes], port: int, watch: JobWatch,
-              stop: threading.Event) -> None:  # fmt: skip
+def watch_job(
+    job: subprocess.Popen[bytes], port: int, watch: JobWatch, stop: threading.Event
+) -> None:
     while not stop.wait(1.0):
         if job.poll() is not None:
             watch.dead = True
@@ -284,15 +317,20 @@ def mark_fuzz_start(watch: JobWatch) -> None:
 
 
 def producer(bootstrap: str) -> Producer:
-    return Producer({
-        "bootstrap.servers": bootstrap, "linger.ms": 20, "acks": "all",
-        "message.max.bytes": MAX_RECORD_BYTES + 1024 * 1024,
-        "queue.buffering.max.kbytes": 262_144,
-    })  # fmt: skip
+    return Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "acks": "all",
+            "message.max.bytes": MAX_RECORD_BYTES + 1024 * 1024,
+            "queue.buffering.max.kbytes": 262_144,
+        }
+    )
 
 
-def write(out: Producer, topics: Topics, sent: Sequence[Sent], chunk: int = 200,
-          pause_s: float = 0.3) -> None:  # fmt: skip
+def write(
+    out: Producer, topics: Topics, sent: Sequence[Sent], chunk: int = 200, pause_s: float = 0.3
+) -> None:
     """Writes in chunks with pauses between, so that the records span many batches."""
     for start in range(0, len(sent), chunk):
         for item in sent[start : start + chunk]:
@@ -306,8 +344,12 @@ def write(out: Producer, topics: Topics, sent: Sequence[Sent], chunk: int = 200,
 
             while True:
                 try:
-                    out.produce(topics.of(item.record.source), key=item.record.key,
-                                value=item.record.value, on_delivery=delivered)  # fmt: skip
+                    out.produce(
+                        topics.of(item.record.source),
+                        key=item.record.key,
+                        value=item.record.value,
+                        on_delivery=delivered,
+                    )
                     break
                 except BufferError:
                     out.poll(0.1)
@@ -318,16 +360,19 @@ def write(out: Producer, topics: Topics, sent: Sequence[Sent], chunk: int = 200,
         time.sleep(pause_s)
 
 
-def read_dead_letters(bootstrap: str, topic: str, until: float,
-                      wanted: set[str]) -> dict[str, str]:  # fmt: skip
+def read_dead_letters(bootstrap: str, topic: str, until: float, wanted: set[str]) -> dict[str, str]:
     """Dead letters by key (``topic:partition:offset``) -> reason, until every wanted key
     is there or ``until`` (monotonic) passes."""
-    consumer = Consumer({
-        "bootstrap.servers": bootstrap, "group.id": f"fuzz-{uuid.uuid4().hex}",
-        "enable.auto.commit": False, "fetch.max.bytes": 4 * MAX_RECORD_BYTES,
-        "max.partition.fetch.bytes": 2 * MAX_RECORD_BYTES,
-        "receive.message.max.bytes": 8 * MAX_RECORD_BYTES,
-    })  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"fuzz-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "fetch.max.bytes": 4 * MAX_RECORD_BYTES,
+            "max.partition.fetch.bytes": 2 * MAX_RECORD_BYTES,
+            "receive.message.max.bytes": 8 * MAX_RECORD_BYTES,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     found: dict[str, str] = {}
     try:
@@ -350,9 +395,14 @@ def key_of(topics: Topics, item: Sent) -> str:
 
 
 def run_fuzz(
-    records: int, *, seed: int = 1, workdir: Path | None = None,
-    broker: EmbeddedBroker | None = None, settle_s: float = 600.0, log: bool = True,
-) -> FuzzReport:  # fmt: skip
+    records: int,
+    *,
+    seed: int = 1,
+    workdir: Path | None = None,
+    broker: EmbeddedBroker | None = None,
+    settle_s: float = 600.0,
+    log: bool = True,
+) -> FuzzReport:
     """The campaign; ``broker``: a running embedded broker (else one is started)."""
     workdir = workdir or Path(tempfile.mkdtemp(prefix="isrwatch-fuzz-"))
     workdir.mkdir(parents=True, exist_ok=True)
@@ -365,12 +415,15 @@ def run_fuzz(
         bootstrap = broker.bootstrap_servers
         base = seeds()
         fuzzed = fuzz(base, records, seed)
-        seed_items = [Sent(Fuzzed("seed", r.source, r.key.encode(), encode_seed(r)), True)
-                      for r in base]  # fmt: skip
+        seed_items = [
+            Sent(Fuzzed("seed", r.source, r.key.encode(), encode_seed(r)), True) for r in base
+        ]
         items = [Sent(f, contract_verdict(f.source, f.value)) for f in fuzzed]
         valid = sum(i.valid for i in items)
-        say(f"fuzz: {len(seed_items)} seed records, {len(items)} fuzzed "
-            f"({valid} valid by the contract); workdir {workdir}")  # fmt: skip
+        say(
+            f"fuzz: {len(seed_items)} seed records, {len(items)} fuzzed "
+            f"({valid} valid by the contract); workdir {workdir}"
+        )
         port = free_port()
         job = start_job(bootstrap, topics, workdir, port)
         watch, stop = JobWatch(), threading.Event()
@@ -383,13 +436,16 @@ def run_fuzz(
             mark_fuzz_start(watch)
             started = time.monotonic()
             write(out, topics, items, pause_s=1.0)  # about a trigger: many batches
-            say(f"fuzz: written in {time.monotonic() - started:.0f} s "
-                f"({sum(i.refused is not None for i in items)} refused by Kafka)")  # fmt: skip
+            say(
+                f"fuzz: written in {time.monotonic() - started:.0f} s "
+                f"({sum(i.refused is not None for i in items)} refused by Kafka)"
+            )
             total = sum(s.refused is None for s in [*seed_items, *items])
             wait_for(lambda: sum(watch.events.values()) >= total or watch.dead, settle_s)
             wanted = {key_of(topics, s) for s in items if s.refused is None and not s.valid}
-            letters = read_dead_letters(bootstrap, topics.dead_letters,
-                                        time.monotonic() + 60, wanted)  # fmt: skip
+            letters = read_dead_letters(
+                bootstrap, topics.dead_letters, time.monotonic() + 60, wanted
+            )
             for item in [*seed_items, *items]:
                 if item.refused is None:
                     item.reason = letters.get(key_of(topics, item))
@@ -445,15 +501,19 @@ def print_report(report: FuzzReport) -> None:
     seeds_letters = Counter(s.reason for s in report.seeds if s.reason is not None)
     print(f"seeds: {len(report.seeds)} written, dead letters {dict(seeds_letters)}")
     watch = report.watch
-    print(f"job: alive {not watch.dead}, query failures {report.query_failures}, batches "
-          f"{watch.first_batches:.0f} -> {watch.last_batches:.0f} while fuzzed, "
-          f"{watch.since_last_batch} s since the last at the end; outcomes counted "
-          f"{report.counted():.0f}")  # fmt: skip
+    print(
+        f"job: alive {not watch.dead}, query failures {report.query_failures}, batches "
+        f"{watch.first_batches:.0f} -> {watch.last_batches:.0f} while fuzzed, "
+        f"{watch.since_last_batch} s since the last at the end; outcomes counted "
+        f"{report.counted():.0f}"
+    )
     for item in report.lost()[:10]:
         print(f"  LOST {item.record.kind} {item.record.value!r:.200}")
     for item in report.misjudged()[:10]:
-        print(f"  MISJUDGED {item.record.kind} valid={item.valid} reason={item.reason} "
-              f"{item.record.value!r:.200}")  # fmt: skip
+        print(
+            f"  MISJUDGED {item.record.kind} valid={item.valid} reason={item.reason} "
+            f"{item.record.value!r:.200}"
+        )
     refused = Counter(s.refused for s in report.sent if s.refused is not None)
     for error, count in refused.items():
         print(f"  refused by Kafka ({count}): {error}")

@@ -39,8 +39,12 @@ class Topics:
     @classmethod
     def fresh(cls) -> Topics:
         suffix = uuid.uuid4().hex[:8]
-        return cls(f"controller-events-{suffix}", f"fetch-responses-{suffix}",
-                   f"partition-health-{suffix}", f"dead-letters-{suffix}")  # fmt: skip
+        return cls(
+            f"controller-events-{suffix}",
+            f"fetch-responses-{suffix}",
+            f"partition-health-{suffix}",
+            f"dead-letters-{suffix}",
+        )
 
 
 @contextlib.contextmanager
@@ -102,8 +106,9 @@ class JobSettings:
         }
 
     def environment(self) -> dict[str, str]:
-        variables = {f"ISRWATCH_{k.upper().replace('.', '__')}": str(v)
-                     for k, v in self.settings().items()}  # fmt: skip
+        variables = {
+            f"ISRWATCH_{k.upper().replace('.', '__')}": str(v) for k, v in self.settings().items()
+        }
         environ = {k: v for k, v in os.environ.items() if not k.startswith("ISRWATCH_")}
         pythonpath = os.pathsep.join(p for p in (str(ROOT), environ.get("PYTHONPATH")) if p)
         return {**environ, **variables, "PYTHONPATH": pythonpath}
@@ -124,9 +129,14 @@ class JobProcess:
         log.parent.mkdir(parents=True, exist_ok=True)
         self._log: IO[bytes] = log.open("ab")
         self.process = subprocess.Popen(
-            command, env=settings.environment(), cwd=ROOT, stdin=subprocess.DEVNULL,
-            stdout=self._log, stderr=subprocess.STDOUT, start_new_session=True,
-        )  # fmt: skip
+            command,
+            env=settings.environment(),
+            cwd=ROOT,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.started = time.monotonic()
 
     @property
@@ -198,8 +208,10 @@ def applied_totals(samples: Samples | None) -> dict[str, int]:
     """``isrwatch_state_events_applied`` by event type (checkpointed totals)."""
     if samples is None:
         return {}
-    return {labels["type"]: int(number)
-            for labels, number in samples.get("isrwatch_state_events_applied", [])}  # fmt: skip
+    return {
+        labels["type"]: int(number)
+        for labels, number in samples.get("isrwatch_state_events_applied", [])
+    }
 
 
 def batches_completed(samples: Samples | None) -> int:

@@ -19,8 +19,9 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
     failures = report.failures()
     result.comparison.check(
         "no crash, and every malformed record in the dead-letter topic with its reason",
-        not failures, "; ".join(failures) or f"{len(report.sent)} records, all accounted for",
-    )  # fmt: skip
+        not failures,
+        "; ".join(failures) or f"{len(report.sent)} records, all accounted for",
+    )
     result.notes.append(f"{len(report.sent)} sent, {len(report.delivered)} taken by Kafka")
     return result
 

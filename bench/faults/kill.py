@@ -56,31 +56,36 @@ class Moment:
 
     def line(self) -> str:
         sink = "; output records written before the kill" if self.sink_started else ""
-        return (f"kill {self.kill}: aimed {self.aimed}, landed {self.phase} of batch "
-                f"{self.batch} ({self.rows} records, {self.stores_committed}/"
-                f"{SHUFFLE_PARTITIONS} state stores committed{sink}), "
-                f"{self.after_start_s:.1f} s after the job started")  # fmt: skip
+        return (
+            f"kill {self.kill}: aimed {self.aimed}, landed {self.phase} of batch "
+            f"{self.batch} ({self.rows} records, {self.stores_committed}/"
+            f"{SHUFFLE_PARTITIONS} state stores committed{sink}), "
+            f"{self.after_start_s:.1f} s after the job started"
+        )
 
 
 def end_offsets(bootstrap_servers: str, topics: list[str]) -> int:
     """The sum of the topics' end offsets (what the sinks have written so far)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "fault-watch",
-                         "log_level": 0})  # fmt: skip
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap_servers, "group.id": "fault-watch", "log_level": 0}
+    )
     try:
         total = 0
         for topic in topics:
             partitions = consumer.list_topics(topic, timeout=10).topics[topic].partitions
             for partition in partitions:
-                _, high = consumer.get_watermark_offsets(TopicPartition(topic, partition),
-                                                         timeout=10)  # fmt: skip
+                _, high = consumer.get_watermark_offsets(
+                    TopicPartition(topic, partition), timeout=10
+                )
                 total += high
         return total
     finally:
         consumer.close()
 
 
-def aim_and_kill(job: JobProcess, settings: JobSettings, aimed: str, index: int,
-                 since: float, outputs: list[str]) -> Moment:  # fmt: skip
+def aim_and_kill(
+    job: JobProcess, settings: JobSettings, aimed: str, index: int, since: float, outputs: list[str]
+) -> Moment:
     """Kill ``job`` once the checkpoint shows ``aimed`` in a batch with records."""
     checkpoint, bootstrap = settings.checkpoint, settings.bootstrap_servers
     deadline = time.monotonic() + PATIENCE_S
@@ -93,8 +98,11 @@ def aim_and_kill(job: JobProcess, settings: JobSettings, aimed: str, index: int,
         if view.planned is not None and view.planned not in written_at_plan:
             written_at_plan[view.planned] = end_offsets(bootstrap, outputs)
             continue  # the look may be stale by now
-        if (view.phase == aimed and view.planned is not None
-                and planned_rows(checkpoint, view.planned) > 0):  # fmt: skip
+        if (
+            view.phase == aimed
+            and view.planned is not None
+            and planned_rows(checkpoint, view.planned) > 0
+        ):
             break
         time.sleep(0.005)
     job.kill9()
@@ -102,9 +110,16 @@ def aim_and_kill(job: JobProcess, settings: JobSettings, aimed: str, index: int,
     landed = view.phase if after.committed == view.committed else "between-batches"
     batch = view.planned
     grew = batch is not None and end_offsets(bootstrap, outputs) > written_at_plan.get(batch, 0)
-    return Moment(index, aimed, landed, batch,
-                  planned_rows(checkpoint, batch) if batch is not None else 0,
-                  view.stores_committed, grew, time.monotonic() - job.started)  # fmt: skip
+    return Moment(
+        index,
+        aimed,
+        landed,
+        batch,
+        planned_rows(checkpoint, batch) if batch is not None else 0,
+        view.stores_committed,
+        grew,
+        time.monotonic() - job.started,
+    )
 
 
 def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
@@ -114,9 +129,11 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         topics = Topics.fresh()
         create_topics(broker, topics, fetch_partitions=3)
         settings = JobSettings(
-            broker.bootstrap_servers, topics, workdir / "checkpoint",
+            broker.bootstrap_servers,
+            topics,
+            workdir / "checkpoint",
             extra={"streaming.shuffle_partitions": str(SHUFFLE_PARTITIONS)},
-        )  # fmt: skip
+        )
         records = planned_load("broker-crash-and-bounce", SIMULATED_S[mode], seed, 150)
         result.notes.append(f"load: {describe(records)}")
         producer = LoadProducer(broker.bootstrap_servers, topics)
@@ -127,8 +144,9 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         load.start()
         for index in range(1, KILLS[mode] + 1):
             since = time.time() - 1.0  # state files of this attempt (1 s: mtime granularity)
-            moment = aim_and_kill(job, settings, PHASES[(index - 1) % len(PHASES)], index,
-                                  since, outputs)  # fmt: skip
+            moment = aim_and_kill(
+                job, settings, PHASES[(index - 1) % len(PHASES)], index, since, outputs
+            )
             moments.append(moment)
             print(f"   {moment.line()}", flush=True)
             if index < KILLS[mode]:  # the last restart is the available-now run below
@@ -144,13 +162,21 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         produced = producer.delivered()
         expected = expected_from(produced)
         comparison = Comparison()
-        compare_outputs(comparison, expected, dict(applied), broker.bootstrap_servers,
-                        topics.partition_health, topics.dead_letters, health_before)  # fmt: skip
+        compare_outputs(
+            comparison,
+            expected,
+            dict(applied),
+            broker.bootstrap_servers,
+            topics.partition_health,
+            topics.dead_letters,
+            health_before,
+        )
         landed = {phase: sum(m.phase == phase for m in moments) for phase in PHASES}
         comparison.check(
-            "every kill landed inside a batch", all(m.phase in PHASES for m in moments),
+            "every kill landed inside a batch",
+            all(m.phase in PHASES for m in moments),
             ", ".join(f"{phase} {count}" for phase, count in landed.items()),
-        )  # fmt: skip
+        )
         result.comparison = comparison
         result.restarts_survived = len(moments)
         result.notes += [m.line() for m in moments]

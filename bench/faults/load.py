@@ -63,8 +63,9 @@ def planned_load(scenario: str, seconds: int, seed: int, malformed_every: int) -
     planned: list[Planned] = []
     bad = 0
     for index, event in enumerate(sim.events(), start=1):
-        planned.append(Planned(event.source, event.key.encode(), encode(event.value),
-                               envelope_line(event)))  # fmt: skip
+        planned.append(
+            Planned(event.source, event.key.encode(), encode(event.value), envelope_line(event))
+        )
         if index % malformed_every == 0:
             source, raw, reason = MALFORMED[bad % len(MALFORMED)]
             bad += 1
@@ -78,16 +79,20 @@ class LoadProducer:
     not written twice: the input holds each planned record exactly once)."""
 
     def __init__(self, bootstrap_servers: str, topics: Topics) -> None:
-        self._producer = Producer({
-            "bootstrap.servers": bootstrap_servers,
-            "enable.idempotence": True,
-            "linger.ms": 10,
-            "partitioner": "murmur2_random",  # kafka-python's and Java's: keys stay put
-            "message.timeout.ms": 3_600_000,  # an outage delays records, never drops them
-            "log_level": 0,
-        })  # fmt: skip
-        self._topics = {Source.CONTROLLER_EVENTS: topics.controller_events,
-                        Source.FETCH_RESPONSES: topics.fetch_responses}  # fmt: skip
+        self._producer = Producer(
+            {
+                "bootstrap.servers": bootstrap_servers,
+                "enable.idempotence": True,
+                "linger.ms": 10,
+                "partitioner": "murmur2_random",  # kafka-python's and Java's: keys stay put
+                "message.timeout.ms": 3_600_000,  # an outage delays records, never drops them
+                "log_level": 0,
+            }
+        )
+        self._topics = {
+            Source.CONTROLLER_EVENTS: topics.controller_events,
+            Source.FETCH_RESPONSES: topics.fetch_responses,
+        }
         self.produced: list[Produced | None] = []
         self.failures: list[str] = []
 
@@ -97,19 +102,30 @@ class LoadProducer:
             slot = len(self.produced)
             self.produced.append(None)
 
-            def delivered(error: KafkaError | None, message: Message, slot: int = slot,
-                          record: Planned = record) -> None:  # fmt: skip
+            def delivered(
+                error: KafkaError | None,
+                message: Message,
+                slot: int = slot,
+                record: Planned = record,
+            ) -> None:
                 if error is not None:
                     self.failures.append(str(error))
                     return
-                self.produced[slot] = Produced(record, str(message.topic()),
-                                               int(message.partition() or 0),
-                                               int(message.offset() or 0))  # fmt: skip
+                self.produced[slot] = Produced(
+                    record,
+                    str(message.topic()),
+                    int(message.partition() or 0),
+                    int(message.offset() or 0),
+                )
 
             while True:
                 try:
-                    self._producer.produce(self._topics[record.source], key=record.key,
-                                           value=record.value, on_delivery=delivered)  # fmt: skip
+                    self._producer.produce(
+                        self._topics[record.source],
+                        key=record.key,
+                        value=record.value,
+                        on_delivery=delivered,
+                    )
                     break
                 except BufferError:
                     self._producer.poll(0.1)
@@ -128,8 +144,13 @@ class LoadProducer:
 class PacedLoad(threading.Thread):
     """Sends ``records`` at ``rate`` records/s in slices of 0.2 s while ``gate`` is set."""
 
-    def __init__(self, producer: LoadProducer, records: Sequence[Planned], rate: float,
-                 gate: threading.Event | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        producer: LoadProducer,
+        records: Sequence[Planned],
+        rate: float,
+        gate: threading.Event | None = None,
+    ) -> None:
         super().__init__(daemon=True, name="paced-load")
         self.producer = producer
         self.records = list(records)
@@ -176,6 +197,11 @@ def malformed_count(records: Sequence[Planned]) -> int:
 def describe(records: Sequence[Planned]) -> str:
     valid = [r for r in records if r.line is not None]
     controller = sum(r.source is Source.CONTROLLER_EVENTS for r in valid)
-    return json.dumps({"records": len(records), "controller_events": controller,
-                       "fetch_responses": len(valid) - controller,
-                       "malformed": malformed_count(records)})  # fmt: skip
+    return json.dumps(
+        {
+            "records": len(records),
+            "controller_events": controller,
+            "fetch_responses": len(valid) - controller,
+            "malformed": malformed_count(records),
+        }
+    )

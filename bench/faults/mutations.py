@@ -40,8 +40,10 @@ TEN_MB = 10 * 1024 * 1024
 DEEP = 100_000  # nested arrays: far past every JSON parser's recursion limit
 HUGE_ARRAY = 100_000
 START_MS = 1_700_000_000_000
-OTHER = {Source.CONTROLLER_EVENTS: Source.FETCH_RESPONSES,
-         Source.FETCH_RESPONSES: Source.CONTROLLER_EVENTS}  # fmt: skip
+OTHER = {
+    Source.CONTROLLER_EVENTS: Source.FETCH_RESPONSES,
+    Source.FETCH_RESPONSES: Source.CONTROLLER_EVENTS,
+}
 
 
 @dataclass(frozen=True)
@@ -135,24 +137,79 @@ def contract_verdict(source: Source, value: bytes | None) -> bool:
 # ------------------------------------------------------------------- mutations
 
 Mutation = Callable[[random.Random, InputRecord], Fuzzed]
-_OTHER_VALUES: tuple[object, ...] = (None, True, False, "7", "", 1.5, 7.0, -0.0, [], {}, [1],
-                                     {"a": 1}, 0)  # fmt: skip
-_NUMBERS = (-1, -2, -3, 0, 2**31 - 1, 2**31, 999_999, 1_000_000, 2**53 + 1, 2**63 - 1, 2**63,
-            -(2**63))  # fmt: skip
-_PAST_INT64 = ("18446744073709551616", "9223372036854775808", "-9223372036854775809",
-               "1" + "0" * 40, "1e400", "-1e400", "1e19",
-               "123456789012345678901234567890.0")  # fmt: skip
+_OTHER_VALUES: tuple[object, ...] = (
+    None,
+    True,
+    False,
+    "7",
+    "",
+    1.5,
+    7.0,
+    -0.0,
+    [],
+    {},
+    [1],
+    {"a": 1},
+    0,
+)
+_NUMBERS = (
+    -1,
+    -2,
+    -3,
+    0,
+    2**31 - 1,
+    2**31,
+    999_999,
+    1_000_000,
+    2**53 + 1,
+    2**63 - 1,
+    2**63,
+    -(2**63),
+)
+_PAST_INT64 = (
+    "18446744073709551616",
+    "9223372036854775808",
+    "-9223372036854775809",
+    "1" + "0" * 40,
+    "1e400",
+    "-1e400",
+    "1e19",
+    "123456789012345678901234567890.0",
+)
 _NAN = ("NaN", "Infinity", "-Infinity", "nan", "inf", "+1", "0x10", "01", "1.", ".5", "1e")
-_ENUMS = ("leaderandisr", "LeaderAndIsr ", "", "Unknown", "FetchResponse", "LEADER_AND_ISR",
-          "IsrChanges", "\u2028", "LeaderAnd\u0130sr")  # fmt: skip
-_BAD_UTF8 = (b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\xf8\x88\x80\x80\x80", b"\xc0\xaf",
-             b"\xe2\x82", b"\x80")  # fmt: skip
+_ENUMS = (
+    "leaderandisr",
+    "LeaderAndIsr ",
+    "",
+    "Unknown",
+    "FetchResponse",
+    "LEADER_AND_ISR",
+    "IsrChanges",
+    "\u2028",
+    "LeaderAnd\u0130sr",
+)
+_BAD_UTF8 = (
+    b"\xff",
+    b"\xc3\x28",
+    b"\xed\xa0\x80",
+    b"\xf8\x88\x80\x80\x80",
+    b"\xc0\xaf",
+    b"\xe2\x82",
+    b"\x80",
+)
 _NOT_OBJECTS = (b"[]", b'"text"', b"42", b"true", b"null", b"[{}]", b'[{"type":"BrokerConfig"}]')
 _EMPTY = (b"", b" ", b"\n", b"{}", b"\x00", b"{ }")
 
 
-def _record(kind: str, seed: InputRecord, value: object, *, raw: bytes | None = None,
-            source: Source | None = None, key: bytes | str | None = "keep") -> Fuzzed:  # fmt: skip
+def _record(
+    kind: str,
+    seed: InputRecord,
+    value: object,
+    *,
+    raw: bytes | None = None,
+    source: Source | None = None,
+    key: bytes | str | None = "keep",
+) -> Fuzzed:
     key_bytes = seed.key.encode() if key == "keep" else key
     assert not isinstance(key_bytes, str)
     body = raw if raw is not None else encode(value)
@@ -366,14 +423,26 @@ def truncated(rng: random.Random, seed: InputRecord) -> Fuzzed:
 
 
 MUTATIONS: dict[str, Mutation] = {
-    "field_type": field_type, "drop_field": drop_field, "duplicate_field": duplicate_field,
-    "out_of_range": out_of_range, "past_int64": past_int64, "nan_infinity": nan_infinity,
-    "extreme_ts": extreme_ts, "wrong_enum": wrong_enum, "huge_array": huge_array,
-    "swapped_topic": swapped_topic, "invalid_utf8": invalid_utf8,
-    "lone_surrogate": lone_surrogate, "10mb_value": ten_mb, "deep_nesting": deep_nesting,
-    "empty_value": empty_value, "null_value": null_value, "null_key": null_key,
-    "not_an_object": not_an_object, "truncated": truncated,
-}  # fmt: skip
+    "field_type": field_type,
+    "drop_field": drop_field,
+    "duplicate_field": duplicate_field,
+    "out_of_range": out_of_range,
+    "past_int64": past_int64,
+    "nan_infinity": nan_infinity,
+    "extreme_ts": extreme_ts,
+    "wrong_enum": wrong_enum,
+    "huge_array": huge_array,
+    "swapped_topic": swapped_topic,
+    "invalid_utf8": invalid_utf8,
+    "lone_surrogate": lone_surrogate,
+    "10mb_value": ten_mb,
+    "deep_nesting": deep_nesting,
+    "empty_value": empty_value,
+    "null_value": null_value,
+    "null_key": null_key,
+    "not_an_object": not_an_object,
+    "truncated": truncated,
+}
 EXPENSIVE = {"10mb_value": 10, "huge_array": 200, "deep_nesting": 400}
 """Most records of these kinds in a campaign of 10,000 (each is 0.2 to 10 MB on the wire);
 in proportion for another size, at least one of each."""
@@ -385,8 +454,10 @@ def fuzz(seed_records: Sequence[InputRecord], count: int, seed: int = 1) -> list
     # half from each input topic: a simulated cluster writes ~100 fetches per controller event
     pools = [[r for r in seed_records if r.source is source] for source in Source]
     pools = [pool for pool in pools if pool]
-    quota = {kind: max(1, EXPENSIVE[kind] * count // 10_000) if kind in EXPENSIVE else count
-             for kind in MUTATIONS}  # fmt: skip
+    quota = {
+        kind: max(1, EXPENSIVE[kind] * count // 10_000) if kind in EXPENSIVE else count
+        for kind in MUTATIONS
+    }
     out: list[Fuzzed] = []
     kinds = list(MUTATIONS)
     while len(out) < count:

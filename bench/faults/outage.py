@@ -62,10 +62,25 @@ def probe(check: str, url: str) -> tuple[bool, str]:
     """``isrwatch probe`` as the kubelet runs it: (passed, its line)."""
     age = LIVE_MAX_AGE_S if check == "live" else READY_MAX_AGE_S
     done = subprocess.run(
-        [sys.executable, "-m", "streaming.tools.probe", "--check", check, "--url", url,
-         "--max-batch-age", str(age), "--timeout", "4"],
-        capture_output=True, text=True, cwd=ROOT, timeout=30, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "streaming.tools.probe",
+            "--check",
+            check,
+            "--url",
+            url,
+            "--max-batch-age",
+            str(age),
+            "--timeout",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=30,
+        check=False,
+    )
     return done.returncode == 0, done.stdout.strip()
 
 
@@ -81,10 +96,12 @@ class OutageLog:
     def line(self) -> str:
         detected = "never" if self.detected_after_s is None else f"{self.detected_after_s:.1f} s"
         back = "never" if self.recovered_after_s is None else f"{self.recovered_after_s:.1f} s"
-        return (f"outage {self.seconds:.0f} s: source_up 0 after {detected}, 1 again {back} "
-                f"after the broker returned; live probe passed {sum(ok for ok, _ in self.live)}/"
-                f"{len(self.live)}, ready probe failed {sum(not ok for ok, _ in self.ready)}/"
-                f"{len(self.ready)}; exporter silent {self.exporter_silent} scrapes")  # fmt: skip
+        return (
+            f"outage {self.seconds:.0f} s: source_up 0 after {detected}, 1 again {back} "
+            f"after the broker returned; live probe passed {sum(ok for ok, _ in self.live)}/"
+            f"{len(self.live)}, ready probe failed {sum(not ok for ok, _ in self.ready)}/"
+            f"{len(self.ready)}; exporter silent {self.exporter_silent} scrapes"
+        )
 
 
 def wait_ready(job: JobProcess, url: str) -> None:
@@ -152,8 +169,12 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         assert proxy is not None
         topics = Topics.fresh()
         create_topics(broker, topics, fetch_partitions=3)
-        settings = JobSettings(proxy.address, topics, workdir / "checkpoint",
-                               extra={"streaming.shuffle_partitions": "2"})  # fmt: skip
+        settings = JobSettings(
+            proxy.address,
+            topics,
+            workdir / "checkpoint",
+            extra={"streaming.shuffle_partitions": "2"},
+        )
         records = planned_load("slow-follower", SIMULATED_S[mode], seed, 150)
         result.notes.append(f"load: {describe(records)}")
         producer = LoadProducer(proxy.address, topics)
@@ -195,30 +216,49 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         applied = final_pass(settings)
         for log in logs:
             detail = log.line()
-            comparison.check("source reported down during the outage",
-                             log.detected_after_s is not None, detail)  # fmt: skip
-            comparison.check("liveness probe passes during the outage",
-                             bool(log.live) and all(ok for ok, _ in log.live),
-                             " | ".join(line for _, line in log.live))  # fmt: skip
-            comparison.check("readiness probe fails during the outage, naming the source",
-                             bool(log.ready) and all(not ok and "source is down" in line
-                                                     for ok, line in log.ready),
-                             " | ".join(line for _, line in log.ready))  # fmt: skip
-            comparison.check("source up again after the outage",
-                             log.recovered_after_s is not None, detail)  # fmt: skip
-        comparison.check("the job ran through every outage and caught up",
-                         alive and catch_up_s is not None,
-                         f"caught up {catch_up_s if catch_up_s is None else round(catch_up_s, 1)}"
-                         " s after the load was written")  # fmt: skip
-        comparison.check("readiness probe passes after the catch-up", ready_after[0],
-                         ready_after[1])  # fmt: skip
+            comparison.check(
+                "source reported down during the outage", log.detected_after_s is not None, detail
+            )
+            comparison.check(
+                "liveness probe passes during the outage",
+                bool(log.live) and all(ok for ok, _ in log.live),
+                " | ".join(line for _, line in log.live),
+            )
+            comparison.check(
+                "readiness probe fails during the outage, naming the source",
+                bool(log.ready)
+                and all(not ok and "source is down" in line for ok, line in log.ready),
+                " | ".join(line for _, line in log.ready),
+            )
+            comparison.check(
+                "source up again after the outage", log.recovered_after_s is not None, detail
+            )
+        comparison.check(
+            "the job ran through every outage and caught up",
+            alive and catch_up_s is not None,
+            f"caught up {catch_up_s if catch_up_s is None else round(catch_up_s, 1)}"
+            " s after the load was written",
+        )
+        comparison.check(
+            "readiness probe passes after the catch-up", ready_after[0], ready_after[1]
+        )
         metrics_check = Comparison()
         compare_applied(metrics_check, expected, on_metrics)
-        comparison.check("/metrics applied totals after the catch-up equal replay's",
-                         metrics_check.passed, metrics_check.checks[0][2])  # fmt: skip
+        comparison.check(
+            "/metrics applied totals after the catch-up equal replay's",
+            metrics_check.passed,
+            metrics_check.checks[0][2],
+        )
         expected = expected_from(producer.delivered())
-        compare_outputs(comparison, expected, dict(applied), broker.bootstrap_servers,
-                        topics.partition_health, topics.dead_letters, health_before)  # fmt: skip
+        compare_outputs(
+            comparison,
+            expected,
+            dict(applied),
+            broker.bootstrap_servers,
+            topics.partition_health,
+            topics.dead_letters,
+            health_before,
+        )
         result.comparison = comparison
         result.outage_seconds_survived = sum(log.seconds for log in logs) if alive else 0.0
         # the job's supervisor restarts a failed query (a batch that could not read or
@@ -226,8 +266,9 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
         log_text = (workdir / "job.log").read_text(errors="replace")
         result.restarts_survived = log_text.count("restarting from its checkpoint")
         result.notes += [log.line() for log in logs]
-        result.notes.append(f"proxy: {proxy.connections_accepted} connections, "
-                            f"{proxy.responses_cut} responses cut")  # fmt: skip
+        result.notes.append(
+            f"proxy: {proxy.connections_accepted} connections, {proxy.responses_cut} responses cut"
+        )
         result.take_counts()
     return result
 

@@ -61,8 +61,9 @@ class FaultProxy:
         self.port = port
         self._mode = ProxyMode.PASS
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
-                                        name="fault-proxy")  # fmt: skip
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, daemon=True, name="fault-proxy"
+        )
         self._server: asyncio.Server | None = None
         self._connections: set[tuple[asyncio.StreamWriter, asyncio.StreamWriter | None]] = set()
         self._mode_changed: asyncio.Event | None = None
@@ -109,8 +110,9 @@ class FaultProxy:
 
     async def _listen(self) -> None:
         self._mode_changed = asyncio.Event()
-        self._server = await asyncio.start_server(self._accept, self.host, self.port,
-                                                  reuse_address=True)  # fmt: skip
+        self._server = await asyncio.start_server(
+            self._accept, self.host, self.port, reuse_address=True
+        )
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _switch(self, mode: ProxyMode) -> None:
@@ -165,8 +167,9 @@ class FaultProxy:
             _reset(writer)
             _reset(up_writer)
 
-    async def _copy(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                    *, response: bool) -> None:  # fmt: skip
+    async def _copy(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, response: bool
+    ) -> None:
         while True:
             data = await reader.read(_READ_SIZE)
             if not data:

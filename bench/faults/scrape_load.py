@@ -21,9 +21,10 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
     result.series = figures.series
     result.notes += figures.lines()
     result.comparison.check(
-        "scrapes answered", figures.scrapes > 0 and figures.errors < figures.scrapes,
+        "scrapes answered",
+        figures.scrapes > 0 and figures.errors < figures.scrapes,
         f"{figures.scrapes - figures.errors} of {figures.scrapes} within the timeout",
-    )  # fmt: skip
+    )
     return result
 
 

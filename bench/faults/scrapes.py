@@ -83,9 +83,21 @@ def elected(parts: Sequence[Partition], shard: Shard) -> ShardSnapshot:
     events = []
     for i, (topic, number, leader, _) in enumerate(parts):
         replicas = (leader, (leader + 1) % BROKERS, (leader + 2) % BROKERS)
-        events.append((i, LeaderAndIsr(
-            ts=T0, topic=topic, partition=number, leader=leader, leader_epoch=0, isr=replicas,
-            replicas=replicas, partition_epoch=0)))  # fmt: skip
+        events.append(
+            (
+                i,
+                LeaderAndIsr(
+                    ts=T0,
+                    topic=topic,
+                    partition=number,
+                    leader=leader,
+                    leader_epoch=0,
+                    isr=replicas,
+                    replicas=replicas,
+                    partition_epoch=0,
+                ),
+            )
+        )
     model.apply(events)
     return ShardSnapshot(model)
 
@@ -114,22 +126,38 @@ def warm_rows(parts: Sequence[Partition], lagging: np.ndarray) -> pd.DataFrame:
     return _rows(parts, index, np.repeat([1, 2], n), ts, offsets, 1_000, offsets)
 
 
-def _rows(parts: Sequence[Partition], index: np.ndarray, step: np.ndarray, ts: np.ndarray,
-          offsets: np.ndarray, leo: int, high_watermark: np.ndarray) -> pd.DataFrame:  # fmt: skip
+def _rows(
+    parts: Sequence[Partition],
+    index: np.ndarray,
+    step: np.ndarray,
+    ts: np.ndarray,
+    offsets: np.ndarray,
+    leo: int,
+    high_watermark: np.ndarray,
+) -> pd.DataFrame:
     count = len(index)
     leaders = np.asarray([p[2] for p in parts], dtype=np.int64)[index]
     columns: dict[str, Any] = {
-        "shard": np.zeros(count, np.int32), "kind": [FETCH] * count, "ts": ts,
-        "src_topic": ["fetch-responses"] * count, "src_partition": np.zeros(count, np.int32),
-        "src_offset": np.arange(count), "topic": [parts[i][0] for i in index.tolist()],
+        "shard": np.zeros(count, np.int32),
+        "kind": [FETCH] * count,
+        "ts": ts,
+        "src_topic": ["fetch-responses"] * count,
+        "src_partition": np.zeros(count, np.int32),
+        "src_offset": np.arange(count),
+        "topic": [parts[i][0] for i in index.tolist()],
         "partition": np.asarray([parts[i][1] for i in index.tolist()], dtype=np.int64),
-        "leader": leaders, "follower": (leaders + step) % BROKERS,
-        "leader_epoch": np.zeros(count, np.int64), "fetch_offset": offsets,
-        "leader_leo": np.full(count, leo), "high_watermark": high_watermark,
+        "leader": leaders,
+        "follower": (leaders + step) % BROKERS,
+        "leader_epoch": np.zeros(count, np.int64),
+        "fetch_offset": offsets,
+        "leader_leo": np.full(count, leo),
+        "high_watermark": high_watermark,
         "error": ["NONE"] * count,
-    }  # fmt: skip
-    arrays = [pa.array(columns[f.name], f.type) if f.name in columns
-              else pa.nulls(count, f.type) for f in ROUTED_ARROW_SCHEMA]  # fmt: skip
+    }
+    arrays = [
+        pa.array(columns[f.name], f.type) if f.name in columns else pa.nulls(count, f.type)
+        for f in ROUTED_ARROW_SCHEMA
+    ]
     batch = pa.RecordBatch.from_arrays(arrays, schema=ROUTED_ARROW_SCHEMA)
     frame: pd.DataFrame = batch.to_pandas(types_mapper=_pandas_type)
     return frame
@@ -153,8 +181,9 @@ def batch_outputs(partitions: int, shards: int, share: float) -> list[pd.DataFra
         snapshot = elected(parts, shard)
         process(snapshot, warm_rows(parts, lagging), -1, settings)
         for k, ts in enumerate(update_times()):
-            outputs[k].append(process(snapshot, fetch_rows(parts, lagging, ts, 2_000 + k), ts,
-                                      settings))  # fmt: skip
+            outputs[k].append(
+                process(snapshot, fetch_rows(parts, lagging, ts, 2_000 + k), ts, settings)
+            )
         pickle.dumps(snapshot)  # the state Spark keeps (its cost is the job's, not measured)
     return [pd.concat(frames, ignore_index=True) for frames in outputs]
 
@@ -163,10 +192,9 @@ def batch_outputs(partitions: int, shards: int, share: float) -> list[pd.DataFra
 
 
 PROMETHEUS_HEADERS = {
-    "Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,"
-              "*/*;q=0.1",
+    "Accept": "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1",
     "Accept-Encoding": "gzip",
-}  # fmt: skip
+}
 """What a Prometheus server asks for (OpenMetrics, gzip)."""
 
 
@@ -179,8 +207,9 @@ def scrape_once(url: str, timeout_s: float, headers: dict[str, str]) -> tuple[in
     return len(body), (gzip.decompress(body) if packed else body).decode()
 
 
-def scraper(url: str, rate: int, seconds: float, timeout_s: float,
-            headers: dict[str, str]) -> list[dict[str, Any]]:  # fmt: skip
+def scraper(
+    url: str, rate: int, seconds: float, timeout_s: float, headers: dict[str, str]
+) -> list[dict[str, Any]]:
     """``rate`` scrapes started together each second; each one's start, time, bytes."""
     results: list[dict[str, Any]] = []
     lock = threading.Lock()
@@ -190,8 +219,7 @@ def scraper(url: str, rate: int, seconds: float, timeout_s: float,
         entry: dict[str, Any] = {"late_start_s": began - started}
         try:
             size, text = scrape_once(url, timeout_s, headers)
-            entry.update(seconds=time.monotonic() - began, bytes=size,
-                         series=series_count(text))  # fmt: skip
+            entry.update(seconds=time.monotonic() - began, bytes=size, series=series_count(text))
         except OSError as error:
             entry.update(seconds=time.monotonic() - began, error=str(error))
         with lock:
@@ -276,15 +304,24 @@ def percentile(values: Sequence[float], share: float) -> float:
 
 
 def run_scrapes(
-    partitions: int, *, unhealthy: float = 0.05, seconds: float = 60, rate: int = 20,
-    trigger_s: float = 5.0, shards: int = 16, timeout_s: float = 10.0, log: bool = True,
+    partitions: int,
+    *,
+    unhealthy: float = 0.05,
+    seconds: float = 60,
+    rate: int = 20,
+    trigger_s: float = 5.0,
+    shards: int = 16,
+    timeout_s: float = 10.0,
+    log: bool = True,
     prometheus: bool = True,
-) -> ScrapeFigures:  # fmt: skip
+) -> ScrapeFigures:
     say = print if log else (lambda *_: None)
     started = time.monotonic()
     outputs = batch_outputs(partitions, shards, unhealthy)
-    say(f"scrapes: {partitions:,} partitions, {unhealthy:.0%} unhealthy, {shards} shards; "
-        f"{UPDATES} batches computed in {time.monotonic() - started:.0f} s")  # fmt: skip
+    say(
+        f"scrapes: {partitions:,} partitions, {unhealthy:.0%} unhealthy, {shards} shards; "
+        f"{UPDATES} batches computed in {time.monotonic() - started:.0f} s"
+    )
     exporter = HealthExporter()
     sink = BatchSink(None, "partition-health", "dead-letters", exporter)
     sink.write(0, outputs[0], time.monotonic())
@@ -320,11 +357,24 @@ def run_scrapes(
     updater.start()
     try:
         client = subprocess.run(
-            [sys.executable, "-m", "bench.faults.scrapes", "--client", url, "--rate", str(rate),
-             "--seconds", str(seconds), "--timeout-s", str(timeout_s),
-             *([] if prometheus else ["--plain"])],
-            capture_output=True, check=True, env={**os.environ},
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "bench.faults.scrapes",
+                "--client",
+                url,
+                "--rate",
+                str(rate),
+                "--seconds",
+                str(seconds),
+                "--timeout-s",
+                str(timeout_s),
+                *([] if prometheus else ["--plain"]),
+            ],
+            capture_output=True,
+            check=True,
+            env={**os.environ},
+        )
     finally:
         stop.set()
         updater.join()
@@ -336,14 +386,24 @@ def run_scrapes(
     done = [r for r in results if "error" not in r]
     times = [r["seconds"] for r in done]
     return ScrapeFigures(
-        scrapes=len(results), errors=len(results) - len(done),
-        p50_s=percentile(times, 0.50), p99_s=percentile(times, 0.99),
+        scrapes=len(results),
+        errors=len(results) - len(done),
+        p50_s=percentile(times, 0.50),
+        p99_s=percentile(times, 0.99),
         max_s=max(times, default=float("nan")),
-        bytes=len(alone), series=series_count(alone.decode()),
-        render_alone_s=render_alone, first_scrape_s=timings[0], second_scrape_s=timings[1],
-        wire_bytes=wire_bytes, update_s=update_s, cpu_s=cpu, update_cpu_s=sum(update_cpu),
-        renderings=renderings, families=by_family, values=values,
-    )  # fmt: skip
+        bytes=len(alone),
+        series=series_count(alone.decode()),
+        render_alone_s=render_alone,
+        first_scrape_s=timings[0],
+        second_scrape_s=timings[1],
+        wire_bytes=wire_bytes,
+        update_s=update_s,
+        cpu_s=cpu,
+        update_cpu_s=sum(update_cpu),
+        renderings=renderings,
+        families=by_family,
+        values=values,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -366,10 +426,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(scraper(args.client, args.rate, args.seconds, args.timeout_s, headers)))
         return 0
     figures = run_scrapes(
-        args.partitions, unhealthy=args.unhealthy, seconds=args.seconds, rate=args.rate,
-        trigger_s=args.trigger_s, shards=args.shards, timeout_s=args.timeout_s,
+        args.partitions,
+        unhealthy=args.unhealthy,
+        seconds=args.seconds,
+        rate=args.rate,
+        trigger_s=args.trigger_s,
+        shards=args.shards,
+        timeout_s=args.timeout_s,
         prometheus=not args.plain,
-    )  # fmt: skip
+    )
     print(f"load average {os.getloadavg()[0]:.1f}")
     print("\n".join(figures.lines()))
     if args.json is not None:

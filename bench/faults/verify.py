@@ -42,19 +42,29 @@ class Expected:
 def expected_from(produced: Sequence[Produced]) -> Expected:
     valid = [p for p in produced if p.planned.line is not None]
     result = replay((p.planned.line or "" for p in valid), RuleSettings(), None)
-    letters = {p.coordinates: p.planned.expected_reason or ""
-               for p in produced if p.planned.line is None}  # fmt: skip
+    letters = {
+        p.coordinates: p.planned.expected_reason or "" for p in produced if p.planned.line is None
+    }
     for line, letter in result.dead_letters:
         letters[valid[line - 1].coordinates] = letter.reason.value
     health = {f"{r['topic']}:{r['partition']}": dict(r) for r in result.records}
     return Expected(Counter(result.report.applied), health, letters, len(produced))
 
 
-def read_topic(bootstrap_servers: str, topic: str, quiet_s: float = 3.0,
-               ) -> list[tuple[str, bytes | None]]:  # fmt: skip
+def read_topic(
+    bootstrap_servers: str,
+    topic: str,
+    quiet_s: float = 3.0,
+) -> list[tuple[str, bytes | None]]:
     """Every record of ``topic`` from the beginning as (key, value), until quiet."""
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "fault-campaign",
-                         "enable.auto.commit": False, "log_level": 0})  # fmt: skip
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "fault-campaign",
+            "enable.auto.commit": False,
+            "log_level": 0,
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=10)
         partitions = sorted(metadata.topics[topic].partitions)
@@ -100,8 +110,9 @@ def compare_outputs(
     """The checks every fault ends with: the applied totals, the health topic and the
     dead-letter topic against what replay expects (``rewrites_before``: compare_health)."""
     compare_applied(comparison, expected, applied)
-    compare_health(comparison, expected, read_topic(bootstrap_servers, health_topic),
-                   rewrites_before)  # fmt: skip
+    compare_health(
+        comparison, expected, read_topic(bootstrap_servers, health_topic), rewrites_before
+    )
     compare_dead_letters(comparison, expected, read_topic(bootstrap_servers, dead_letter_topic))
 
 
@@ -112,10 +123,11 @@ def compare_applied(comparison: Comparison, expected: Expected, applied: dict[st
     comparison.events_doubled += doubled
     total = sum(expected.applied.values())
     comparison.check(
-        "applied totals equal replay's", lost == doubled == 0,
+        "applied totals equal replay's",
+        lost == doubled == 0,
         f"{sum(applied.values())} applied by the job, {total} by replay "
         f"({expected.produced} records produced); lost {lost}, doubled {doubled}",
-    )  # fmt: skip
+    )
 
 
 def compare_health(
@@ -136,8 +148,9 @@ def compare_health(
         latest[key] = json.loads(raw) if raw is not None else None
     missing = sorted(expected.health.keys() - latest.keys())
     extra = sorted(k for k in latest.keys() - expected.health.keys() if latest[k] is not None)
-    differ = sorted(k for k in expected.health.keys() & latest.keys()
-                    if latest[k] != expected.health[k])  # fmt: skip
+    differ = sorted(
+        k for k in expected.health.keys() & latest.keys() if latest[k] != expected.health[k]
+    )
     comparison.health_rewrites += rewrites
     comparison.check(
         "partition-health (latest per key) equals replay",
@@ -145,11 +158,12 @@ def compare_health(
         f"{len(expected.health)} partitions; missing {len(missing)}, extra {len(extra)}, "
         f"different {len(differ)} {differ[:3]}; {len(written)} records written, "
         f"{rewrites} re-writes of the previous record of their key",
-    )  # fmt: skip
+    )
 
 
-def compare_dead_letters(comparison: Comparison, expected: Expected,
-                         written: list[tuple[str, bytes | None]]) -> None:  # fmt: skip
+def compare_dead_letters(
+    comparison: Comparison, expected: Expected, written: list[tuple[str, bytes | None]]
+) -> None:
     copies: Counter[str] = Counter()
     reasons: dict[str, set[str]] = {}
     for key, raw in written:
@@ -158,8 +172,11 @@ def compare_dead_letters(comparison: Comparison, expected: Expected,
         reasons.setdefault(key, set()).add(str(letter.get("reason")))
     missing = sorted(expected.dead_letters.keys() - copies.keys())
     extra = sorted(copies.keys() - expected.dead_letters.keys())
-    wrong = sorted(k for k in expected.dead_letters.keys() & copies.keys()
-                   if reasons[k] != {expected.dead_letters[k]})  # fmt: skip
+    wrong = sorted(
+        k
+        for k in expected.dead_letters.keys() & copies.keys()
+        if reasons[k] != {expected.dead_letters[k]}
+    )
     duplicates = sum(copies.values()) - len(copies)
     comparison.dead_letter_duplicates += duplicates
     comparison.events_lost += len(missing)
@@ -169,4 +186,4 @@ def compare_dead_letters(comparison: Comparison, expected: Expected,
         f"{len(expected.dead_letters)} expected; missing {len(missing)} {missing[:3]}, "
         f"unexpected {len(extra)} {extra[:3]}, wrong reason {len(wrong)} {wrong[:3]}; "
         f"{sum(copies.values())} written, {duplicates} duplicate copies",
-    )  # fmt: skip
+    )

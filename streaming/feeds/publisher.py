@@ -38,8 +38,9 @@ class KafkaPublisher:
         if producer is None:
             from kafka import KafkaProducer
 
-            producer = KafkaProducer(acks="all", linger_ms=20,
-                                     **config.kafka.kafka_python_options())  # fmt: skip
+            producer = KafkaProducer(
+                acks="all", linger_ms=20, **config.kafka.kafka_python_options()
+            )
         self._producer = producer
         self._topics = {
             Source.CONTROLLER_EVENTS: config.topics.controller_events,

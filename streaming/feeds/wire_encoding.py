@@ -101,10 +101,20 @@ def input_record(event: Event, key: str | None = None) -> InputRecord:
 
 
 def fetch_response(
-    *, ts: int, topic: str, partition: int, leader: int, follower: int, leader_epoch: int,
-    fetch_offset: int, leader_leo: int, high_watermark: int,
-    log_start_offset: int | None = None, error: str = FETCH_ERROR_NONE, bytes: int | None = None,
-) -> FetchResponse:  # fmt: skip
+    *,
+    ts: int,
+    topic: str,
+    partition: int,
+    leader: int,
+    follower: int,
+    leader_epoch: int,
+    fetch_offset: int,
+    leader_leo: int,
+    high_watermark: int,
+    log_start_offset: int | None = None,
+    error: str = FETCH_ERROR_NONE,
+    bytes: int | None = None,
+) -> FetchResponse:
     """``FetchResponse(...)`` at less than half the cost, for the producers that make
     hundreds of thousands (the simulator): the frozen dataclass's ``__init__`` sets each
     field through ``object.__setattr__``; this sets the slots directly. The class has no
@@ -126,9 +136,20 @@ def fetch_response(
 
 
 _new = object.__new__
-(_set_ts, _set_topic, _set_partition, _set_leader, _set_follower, _set_leader_epoch,
- _set_fetch_offset, _set_leader_leo, _set_high_watermark, _set_log_start_offset, _set_error,
- _set_bytes) = (vars(FetchResponse)[f.name].__set__ for f in fields(FetchResponse))  # fmt: skip
+(
+    _set_ts,
+    _set_topic,
+    _set_partition,
+    _set_leader,
+    _set_follower,
+    _set_leader_epoch,
+    _set_fetch_offset,
+    _set_leader_leo,
+    _set_high_watermark,
+    _set_log_start_offset,
+    _set_error,
+    _set_bytes,
+) = (vars(FetchResponse)[f.name].__set__ for f in fields(FetchResponse))
 
 
 # ---------------------------------------------------------------------- encoders
@@ -147,10 +168,17 @@ def _encode(obj: Any) -> dict[str, Any]:
 def _fetch_response(e: FetchResponse) -> dict[str, Any]:
     """Written out by hand: a simulated or polled cluster sends hundreds of thousands.
     (The round-trip property test fails if it forgets a field.)"""
-    value = {"ts": e.ts, "topic": e.topic, "partition": e.partition, "leader": e.leader,
-             "follower": e.follower, "leader_epoch": e.leader_epoch,
-             "fetch_offset": e.fetch_offset, "leader_leo": e.leader_leo,
-             "high_watermark": e.high_watermark}  # fmt: skip
+    value = {
+        "ts": e.ts,
+        "topic": e.topic,
+        "partition": e.partition,
+        "leader": e.leader,
+        "follower": e.follower,
+        "leader_epoch": e.leader_epoch,
+        "fetch_offset": e.fetch_offset,
+        "leader_leo": e.leader_leo,
+        "high_watermark": e.high_watermark,
+    }
     if e.log_start_offset is not None:
         value["log_start_offset"] = e.log_start_offset
     if e.error != FETCH_ERROR_NONE:
@@ -162,9 +190,15 @@ def _fetch_response(e: FetchResponse) -> dict[str, Any]:
 
 def _metadata_partition_state(s: MetadataPartitionState) -> dict[str, Any]:
     """By hand too: a failover's UpdateMetadata carries every partition to every broker."""
-    return {"topic": s.topic, "partition": s.partition, "leader": s.leader,
-            "leader_epoch": s.leader_epoch, "isr": list(s.isr), "replicas": list(s.replicas),
-            "offline_replicas": list(s.offline_replicas)}  # fmt: skip
+    return {
+        "topic": s.topic,
+        "partition": s.partition,
+        "leader": s.leader,
+        "leader_epoch": s.leader_epoch,
+        "isr": list(s.isr),
+        "replicas": list(s.replicas),
+        "offline_replicas": list(s.offline_replicas),
+    }
 
 
 def _partition_states(partitions: tuple[MetadataPartitionState, ...]) -> list[Any]:

@@ -128,12 +128,21 @@ def classify(code: int, text: str) -> ConnectionProblem | None:
 # What a failed query says (its exception's text) when the cause was connecting: Spark's
 # JVM connector (the Java client's exceptions) and the sinks' producer (librdkafka).
 _FAILURE_WORDS = (
-    (ConnectionFailure.AUTHENTICATION,
-     ("SaslAuthenticationException", "SASL authentication error", "_AUTHENTICATION")),
-    (ConnectionFailure.TLS,
-     ("SslAuthenticationException", "SSLHandshakeException", "PKIX path building failed",
-      "SSL handshake failed", "code=_SSL")),
-)  # fmt: skip
+    (
+        ConnectionFailure.AUTHENTICATION,
+        ("SaslAuthenticationException", "SASL authentication error", "_AUTHENTICATION"),
+    ),
+    (
+        ConnectionFailure.TLS,
+        (
+            "SslAuthenticationException",
+            "SSLHandshakeException",
+            "PKIX path building failed",
+            "SSL handshake failed",
+            "code=_SSL",
+        ),
+    ),
+)
 _DETAIL_CHARS = 500
 
 

@@ -18,8 +18,10 @@ def raw_text(row: pd.Series) -> str:
     events, invalid records); a fetch travels as columns, rendered back as JSON."""
     if row["kind"] != FETCH:
         return str(row["value"])
-    fields = {name: (int(row[name]) if name not in ("topic", "error") else row[name])
-              for name in WIRE_COLUMNS}  # fmt: skip
+    fields = {
+        name: (int(row[name]) if name not in ("topic", "error") else row[name])
+        for name in WIRE_COLUMNS
+    }
     return json.dumps(fields, separators=(",", ":"))
 
 
@@ -36,15 +38,23 @@ def dead_letter_row(row: pd.Series, reason: DeadLetterReason, detail: str) -> di
     raw = raw_text(row)
     letter: dict[str, object] = {
         "source": row["source"] if row["kind"] != FETCH else Source.FETCH_RESPONSES.value,
-        "reason": reason.value, "detail": detail, "raw": raw[:MAX_DEAD_LETTER_RAW],
-        "topic": topic, "partition": partition, "offset": offset,
-    }  # fmt: skip
+        "reason": reason.value,
+        "detail": detail,
+        "raw": raw[:MAX_DEAD_LETTER_RAW],
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+    }
     if len(raw) > MAX_DEAD_LETTER_RAW:
         letter["raw_length"] = len(raw)  # the record's length; ``raw`` is its beginning
     return {
-        "kind": DEAD, "key": f"{topic}:{partition}:{offset}", "value": json.dumps(letter),
-        "src_topic": topic, "src_partition": partition, "src_offset": offset,
-    }  # fmt: skip
+        "kind": DEAD,
+        "key": f"{topic}:{partition}:{offset}",
+        "value": json.dumps(letter),
+        "src_topic": topic,
+        "src_partition": partition,
+        "src_offset": offset,
+    }
 
 
 def dead_letter_rows(rows: pd.DataFrame) -> list[dict[str, object]]:

@@ -12,8 +12,12 @@ from state.shrink_rule import SHRINK_DEADLINE_FORMULA
 from streaming.job.shard_stats import ShardStats
 
 PARTITION_FLAGS = (
-    "under_replicated", "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated",
-)  # fmt: skip
+    "under_replicated",
+    "under_min_isr",
+    "at_min_isr",
+    "offline",
+    "predicted_under_replicated",
+)
 
 
 def topic_families(shards: list[ShardStats]) -> Iterator[Metric]:
@@ -37,9 +41,10 @@ def topic_families(shards: list[ShardStats]) -> Iterator[Metric]:
     yield partitions
     for flag in PARTITION_FLAGS:
         family = GaugeMetricFamily(
-            f"isrwatch_{flag}_partitions", f"Partitions {flag.replace('_', ' ')}",
+            f"isrwatch_{flag}_partitions",
+            f"Partitions {flag.replace('_', ' ')}",
             labels=["topic"],
-        )  # fmt: skip
+        )
         for topic, counter in sorted(totals.items()):
             family.add_metric([topic], counter[flag])
         yield family
@@ -70,9 +75,10 @@ def broker_families(shards: list[ShardStats]) -> Iterator[Metric]:
             for condition, count in gauges.leads.items():
                 leads[(broker, condition)] += count
     by_broker = GaugeMetricFamily(
-        "isrwatch_broker_followers", "Follower replicas hosted by a broker, by status",
+        "isrwatch_broker_followers",
+        "Follower replicas hosted by a broker, by status",
         labels=["broker", "status"],
-    )  # fmt: skip
+    )
     for (broker, status), count in sorted(followers.items()):
         by_broker.add_metric([broker, status], count)
     yield by_broker
@@ -96,13 +102,15 @@ def unhealthy_families(shards: list[ShardStats]) -> Iterator[Metric]:
         labels=[*partition_labels, "condition"],
     )
     high_watermark = GaugeMetricFamily(
-        "isrwatch_partition_high_watermark", "High watermark of an unhealthy partition",
+        "isrwatch_partition_high_watermark",
+        "High watermark of an unhealthy partition",
         labels=partition_labels,
-    )  # fmt: skip
+    )
     leader_leo = GaugeMetricFamily(
-        "isrwatch_partition_leader_leo", "Leader's log end offset, unhealthy partitions",
+        "isrwatch_partition_leader_leo",
+        "Leader's log end offset, unhealthy partitions",
         labels=partition_labels,
-    )  # fmt: skip
+    )
     lag_time_max = GaugeMetricFamily(
         "isrwatch_partition_replica_lag_time_max_seconds",
         "replica.lag.time.max.ms (T) of the leader of an unhealthy partition: an ISR "
@@ -134,9 +142,10 @@ def unhealthy_families(shards: list[ShardStats]) -> Iterator[Metric]:
         labels=["topic", "partition", "broker", "status", "leader"],
     )
     follower_messages = GaugeMetricFamily(
-        "isrwatch_follower_lag_messages", "Messages behind the leader, followers not IN_SYNC",
+        "isrwatch_follower_lag_messages",
+        "Messages behind the leader, followers not IN_SYNC",
         labels=["topic", "partition", "broker", "status", "leader"],
-    )  # fmt: skip
+    )
     shrink_by = GaugeMetricFamily(
         "isrwatch_follower_shrink_deadline_seconds",
         f"When Kafka will have removed the follower from the ISR ({SHRINK_DEADLINE_FORMULA})",
@@ -165,8 +174,7 @@ def unhealthy_families(shards: list[ShardStats]) -> Iterator[Metric]:
             for f in record["followers"]:
                 if f["status"] == "IN_SYNC":
                     continue
-                labels = [topic, partition, str(f["broker"]), f["status"],
-                          str(record["leader"])]  # fmt: skip
+                labels = [topic, partition, str(f["broker"]), f["status"], str(record["leader"])]
                 follower_status.add_metric(labels, 1)
                 # null: no time to count from (state.lag_time), so no series at all
                 if f["lag_time_ms"] is not None:

@@ -70,13 +70,17 @@ class HealthExporter(Collector):
         self._server: Any = None
         self._batch_time = time.time()
         self.events = PromCounter(
-            "isrwatch_events", "Input events by source and result", ["source", "result"],
+            "isrwatch_events",
+            "Input events by source and result",
+            ["source", "result"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.dead_letters = PromCounter(
-            "isrwatch_dead_letters", "Records not applied, by reason", ["reason"],
+            "isrwatch_dead_letters",
+            "Records not applied, by reason",
+            ["reason"],
             registry=self.registry,
-        )  # fmt: skip
+        )
         # ISR changes by (topic, leader, kind, origin): too many label values to start them
         # all at 0, and rate()/increase() miss the first count of a series that appears
         # with it. So a new series is exported at 0 for one scrape before its count.
@@ -84,19 +88,23 @@ class HealthExporter(Collector):
         self._new_isr_changes: Counter[tuple[str, str, str, str]] = Counter()  # not yet
         self._isr_lock = threading.Lock()  # scrapes run in the HTTP server's threads
         self.bounced = PromCounter(
-            "isrwatch_broker_bounces", "Brokers seen re-registering with a larger epoch",
-            ["broker"], registry=self.registry,
-        )  # fmt: skip
+            "isrwatch_broker_bounces",
+            "Brokers seen re-registering with a larger epoch",
+            ["broker"],
+            registry=self.registry,
+        )
         self.propagation_delay = Histogram(
             "isrwatch_propagation_delay_seconds",
             "Observed time from an ISR change to the last live broker caching it",
             buckets=(0.5, 1, 2.5, 5, 7.5, 10, 15, 30, 45, 60, 62.5, 90, 120, 300),
             registry=self.registry,
-        )  # fmt: skip
+        )
         self.batch_duration = Histogram(
-            "isrwatch_batch_duration_seconds", "Wall time of one micro-batch, sinks included",
-            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120), registry=self.registry,
-        )  # fmt: skip
+            "isrwatch_batch_duration_seconds",
+            "Wall time of one micro-batch, sinks included",
+            buckets=(0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
+            registry=self.registry,
+        )
         # Counters start at 0 for every label value known in advance: Prometheus' rate()
         # and increase() cannot see the first increment of a series that starts at 1.
         for source, results in EVENT_RESULTS.items():
@@ -169,9 +177,11 @@ class HealthExporter(Collector):
     # ---------------------------------------------------------------- updates
 
     def record_batch(
-        self, stats: Iterable[ShardStats],
-        dead_letters: Mapping[tuple[str, str], int], duration_s: float,
-    ) -> None:  # fmt: skip
+        self,
+        stats: Iterable[ShardStats],
+        dead_letters: Mapping[tuple[str, str], int],
+        duration_s: float,
+    ) -> None:
         """One micro-batch: the stats row of every shard, dead letters by (source, reason).
 
         Every input event ends up with one result: ``applied``, ``error_response`` (a
@@ -191,8 +201,12 @@ class HealthExporter(Collector):
                 self.events.labels(source, "applied").inc(count)
             with self._isr_lock:
                 for t in shard.isr_transitions:
-                    key = (t.topic, str(t.leader), t.kind,
-                           "controller" if t.by_controller else "leader")  # fmt: skip
+                    key = (
+                        t.topic,
+                        str(t.leader),
+                        t.kind,
+                        "controller" if t.by_controller else "leader",
+                    )
                     if key in self._isr_changes:
                         self._isr_changes[key] += 1
                     else:

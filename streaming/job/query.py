@@ -168,11 +168,15 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
                 "streaming.checkpoint_location (the job rebuilds its state from the "
                 "controller events it reads)"
             )
-        changed = {k: (kept.get(k), v) for k, v in layout.items()
-                   if k != "routed_layout" and kept.get(k) != v}  # fmt: skip
+        changed = {
+            k: (kept.get(k), v)
+            for k, v in layout.items()
+            if k != "routed_layout" and kept.get(k) != v
+        }
         if changed:
-            details = ", ".join(f"{k}: {old!r} in the checkpoint, {new!r} now"
-                                for k, (old, new) in changed.items())  # fmt: skip
+            details = ", ".join(
+                f"{k}: {old!r} in the checkpoint, {new!r} now" for k, (old, new) in changed.items()
+            )
             raise CheckpointMismatchError(
                 f"{location} was written by a job with another layout ({details}); "
                 "keep the old settings or use a new streaming.checkpoint_location"
@@ -197,9 +201,11 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
         "kafka.security.protocol": kafka.security_protocol.value,
     }
     if kafka.sasl_mechanism is not None and kafka.sasl_username is not None:
-        module = ("org.apache.kafka.common.security.plain.PlainLoginModule"
-                  if kafka.sasl_mechanism.value == "PLAIN"
-                  else "org.apache.kafka.common.security.scram.ScramLoginModule")  # fmt: skip
+        module = (
+            "org.apache.kafka.common.security.plain.PlainLoginModule"
+            if kafka.sasl_mechanism.value == "PLAIN"
+            else "org.apache.kafka.common.security.scram.ScramLoginModule"
+        )
         password = kafka.sasl_password.get_secret_value() if kafka.sasl_password else ""
         options["kafka.sasl.mechanism"] = kafka.sasl_mechanism.value
         options["kafka.sasl.jaas.config"] = (
@@ -240,9 +246,13 @@ def routed_stream(spark: Any, config: IsrwatchConfig, records: Any = None) -> An
 
 
 def start_query(
-    spark: Any, config: IsrwatchConfig, sink: BatchSink, *, snapshot_when_idle: bool,
+    spark: Any,
+    config: IsrwatchConfig,
+    sink: BatchSink,
+    *,
+    snapshot_when_idle: bool,
     records: Any = None,
-) -> Any:  # fmt: skip
+) -> Any:
     """The job's query; ``records`` replaces the Kafka input (the bench's Spark floor)."""
     from pyspark.sql import functions as F  # noqa: N812
     from pyspark.sql.streaming.state import GroupStateTimeout
@@ -258,9 +268,12 @@ def start_query(
         config.rules, shards, config.streaming.watermark_delay_ms, snapshot_when_idle
     )
     health = clocked.groupBy("shard").applyInPandasWithState(
-        freezing_imports(make_shard_function(settings)), OUTPUT_SCHEMA, STATE_SCHEMA, "append",
+        freezing_imports(make_shard_function(settings)),
+        OUTPUT_SCHEMA,
+        STATE_SCHEMA,
+        "append",
         GroupStateTimeout.ProcessingTimeTimeout,
-    )  # fmt: skip
+    )
     return (
         health.writeStream.queryName("isrwatch")
         .foreachBatch(sink)
@@ -277,10 +290,13 @@ def make_sink(
     on_batch: Callable[[int, pd.DataFrame], None] | None = None,
 ) -> BatchSink:
     return BatchSink(
-        partial(kafka_producer, config.kafka), config.topics.partition_health,
-        config.topics.dead_letters, exporter,
-        HealthFile(health_out) if health_out else None, on_batch,
-    )  # fmt: skip
+        partial(kafka_producer, config.kafka),
+        config.topics.partition_health,
+        config.topics.dead_letters,
+        exporter,
+        HealthFile(health_out) if health_out else None,
+        on_batch,
+    )
 
 
 def run(

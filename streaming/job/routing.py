@@ -61,8 +61,13 @@ ROUTED_LAYOUT = "routed-v3"
 routed-v3: the routed rows of routed-v2, the shard state in ``streaming.job.state_format``
 (routed-v2 pickled it), so that a release that pickles refuses the checkpoint by name."""
 
-_ARROW_TYPES = {"int": pa.int32(), "long": pa.int64(), "string": pa.string(),
-                "binary": pa.binary(), "boolean": pa.bool_()}  # fmt: skip
+_ARROW_TYPES = {
+    "int": pa.int32(),
+    "long": pa.int64(),
+    "string": pa.string(),
+    "binary": pa.binary(),
+    "boolean": pa.bool_(),
+}
 ROUTED_ARROW_SCHEMA = pa.schema(
     [
         pa.field(name, _ARROW_TYPES[kind])
@@ -108,9 +113,20 @@ def route_arrow(
 
 
 FETCH_PACK_COLUMNS = (
-    "ts", "src_topic", "src_partition", "src_offset", "topic", "partition", "leader",
-    "follower", "leader_epoch", "fetch_offset", "leader_leo", "high_watermark", "error",
-)  # fmt: skip
+    "ts",
+    "src_topic",
+    "src_partition",
+    "src_offset",
+    "topic",
+    "partition",
+    "leader",
+    "follower",
+    "leader_epoch",
+    "fetch_offset",
+    "leader_leo",
+    "high_watermark",
+    "error",
+)
 """The routed columns a fetch row fills (the others are null on it)."""
 _FETCH_PACK_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
 
@@ -138,10 +154,15 @@ def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
         packs.append(sink.getvalue().to_pybytes())
         latest.append(pc.max(part.column("ts")).as_py())
     count = len(packs)
-    return _batch(count, {
-        "shard": pa.array(sorted_shards[starts], pa.int32()), "kind": [FETCHES] * count,
-        "ts": latest, "event": packs,
-    })  # fmt: skip
+    return _batch(
+        count,
+        {
+            "shard": pa.array(sorted_shards[starts], pa.int32()),
+            "kind": [FETCHES] * count,
+            "ts": latest,
+            "event": packs,
+        },
+    )
 
 
 def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
@@ -178,40 +199,64 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
     shard = shard_lookup(shards).shards(codes, list(names), decoded.ints["partition"])
     count = len(decoded)
     columns: dict[str, Any] = {
-        "shard": shard, "kind": pa.repeat(pa.scalar(FETCH), count),
+        "shard": shard,
+        "kind": pa.repeat(pa.scalar(FETCH), count),
         "src_topic": records.column("topic").take(position),
         "src_partition": records.column("partition").take(position),
         "src_offset": records.column("offset").take(position),
-        "topic": decoded.topic, "error": decoded.error, **decoded.ints,
-    }  # fmt: skip
+        "topic": decoded.topic,
+        "error": decoded.error,
+        **decoded.ints,
+    }
     return [pack_fetches(_batch(count, columns)), _dead_batch(records, decoded.dead)]
 
 
 def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]]) -> pa.RecordBatch:
     index = pa.array([i for i, _ in dead], pa.int64())
-    return _batch(len(dead), {
-        "shard": [CLUSTER_SHARD] * len(dead), "kind": [DEAD] * len(dead),
-        "src_topic": records.column("topic").take(index),
-        "src_partition": records.column("partition").take(index),
-        "src_offset": records.column("offset").take(index),
-        "source": [letter.source for _, letter in dead],
-        "value": [letter.raw for _, letter in dead],
-        "reason": [letter.reason.value for _, letter in dead],
-        "detail": [letter.detail for _, letter in dead],
-    })  # fmt: skip
+    return _batch(
+        len(dead),
+        {
+            "shard": [CLUSTER_SHARD] * len(dead),
+            "kind": [DEAD] * len(dead),
+            "src_topic": records.column("topic").take(index),
+            "src_partition": records.column("partition").take(index),
+            "src_offset": records.column("offset").take(index),
+            "source": [letter.source for _, letter in dead],
+            "value": [letter.raw for _, letter in dead],
+            "reason": [letter.reason.value for _, letter in dead],
+            "detail": [letter.detail for _, letter in dead],
+        },
+    )
 
 
 def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
     """Parsed once; parts per shard in the order the shards apply them (event time,
     then Kafka coordinates: ``shard_state``)."""
     values = records.column("value").to_pylist()
-    where = list(zip(records.column("topic").to_pylist(), records.column("partition").to_pylist(),
-                     records.column("offset").to_pylist(), strict=True))  # fmt: skip
+    where = list(
+        zip(
+            records.column("topic").to_pylist(),
+            records.column("partition").to_pylist(),
+            records.column("offset").to_pylist(),
+            strict=True,
+        )
+    )
     events, dead = decode_controller_events(values)
     events.sort(key=lambda item: (item[1].ts, *where[item[0]]))
-    rows: dict[str, list[Any]] = {name: [] for name in (
-        "shard", "ts", "src_topic", "src_partition", "src_offset", "event", "counted", "digest",
-        "value")}  # fmt: skip
+    rows: dict[str, list[Any]] = {
+        name: []
+        for name in (
+            "shard",
+            "ts",
+            "src_topic",
+            "src_partition",
+            "src_offset",
+            "event",
+            "counted",
+            "digest",
+            "value",
+        )
+    }
     routed = route_controller_events([event for _, event in events], shards)
     for (i, _event), parts in zip(events, routed, strict=True):
         text = bytes(values[i]).decode("utf-8")
@@ -229,8 +274,10 @@ def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.Re
             rows["digest"].append(None if marker else digest)
             rows["value"].append(text if part.counted else None)
     count = len(rows["shard"])
-    controller = _batch(count, {**rows, "kind": [CONTROLLER] * count,
-                                "source": [Source.CONTROLLER_EVENTS.value] * count})  # fmt: skip
+    controller = _batch(
+        count,
+        {**rows, "kind": [CONTROLLER] * count, "source": [Source.CONTROLLER_EVENTS.value] * count},
+    )
     return [controller, _dead_batch(records, dead)]
 
 

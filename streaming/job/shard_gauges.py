@@ -23,9 +23,11 @@ def broker_gauges(frame: HealthFrame) -> dict[str, BrokerGauges]:
         followers.setdefault(str(broker), {})[STATUS_NAMES[status]] = count
     conditions = {
         "partitions": np.ones(len(frame), dtype=np.bool_),
-        "under_replicated": frame.under_replicated, "under_min_isr": frame.under_min_isr,
-        "offline": frame.offline, "predicted_under_replicated": frame.predicted_under_replicated,
-    }  # fmt: skip
+        "under_replicated": frame.under_replicated,
+        "under_min_isr": frame.under_min_isr,
+        "offline": frame.offline,
+        "predicted_under_replicated": frame.predicted_under_replicated,
+    }
     leads: dict[str, dict[str, int]] = {}
     for condition, mask in conditions.items():
         for (leader,), count in _counts(frame.leader[mask]):
@@ -69,17 +71,20 @@ def topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
     }
 
 
-def _counts(keys: npt.NDArray[Any], statuses: npt.NDArray[Any] | None = None) -> list[
-    tuple[tuple[int, ...], int]
-]:  # fmt: skip
+def _counts(
+    keys: npt.NDArray[Any], statuses: npt.NDArray[Any] | None = None
+) -> list[tuple[tuple[int, ...], int]]:
     """Each distinct key (or (key, follower status) pair) and how often it occurs."""
     codes = np.asarray(keys, dtype=np.int64)
     if statuses is not None:  # one sort over int codes: statuses are below len(STATUS_NAMES)
         codes = codes * len(STATUS_NAMES) + statuses.astype(np.int64)
     distinct, counts = np.unique(codes, return_counts=True)
     if statuses is None:
-        return [((key,), count) for key, count in zip(distinct.tolist(), counts.tolist(),
-                                                      strict=True)]  # fmt: skip
+        return [
+            ((key,), count) for key, count in zip(distinct.tolist(), counts.tolist(), strict=True)
+        ]
     key, status = np.divmod(distinct, len(STATUS_NAMES))
-    return [((k, s), count) for k, s, count in zip(key.tolist(), status.tolist(),
-                                                   counts.tolist(), strict=True)]  # fmt: skip
+    return [
+        ((k, s), count)
+        for k, s, count in zip(key.tolist(), status.tolist(), counts.tolist(), strict=True)
+    ]

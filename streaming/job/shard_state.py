@@ -116,14 +116,26 @@ def legacy_health_signature(frame: HealthFrame, i: int) -> int:
         (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
         for k in np.flatnonzero(statuses >= 0).tolist()
     )
-    return stable_hash(repr((
-        int(frame.leader[i]), int(frame.leader_epoch[i]), frame.isr[i], frame.replicas[i],
-        bool(frame.under_replicated[i]), bool(frame.under_min_isr[i]),
-        bool(frame.at_min_isr[i]), bool(frame.offline[i]),
-        bool(frame.predicted_under_replicated[i]), followers, int(frame.metadata_state[i]),
-        tuple(frame.stale_brokers[i]), frame.blackout_earliest_ms[i],
-        frame.blackout_latest_ms[i],
-    )))  # fmt: skip
+    return stable_hash(
+        repr(
+            (
+                int(frame.leader[i]),
+                int(frame.leader_epoch[i]),
+                frame.isr[i],
+                frame.replicas[i],
+                bool(frame.under_replicated[i]),
+                bool(frame.under_min_isr[i]),
+                bool(frame.at_min_isr[i]),
+                bool(frame.offline[i]),
+                bool(frame.predicted_under_replicated[i]),
+                followers,
+                int(frame.metadata_state[i]),
+                tuple(frame.stale_brokers[i]),
+                frame.blackout_earliest_ms[i],
+                frame.blackout_latest_ms[i],
+            )
+        )
+    )
 
 
 def is_unhealthy(frame: HealthFrame) -> BOOL:
@@ -131,10 +143,13 @@ def is_unhealthy(frame: HealthFrame) -> BOOL:
     statuses = frame.follower_status
     not_in_sync = ((statuses >= 0) & (statuses != FollowerStatus.IN_SYNC)).any(axis=1)
     unhealthy: BOOL = (
-        frame.under_replicated | frame.under_min_isr | frame.offline
-        | frame.predicted_under_replicated | (frame.metadata_state != MetadataState.CONSISTENT)
+        frame.under_replicated
+        | frame.under_min_isr
+        | frame.offline
+        | frame.predicted_under_replicated
+        | (frame.metadata_state != MetadataState.CONSISTENT)
         | not_in_sync
-    )  # fmt: skip
+    )
     return unhealthy
 
 
@@ -148,9 +163,10 @@ def make_shard_function(
     ) -> Iterator[pd.DataFrame]:
         shard = int(key[0])
         snapshot = (
-            restore_snapshot(state.get[0], settings.rules) if state.exists
+            restore_snapshot(state.get[0], settings.rules)
+            if state.exists
             else ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, settings.shards)))
-        )  # fmt: skip
+        )
         watermark = state.getCurrentWatermarkMs()
         stream_clock = watermark + CLOCK_DELAY_MS if watermark > 0 else -1
         frames = [frame for frame in batches if len(frame)]
@@ -216,14 +232,22 @@ def _process(
         )
         for i in np.flatnonzero(is_late & counts).tolist():
             late += 1
-            out.append(dead_letter_row(events.iloc[i], DeadLetterReason.LATE,
-                             f"event time older than the watermark {watermark}"))  # fmt: skip
+            out.append(
+                dead_letter_row(
+                    events.iloc[i],
+                    DeadLetterReason.LATE,
+                    f"event time older than the watermark {watermark}",
+                )
+            )
         events = events[~is_late].reset_index(drop=True)
         keep = _first_sightings(snapshot, events, watermark)
         for i in np.flatnonzero(~keep & counts[~is_late]).tolist():
             duplicates += 1
-            out.append(dead_letter_row(events.iloc[i], DeadLetterReason.DUPLICATE,
-                             "same controller event seen before"))  # fmt: skip
+            out.append(
+                dead_letter_row(
+                    events.iloc[i], DeadLetterReason.DUPLICATE, "same controller event seen before"
+                )
+            )
         events = events[keep].reset_index(drop=True)
         report = snapshot.model.apply(_model_input(events))
         snapshot.applied_total.update(report.applied)
@@ -305,19 +329,26 @@ def _health_rows(
 ) -> list[dict[str, object]]:
     """A record for every partition whose health changed (all with ``full``), a tombstone
     for every partition gone; the signatures kept for the next batch."""
-    keys = [f"{topic}:{partition}" for topic, partition in
-            zip(frame.topic, frame.partition.tolist(), strict=True)]  # fmt: skip
+    keys = [
+        f"{topic}:{partition}"
+        for topic, partition in zip(frame.topic, frame.partition.tolist(), strict=True)
+    ]
     signatures = health_signatures(frame).tolist()
     kept = snapshot.signatures
     compared = (
-        signatures if snapshot.signature_scheme == SIGNATURES
+        signatures
+        if snapshot.signature_scheme == SIGNATURES
         else [legacy_health_signature(frame, i) for i in range(len(frame))]
-    )  # fmt: skip
+    )
     changed = (
-        range(len(keys)) if full
-        else [i for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
-              if kept.get(key) != signature]
-    )  # fmt: skip
+        range(len(keys))
+        if full
+        else [
+            i
+            for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
+            if kept.get(key) != signature
+        ]
+    )
     out: list[dict[str, object]] = [
         {"kind": HEALTH, "key": keys[i], "value": text}
         for i, text in zip(changed, _json_texts(records.at(changed)), strict=True)
@@ -355,10 +386,12 @@ def _stats_row(
         positions = np.flatnonzero(is_unhealthy(frame))
         unhealthy = [
             {**record, "replica_lag_time_max_ms": lag_time_max}
-            for record, lag_time_max in zip(records.at(positions.tolist()),
-                                            frame.lag_time_max_ms[positions].tolist(),
-                                            strict=True)
-        ]  # fmt: skip
+            for record, lag_time_max in zip(
+                records.at(positions.tolist()),
+                frame.lag_time_max_ms[positions].tolist(),
+                strict=True,
+            )
+        ]
     stats = ShardStats(
         shard=shard,
         applied=dict(report.applied),

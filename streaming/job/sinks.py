@@ -46,14 +46,16 @@ def kafka_producer(kafka: KafkaSettings) -> Producer:
     """The sinks' producer: confluent-kafka (librdkafka), which takes a record in about
     1/60 of the CPU kafka-python's ``send`` needs (``bench/batch_bench.py``); the same
     connection and security settings as every other client (``KafkaSettings``)."""
-    return Producer({
-        **kafka.librdkafka_options(),
-        "acks": "all",  # at least once: a record counts as written once the ISR has it
-        "linger.ms": 20,
-        # a record not delivered by then is reported as failed (and fails its batch)
-        "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
-        "logger": log,
-    })  # fmt: skip
+    return Producer(
+        {
+            **kafka.librdkafka_options(),
+            "acks": "all",  # at least once: a record counts as written once the ISR has it
+            "linger.ms": 20,
+            # a record not delivered by then is reported as failed (and fails its batch)
+            "message.timeout.ms": int(FLUSH_TIMEOUT_S * 1000),
+            "logger": log,
+        }
+    )
 
 
 class DeliveryError(RuntimeError):

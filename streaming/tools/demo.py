@@ -45,10 +45,12 @@ DEMO_SETTINGS: dict[str, object] = {
     "kafka.starting_offsets": "earliest",
 }
 TRUTH_LABELS = {
-    "isr_shrink": "ISR shrinks", "isr_expand": "ISR expansions",
-    "propagation": "ISR change propagations", "broker_crash": "broker crashes",
+    "isr_shrink": "ISR shrinks",
+    "isr_expand": "ISR expansions",
+    "propagation": "ISR change propagations",
+    "broker_crash": "broker crashes",
     "shrink_failed": "failed shrinks",
-}  # fmt: skip
+}
 STARTUP_TIMEOUT_S = 300
 PLAIN_EVERY_S = 10
 
@@ -182,15 +184,21 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 step("Starting the embedded Kafka-protocol broker (Tansu)")
                 broker.start()
                 topics = config.topics
-                names = [topics.controller_events, topics.fetch_responses,
-                         topics.partition_health, topics.dead_letters]  # fmt: skip
+                names = [
+                    topics.controller_events,
+                    topics.fetch_responses,
+                    topics.partition_health,
+                    topics.dead_letters,
+                ]
                 step(f"Creating topics {', '.join(names)}")
                 broker.create_topics(names)
                 job_config = demo_config(config, broker.bootstrap_servers, Path(work) / "ckpt")
                 exporter = HealthExporter()
-                job = _Worker("streaming job", lambda: _run_job(
-                    job_config, exporter, stop, health, query_started.set
-                ), stop)  # fmt: skip
+                job = _Worker(
+                    "streaming job",
+                    lambda: _run_job(job_config, exporter, stop, health, query_started.set),
+                    stop,
+                )
                 workers.append(job)
                 step("Starting Spark and the streaming query")
                 job.start()
@@ -210,8 +218,9 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 step(f"Starting the simulator ({options.scenario.name})")
                 workers[0].start()
                 step("Waiting for the streaming query's first micro-batch")
-                _wait_for(lambda: health.snapshot().batches > 0, workers, stop,
-                          "the first micro-batch")  # fmt: skip
+                _wait_for(
+                    lambda: health.snapshot().batches > 0, workers, stop, "the first micro-batch"
+                )
             _watch(health, sim, options, workers, job_config, console, started)
         except KeyboardInterrupt:
             console.print("[bold]Stopping (interrupted)[/bold]")
@@ -354,7 +363,8 @@ def summarize(result: DemoResult, scenario: Scenario) -> list[str]:
         + ", ".join(f"{label} {count}" for label, count in result.truth_counts.items()),
     ]
     if snapshot.dead_letters:
-        lines.append("dead letters: " + ", ".join(
-            f"{reason} {n}" for reason, n in sorted(snapshot.dead_letters.items())
-        ))  # fmt: skip
+        lines.append(
+            "dead letters: "
+            + ", ".join(f"{reason} {n}" for reason, n in sorted(snapshot.dead_letters.items()))
+        )
     return lines

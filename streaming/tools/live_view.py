@@ -21,10 +21,14 @@ from rich.text import Text
 from streaming.tools.cluster_health import HealthSnapshot
 
 STATUS_STYLE = {
-    "IN_SYNC": "green", "LAGGING": "yellow", "SHRINK_ELIGIBLE": "bold dark_orange",
-    "SHRINK_OVERDUE": "bold red", "CATCHING_UP": "cyan", "OUT_OF_SYNC": "magenta",
+    "IN_SYNC": "green",
+    "LAGGING": "yellow",
+    "SHRINK_ELIGIBLE": "bold dark_orange",
+    "SHRINK_OVERDUE": "bold red",
+    "CATCHING_UP": "cyan",
+    "OUT_OF_SYNC": "magenta",
     "OFFLINE": "bold red",
-}  # fmt: skip
+}
 STATUS_ORDER = list(STATUS_STYLE)
 # ------------------------------------------------------------------ rendering
 #
@@ -91,8 +95,14 @@ class Section:
         return Text(f"{self.title} ({count})", style=self.style, no_wrap=True, overflow="ellipsis")
 
     def table(self, rows: int) -> Table:
-        table = Table(box=None, padding=(0, 1), pad_edge=False, show_edge=False,
-                      header_style="dim", expand=False)  # fmt: skip
+        table = Table(
+            box=None,
+            padding=(0, 1),
+            pad_edge=False,
+            show_edge=False,
+            header_style="dim",
+            expand=False,
+        )
         for name in self.columns:
             table.add_column(name, no_wrap=True, overflow="ellipsis")
         for row in self.rows[:rows]:
@@ -122,16 +132,22 @@ def predicted_shrinks(snapshot: HealthSnapshot) -> Section:
     found = _followers(snapshot, "SHRINK_ELIGIBLE")
     found.sort(key=lambda rf: (rf[1].get("shrink_by_ms") is None, rf[1].get("shrink_by_ms") or 0))
     rows: list[tuple[Cell, ...]] = [
-        (partition_name(r), str(f["broker"]), leader_of(r),
-         Text(seconds(_until(f.get("shrink_by_ms"), now)), style="bold dark_orange"),
-         seconds(f["lag_time_ms"]), shown(f["lag_messages"]))
+        (
+            partition_name(r),
+            str(f["broker"]),
+            leader_of(r),
+            Text(seconds(_until(f.get("shrink_by_ms"), now)), style="bold dark_orange"),
+            seconds(f["lag_time_ms"]),
+            shown(f["lag_messages"]),
+        )
         for r, f in found
-    ]  # fmt: skip
+    ]
     return Section(
         "Predicted shrinks: Kafka removes these followers from the ISR",
         ("partition", "follower", "leader", "removed in", "lag time", "lag msgs"),
-        rows, "bold dark_orange",
-    )  # fmt: skip
+        rows,
+        "bold dark_orange",
+    )
 
 
 def overdue_shrinks(snapshot: HealthSnapshot) -> Section:
@@ -142,14 +158,22 @@ def overdue_shrinks(snapshot: HealthSnapshot) -> Section:
     rows: list[tuple[Cell, ...]] = []
     for r, f in found:
         late = _until(f.get("shrink_by_ms"), now)
-        rows.append((partition_name(r), str(f["broker"]), leader_of(r),
-                     Text(seconds(None if late is None else -late), style="bold red"),
-                     seconds(f["lag_time_ms"]), shown(f["lag_messages"])))  # fmt: skip
+        rows.append(
+            (
+                partition_name(r),
+                str(f["broker"]),
+                leader_of(r),
+                Text(seconds(None if late is None else -late), style="bold red"),
+                seconds(f["lag_time_ms"]),
+                shown(f["lag_messages"]),
+            )
+        )
     return Section(
         "Overdue shrinks: past Kafka's deadline, still in the ISR",
         ("partition", "follower", "leader", "overdue by", "lag time", "lag msgs"),
-        rows, "bold red",
-    )  # fmt: skip
+        rows,
+        "bold red",
+    )
 
 
 def _partitions(title: str, records: list[dict[str, Any]], style: str) -> Section:
@@ -180,17 +204,19 @@ def under_replicated_partitions(snapshot: HealthSnapshot) -> Section:
 def other_followers(snapshot: HealthSnapshot, width: int) -> Section:
     """The other followers not in sync, worst status first, then the longest lag."""
     found = _followers(snapshot, "LAGGING", "OFFLINE", "OUT_OF_SYNC", "CATCHING_UP")
-    found.sort(key=lambda rf: (-STATUS_ORDER.index(rf[1]["status"]),
-                               -(rf[1]["lag_time_ms"] or 0)))  # fmt: skip
+    found.sort(key=lambda rf: (-STATUS_ORDER.index(rf[1]["status"]), -(rf[1]["lag_time_ms"] or 0)))
     bar = width >= 110  # room for the lag against T and 1.5 T
     rows: list[tuple[Cell, ...]] = []
     for r, f in found:
         lag, lag_max = f["lag_time_ms"], int(r.get("replica_lag_time_max_ms", 0))
         row: tuple[Cell, ...] = (
-            partition_name(r), str(f["broker"]), leader_of(r),
-            Text(f["status"], style=STATUS_STYLE[f["status"]]), seconds(lag),
+            partition_name(r),
+            str(f["broker"]),
+            leader_of(r),
+            Text(f["status"], style=STATUS_STYLE[f["status"]]),
+            seconds(lag),
             shown(f["lag_messages"]),
-        )  # fmt: skip
+        )
         if bar:
             row += (lag_bar(lag, lag_max) if lag is not None and lag_max else "-",)
         rows.append(row)
@@ -209,24 +235,34 @@ def stale_metadata(snapshot: HealthSnapshot) -> Section:
         if state == "CONSISTENT":
             continue
         style = "bold red" if state == "STALE_OVERDUE" else "cyan"
-        rows.append((
-            partition_name(r), Text(state, style=style),
-            shown(metadata["stale_brokers"]), _relative(metadata["blackout_earliest_ms"], now),
-            _relative(metadata["blackout_latest_ms"], now),
-        ))  # fmt: skip
+        rows.append(
+            (
+                partition_name(r),
+                Text(state, style=style),
+                shown(metadata["stale_brokers"]),
+                _relative(metadata["blackout_earliest_ms"], now),
+                _relative(metadata["blackout_latest_ms"], now),
+            )
+        )
     return Section(
         "Metadata stale: brokers still caching an old ISR",
-        ("partition", "state", "stale brokers", "window opens", "closes"), rows, "cyan",
-    )  # fmt: skip
+        ("partition", "state", "stale brokers", "window opens", "closes"),
+        rows,
+        "cyan",
+    )
 
 
 def sections(snapshot: HealthSnapshot, width: int) -> list[Section]:
     """Every section, in the order of what matters (empty ones included)."""
     return [
-        predicted_shrinks(snapshot), overdue_shrinks(snapshot), offline_partitions(snapshot),
-        under_min_isr_partitions(snapshot), under_replicated_partitions(snapshot),
-        other_followers(snapshot, width), stale_metadata(snapshot),
-    ]  # fmt: skip
+        predicted_shrinks(snapshot),
+        overdue_shrinks(snapshot),
+        offline_partitions(snapshot),
+        under_min_isr_partitions(snapshot),
+        under_replicated_partitions(snapshot),
+        other_followers(snapshot, width),
+        stale_metadata(snapshot),
+    ]
 
 
 def _relative(ms: int | None, now: int | None) -> str:
@@ -243,9 +279,10 @@ def render_summary(snapshot: HealthSnapshot) -> Text:
     text.append(f"{snapshot.partitions} partitions:", style="bold")
     for condition, label, style in (
         ("under_replicated", "under-replicated", "dark_orange"),
-        ("under_min_isr", "under-min-ISR", "red"), ("offline", "offline", "bold red"),
+        ("under_min_isr", "under-min-ISR", "red"),
+        ("offline", "offline", "bold red"),
         ("predicted_under_replicated", "predicted", "yellow"),
-    ):  # fmt: skip
+    ):
         count = totals[condition]
         text.append(f" {label} ")
         text.append(str(count), style=style if count else "green")
@@ -340,7 +377,7 @@ def fact_lines(facts: Sequence[dict[str, Any]]) -> list[str]:
         f"{clock(fact['ts'])}  {line}"
         for fact in facts
         if (line := describe_fact(fact)) is not None
-    ]  # fmt: skip
+    ]
 
 
 def render_facts(facts: Sequence[dict[str, Any]], limit: int = 6) -> Panel:
@@ -365,8 +402,13 @@ def show_live(
     rich's Live would send what is written to sys.stdout and sys.stderr meanwhile to the
     terminal, above the view; the demo sends those to its log instead.
     """
-    with Live(console=console, auto_refresh=False, redirect_stdout=False,
-              redirect_stderr=False, vertical_overflow="crop") as live:  # fmt: skip
+    with Live(
+        console=console,
+        auto_refresh=False,
+        redirect_stdout=False,
+        redirect_stderr=False,
+        vertical_overflow="crop",
+    ) as live:
         while (reason := finished()) is None:
             live.update(view(), refresh=True)
             time.sleep(every_s)
@@ -376,8 +418,9 @@ def show_live(
 def plain_line(snapshot: HealthSnapshot) -> str:
     """The view as one line, for terminals that are not interactive (logs, CI)."""
     totals = snapshot.totals
-    followers = " ".join(f"{s}={snapshot.followers[s]}" for s in STATUS_ORDER
-                         if snapshot.followers[s])  # fmt: skip
+    followers = " ".join(
+        f"{s}={snapshot.followers[s]}" for s in STATUS_ORDER if snapshot.followers[s]
+    )
     return (
         f"as of {clock(snapshot.now_ms)}: {snapshot.partitions} partitions, "
         f"under-replicated={totals['under_replicated']} "

@@ -13,9 +13,13 @@ from tests.helm.chart import KUBE_VERSIONS, find, lint, render, schema_errors
 NAME = "isrwatch-metadata-log"
 BROKER = {"statefulset.kubernetes.io/pod-name": "kafka-0"}
 VALUES: dict[str, Any] = {
-    "metadataLog": {"enabled": True, "claimName": "data-kafka-0", "subPath": "data",
-                    "brokerPodLabels": BROKER},
-}  # fmt: skip
+    "metadataLog": {
+        "enabled": True,
+        "claimName": "data-kafka-0",
+        "subPath": "data",
+        "brokerPodLabels": BROKER,
+    },
+}
 
 
 def pod() -> dict[str, Any]:
@@ -33,21 +37,30 @@ def test_the_broker_volume_is_mounted_read_only_at_its_metadata_dir() -> None:
     assert volume["persistentVolumeClaim"] == {"claimName": "data-kafka-0", "readOnly": True}
     (container,) = spec["containers"]
     (mount,) = [m for m in container["volumeMounts"] if m["name"] == "broker-metadata"]
-    assert mount == {"name": "broker-metadata", "mountPath": "/var/lib/kafka-metadata",
-                     "subPath": "data", "readOnly": True}  # fmt: skip
+    assert mount == {
+        "name": "broker-metadata",
+        "mountPath": "/var/lib/kafka-metadata",
+        "subPath": "data",
+        "readOnly": True,
+    }
     assert container["args"] == [
-        "collect", "metadata-log", "--follow",
-        "--set", "collect.metadata_log.state_file=/var/lib/isrwatch-collector/metadata-log.json",
+        "collect",
+        "metadata-log",
+        "--follow",
+        "--set",
+        "collect.metadata_log.state_file=/var/lib/isrwatch-collector/metadata-log.json",
         "/var/lib/kafka-metadata",
-    ]  # fmt: skip
+    ]
     assert container["ports"] == [{"name": "metrics", "containerPort": 9467, "protocol": "TCP"}]
 
 
 def test_it_runs_on_the_brokers_node_and_never_changes_file_ownership() -> None:
     spec = pod()
     (term,) = spec["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
-    assert term == {"topologyKey": "kubernetes.io/hostname",
-                    "labelSelector": {"matchLabels": BROKER}}  # fmt: skip
+    assert term == {
+        "topologyKey": "kubernetes.io/hostname",
+        "labelSelector": {"matchLabels": BROKER},
+    }
     assert "fsGroup" not in spec["securityContext"]  # would chown the broker's files
     assert spec["containers"][0]["securityContext"]["readOnlyRootFilesystem"] is True
 

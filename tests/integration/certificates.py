@@ -35,8 +35,21 @@ def _openssl(*arguments: str | Path) -> None:
 
 def _self_signed(directory: Path, name: str, subject: str) -> tuple[Path, Path]:
     cert, key = directory / f"{name}.pem", directory / f"{name}.key"
-    _openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
-             "-subj", subject, "-keyout", key, "-out", cert)  # fmt: skip
+    _openssl(
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-days",
+        "2",
+        "-subj",
+        subject,
+        "-keyout",
+        key,
+        "-out",
+        cert,
+    )
     return cert, key
 
 
@@ -47,11 +60,27 @@ def _signed(
     ``ca`` (certificate, key) signs, and its key."""
     key, request = directory / f"{name}.key", directory / f"{name}.csr"
     cert, extfile = directory / f"{name}.pem", directory / f"{name}.ext"
-    _openssl("req", "-newkey", "rsa:2048", "-nodes", "-subj", subject,
-             "-keyout", key, "-out", request)  # fmt: skip
+    _openssl(
+        "req", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", key, "-out", request
+    )
     extfile.write_text(extensions, encoding="utf-8")
-    _openssl("x509", "-req", "-in", request, "-CA", ca[0], "-CAkey", ca[1], "-CAcreateserial",
-             "-days", "2", "-extfile", extfile, "-out", cert)  # fmt: skip
+    _openssl(
+        "x509",
+        "-req",
+        "-in",
+        request,
+        "-CA",
+        ca[0],
+        "-CAkey",
+        ca[1],
+        "-CAcreateserial",
+        "-days",
+        "2",
+        "-extfile",
+        extfile,
+        "-out",
+        cert,
+    )
     return cert, key
 
 
@@ -60,15 +89,22 @@ def make_certificates(directory: Path) -> Certificates:
     ca = _self_signed(directory, "ca", "/CN=isrwatch test CA")
     other_ca, _ = _self_signed(directory, "other-ca", "/CN=isrwatch untrusted test CA")
     # Clients check the broker's name (ssl_check_hostname): they connect to 127.0.0.1.
-    cert, key = _signed(directory, "server", "/CN=localhost", ca,
-                        "subjectAltName=IP:127.0.0.1,DNS:localhost\n")  # fmt: skip
+    cert, key = _signed(
+        directory, "server", "/CN=localhost", ca, "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+    )
     client_ca = _self_signed(directory, "client-ca", "/CN=isrwatch test client CA")
     rogue_ca = _self_signed(directory, "rogue-client-ca", "/CN=isrwatch untrusted client CA")
     usage = "extendedKeyUsage=clientAuth\n"
     client = _signed(directory, "client", "/CN=isrwatch", client_ca, usage)
     untrusted = _signed(directory, "untrusted-client", "/CN=isrwatch", rogue_ca, usage)
     return Certificates(
-        ca=ca[0], server_cert=cert, server_key=key, other_ca=other_ca,
-        client_ca=client_ca[0], client_cert=client[0], client_key=client[1],
-        untrusted_client_cert=untrusted[0], untrusted_client_key=untrusted[1],
-    )  # fmt: skip
+        ca=ca[0],
+        server_cert=cert,
+        server_key=key,
+        other_ca=other_ca,
+        client_ca=client_ca[0],
+        client_cert=client[0],
+        client_key=client[1],
+        untrusted_client_cert=untrusted[0],
+        untrusted_client_key=untrusted[1],
+    )

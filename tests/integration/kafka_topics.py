@@ -29,18 +29,21 @@ def sample() -> list[dict[str, Any]]:
 def replayed() -> dict[str, dict[str, Any]]:
     """``isrwatch replay``'s health records for the sample, by ``topic:partition``."""
     with SAMPLE.open() as lines:
-        return {f"{r['topic']}:{r['partition']}": r
-                for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+        return {
+            f"{r['topic']}:{r['partition']}": r for r in replay(lines, RuleSettings(), None).records
+        }
 
 
 def assert_health_is_replays(config: IsrwatchConfig, health_out: Path) -> None:
     """The job's health records, in the file ``health_out`` and in the partition-health
     topic as compaction keeps it, are replay's for the sample."""
     expected = replayed()
-    from_file = last_per_key([
-        (f"{r['topic']}:{r['partition']}", json.dumps(r))
-        for r in map(json.loads, health_out.read_text().splitlines())
-    ])  # fmt: skip
+    from_file = last_per_key(
+        [
+            (f"{r['topic']}:{r['partition']}", json.dumps(r))
+            for r in map(json.loads, health_out.read_text().splitlines())
+        ]
+    )
     assert from_file == expected
     assert last_per_key(read_topic(config, config.topics.partition_health)) == expected
 
@@ -64,15 +67,19 @@ def isolated_job_config(
     broker.create_topics([names["topics.controller_events"]], partitions=1)
     broker.create_topics([names["topics.fetch_responses"]], partitions=fetch_partitions)
     broker.create_topics([names["topics.partition_health"], names["topics.dead_letters"]])
-    return load_config(None, {
-        **names,
-        "kafka.bootstrap_servers": broker.bootstrap_servers,
-        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
-        "streaming.trigger_interval_ms": 500,
-        "streaming.state_shards": 3,
-        "metrics.enabled": False,
-        **(settings or {}),
-    }, environ={})  # fmt: skip
+    return load_config(
+        None,
+        {
+            **names,
+            "kafka.bootstrap_servers": broker.bootstrap_servers,
+            "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
+            "streaming.trigger_interval_ms": 500,
+            "streaming.state_shards": 3,
+            "metrics.enabled": False,
+            **(settings or {}),
+        },
+        environ={},
+    )
 
 
 def topic_settings(config: IsrwatchConfig) -> dict[str, str]:
@@ -98,8 +105,10 @@ def read_topic(config: IsrwatchConfig, topic: str) -> list[tuple[str, str | None
     while time.monotonic() - idle_since < 3:
         for messages in consumer.poll(timeout_ms=500).values():
             idle_since = time.monotonic()
-            records += [(m.key.decode(), m.value.decode() if m.value is not None else None)
-                        for m in messages]  # fmt: skip
+            records += [
+                (m.key.decode(), m.value.decode() if m.value is not None else None)
+                for m in messages
+            ]
     consumer.close()
     return records
 

@@ -18,8 +18,15 @@ pytestmark = pytest.mark.integration
 
 
 def health(partition: int, isr: list[int]) -> dict[str, Any]:
-    return {"topic": "orders", "partition": partition, "as_of_ms": 1, "leader": isr[0],
-            "isr": isr, "min_insync_replicas": 2, "followers": []}  # fmt: skip
+    return {
+        "topic": "orders",
+        "partition": partition,
+        "as_of_ms": 1,
+        "leader": isr[0],
+        "isr": isr,
+        "min_insync_replicas": 2,
+        "followers": [],
+    }
 
 
 def test_reads_the_latest_health_per_partition_from_the_topic(broker: EmbeddedBroker) -> None:
@@ -38,8 +45,14 @@ def test_reads_the_latest_health_per_partition_from_the_topic(broker: EmbeddedBr
         )
     producer.flush()
     producer.close()
-    args = ["check", "restart", "--bootstrap-servers", broker.bootstrap_servers,
-            "--set", f"topics.partition_health={topic}"]  # fmt: skip
+    args = [
+        "check",
+        "restart",
+        "--bootstrap-servers",
+        broker.bootstrap_servers,
+        "--set",
+        f"topics.partition_health={topic}",
+    ]
     runner = CliRunner()
     for stop, safe in [(1, True), (2, True), (3, False), (4, False)]:
         result = runner.invoke(main, [*args, "--broker", str(stop)])
@@ -53,8 +66,17 @@ def test_reads_the_latest_health_per_partition_from_the_topic(broker: EmbeddedBr
 
 
 def test_an_unknown_topic_is_an_error(broker: EmbeddedBroker) -> None:
-    result = CliRunner().invoke(main, [
-        "check", "restart", "--broker", "1", "--bootstrap-servers", broker.bootstrap_servers,
-        "--set", f"topics.partition_health=missing-{uuid.uuid4().hex[:8]}",
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "check",
+            "restart",
+            "--broker",
+            "1",
+            "--bootstrap-servers",
+            broker.bootstrap_servers,
+            "--set",
+            f"topics.partition_health=missing-{uuid.uuid4().hex[:8]}",
+        ],
+    )
     assert result.exit_code == 2

@@ -73,8 +73,9 @@ def test_topic_creation_and_deletion_drive_the_job(
     topic = f"orders-{uuid.uuid4().hex[:8]}"
     metrics = CollectorMetrics("admin", CollectorRegistry())
     gaps: list[str] = []
-    source = KafkaAdminSource(job_config.kafka, offsets=True,
-                              on_unavailable=lambda api, error: gaps.append(api))  # fmt: skip
+    source = KafkaAdminSource(
+        job_config.kafka, offsets=True, on_unavailable=lambda api, error: gaps.append(api)
+    )
     spy = Spy(KafkaPublisher(job_config))
     collector = AdminCollector(source, spy, metrics, Path(job_config.collect.admin.state_file))
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
@@ -88,8 +89,10 @@ def test_topic_creation_and_deletion_drive_the_job(
         collector.poll_once()
         created = of_topic(spy.polls[1], topic)
         assert [(v["type"], v.get("partition")) for v in created] == [
-            ("TopicChange", None), ("LeaderAndIsr", 0), ("LeaderAndIsr", 1),
-        ]  # fmt: skip
+            ("TopicChange", None),
+            ("LeaderAndIsr", 0),
+            ("LeaderAndIsr", 1),
+        ]
         assert created[0]["created"][topic] == {"0": [node], "1": [node]}
         for value in created[1:]:
             assert (value["leader"], value["isr"], value["replicas"]) == (node, [node], [node])
@@ -97,8 +100,10 @@ def test_topic_creation_and_deletion_drive_the_job(
 
         health_out = tmp_path / "health.jsonl"
         run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
-        records = {(r["topic"], r["partition"]): r
-                   for r in map(json.loads, health_out.read_text().splitlines())}  # fmt: skip
+        records = {
+            (r["topic"], r["partition"]): r
+            for r in map(json.loads, health_out.read_text().splitlines())
+        }
         for partition in (0, 1):
             record = records[(topic, partition)]
             assert (record["leader"], record["isr"], record["replicas"]) == (node, [node], [node])
@@ -109,9 +114,14 @@ def test_topic_creation_and_deletion_drive_the_job(
         spy.polls.append([])
         collector.poll_once()
         assert of_topic(spy.polls[2], topic) == [
-            {"type": "TopicChange", "created": {}, "deleted": [topic],
-             "ts": spy.polls[2][0].value["ts"], "controller_id": node},
-        ]  # fmt: skip
+            {
+                "type": "TopicChange",
+                "created": {},
+                "deleted": [topic],
+                "ts": spy.polls[2][0].value["ts"],
+                "controller_id": node,
+            },
+        ]
         run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
         latest: dict[str, str | None] = {}
         for key, health in read_topic(job_config, job_config.topics.partition_health):
@@ -128,5 +138,7 @@ def test_topic_creation_and_deletion_drive_the_job(
     assert len(published) == sum(len(poll) for poll in spy.polls)  # every event reached Kafka
     # Tansu answers DescribeConfigs with no entries: no TopicConfig / BrokerConfig, counted
     assert {"describe_topic_configs", "describe_broker_configs"} <= set(gaps)
-    assert metrics.registry.get_sample_value(
-        "isrwatch_collect_polls_total", {"collector": "admin"}) == 3  # fmt: skip
+    assert (
+        metrics.registry.get_sample_value("isrwatch_collect_polls_total", {"collector": "admin"})
+        == 3
+    )

@@ -38,16 +38,21 @@ def test_collected_logs_drive_the_job_like_replay(
 ) -> None:
     paths = []
     for name in ("controller.log", "state-change.log", "server.log"):
-        kept = [line for line in (DATA / name).read_text().splitlines(keepends=True)
-                if "Deletion of topic" not in line and "Deleted partition" not in line]  # fmt: skip
+        kept = [
+            line
+            for line in (DATA / name).read_text().splitlines(keepends=True)
+            if "Deletion of topic" not in line and "Deleted partition" not in line
+        ]
         paths.append(tmp_path / name)
         paths[-1].write_text("".join(kept))
     spy = PublishedSpy(KafkaPublisher(job_config))
     collector = LogCollector(
-        [str(p) for p in paths], job_config.collect.logs, spy,
+        [str(p) for p in paths],
+        job_config.collect.logs,
+        spy,
         CollectorMetrics("logs", CollectorRegistry()),
         Path(job_config.collect.logs.state_file),
-    )  # fmt: skip
+    )
     collector.run(follow=False, stop=threading.Event())
     collector.close()
     assert len(spy.events) == 13
@@ -58,10 +63,12 @@ def test_collected_logs_drive_the_job_like_replay(
     for record in map(json.loads, health_out.read_text().splitlines()):
         from_job[f"{record['topic']}:{record['partition']}"] = record
 
-    capture = io.StringIO("".join(
-        json.dumps({"source": e.source.value, "value": dict(e.value)}) + "\n"
-        for e in spy.events
-    ))  # fmt: skip
+    capture = io.StringIO(
+        "".join(
+            json.dumps({"source": e.source.value, "value": dict(e.value)}) + "\n"
+            for e in spy.events
+        )
+    )
     replayed = replay(capture, RuleSettings(), None)
     assert not replayed.dead_letters
     expected = {f"{r['topic']}:{r['partition']}": r for r in replayed.records}

@@ -48,30 +48,53 @@ def metadata_log(directory: Path, topic: str) -> None:
     def at(offset: int, ms: int, *values: bytes) -> bytes:
         return syn.batch(offset, 1, T0 + ms, list(values))
 
-    syn.write_segment(directory, 0, [
-        syn.leader_change_batch(0, 1, T0, leader=CONTROLLER, voters=[CONTROLLER]),
-        at(1, 100, *(syn.register_broker_record(3, b, b, fenced=False) for b in (1, 2, 3))),
-        at(4, 200, syn.topic_record(topic, TOPIC_ID),
-           syn.partition_record(1, TOPIC_ID, 0, [1, 2, 3], [1, 2, 3], 1),
-           syn.partition_record(1, TOPIC_ID, 1, [2, 3, 1], [2, 3, 1], 2)),
-        at(7, 300, syn.config_record(2, topic, "min.insync.replicas", "2"),
-           syn.config_record(4, "", "replica.lag.time.max.ms", "10000")),
-        at(9, 5_000, syn.partition_change_record(1, TOPIC_ID, 0, isr=[1, 2])),
-        at(10, 12_000, syn.broker_registration_change_record(1, 3, 3, fenced=1),
-           syn.partition_change_record(1, TOPIC_ID, 1, isr=[2, 1])),
-        at(12, 20_000, syn.register_broker_record(3, 3, 12, fenced=True),
-           syn.broker_registration_change_record(1, 3, 12, fenced=-1)),
-        at(14, 25_000, syn.partition_change_record(1, TOPIC_ID, 0, isr=[1, 2, 3])),
-    ])  # fmt: skip
+    syn.write_segment(
+        directory,
+        0,
+        [
+            syn.leader_change_batch(0, 1, T0, leader=CONTROLLER, voters=[CONTROLLER]),
+            at(1, 100, *(syn.register_broker_record(3, b, b, fenced=False) for b in (1, 2, 3))),
+            at(
+                4,
+                200,
+                syn.topic_record(topic, TOPIC_ID),
+                syn.partition_record(1, TOPIC_ID, 0, [1, 2, 3], [1, 2, 3], 1),
+                syn.partition_record(1, TOPIC_ID, 1, [2, 3, 1], [2, 3, 1], 2),
+            ),
+            at(
+                7,
+                300,
+                syn.config_record(2, topic, "min.insync.replicas", "2"),
+                syn.config_record(4, "", "replica.lag.time.max.ms", "10000"),
+            ),
+            at(9, 5_000, syn.partition_change_record(1, TOPIC_ID, 0, isr=[1, 2])),
+            at(
+                10,
+                12_000,
+                syn.broker_registration_change_record(1, 3, 3, fenced=1),
+                syn.partition_change_record(1, TOPIC_ID, 1, isr=[2, 1]),
+            ),
+            at(
+                12,
+                20_000,
+                syn.register_broker_record(3, 3, 12, fenced=True),
+                syn.broker_registration_change_record(1, 3, 12, fenced=-1),
+            ),
+            at(14, 25_000, syn.partition_change_record(1, TOPIC_ID, 0, isr=[1, 2, 3])),
+        ],
+    )
 
 
 class QuorumReports:
     """What DescribeQuorum says at each poll: (time, log end offset of brokers 1, 2, 3)."""
 
     POLLS: ClassVar[list[tuple[int, tuple[int, int, int]]]] = [
-        (1_000, (9, 9, 9)), (6_000, (10, 10, 9)), (11_000, (10, 10, 9)),
-        (16_000, (12, 12, 9)), (26_000, (15, 15, 15)),
-    ]  # fmt: skip
+        (1_000, (9, 9, 9)),
+        (6_000, (10, 10, 9)),
+        (11_000, (10, 10, 9)),
+        (16_000, (12, 12, 9)),
+        (26_000, (15, 15, 15)),
+    ]
 
     def __init__(self) -> None:
         self.polls = list(self.POLLS)
@@ -81,8 +104,14 @@ class QuorumReports:
         brokers = zip((1, 2, 3), ends, strict=True)
         replicas = tuple(QuorumReplica(b, end, None, None) for b, end in brokers)
         quorum = QuorumSnapshot(CONTROLLER, 1, max(ends), replicas, fetch_timeout_ms=2_000)
-        return ClusterSnapshot(ts=T0 + ms, controller_id=CONTROLLER, controller_epoch=None,
-                               brokers=(1, 2, 3), partitions={}, quorum=quorum)  # fmt: skip
+        return ClusterSnapshot(
+            ts=T0 + ms,
+            controller_id=CONTROLLER,
+            controller_epoch=None,
+            brokers=(1, 2, 3),
+            partitions={},
+            quorum=quorum,
+        )
 
     def close(self) -> None:
         pass
@@ -90,8 +119,9 @@ class QuorumReports:
 
 @pytest.fixture
 def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
-    return isolated_job_config(broker, tmp_path, {"rules.propagation.mode": "kraft",
-                                                  "streaming.state_shards": 2})  # fmt: skip
+    return isolated_job_config(
+        broker, tmp_path, {"rules.propagation.mode": "kraft", "streaming.state_shards": 2}
+    )
 
 
 def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
@@ -101,17 +131,25 @@ def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
     metadata_log(tmp_path / "broker-1" / "__cluster_metadata-0", topic)
     log_spy = PublishedSpy(KafkaPublisher(job_config))
     log_collector = MetadataLogCollector(
-        [tmp_path / "broker-1"], log_spy, CollectorMetrics("metadata-log", CollectorRegistry()),
+        [tmp_path / "broker-1"],
+        log_spy,
+        CollectorMetrics("metadata-log", CollectorRegistry()),
         tmp_path / "metadata-log.json",
-    )  # fmt: skip
+    )
     while log_collector.read_once()[0]:
         pass
     log_collector.close()
     admin_spy = PublishedSpy(KafkaPublisher(job_config))
-    admin = AdminCollector(QuorumReports(), admin_spy,
-                           CollectorMetrics("admin", CollectorRegistry()),
-                           tmp_path / "admin.json", fetch_responses=False, broker_changes=False,
-                           partition_events=False, interval_ms=5_000)  # fmt: skip
+    admin = AdminCollector(
+        QuorumReports(),
+        admin_spy,
+        CollectorMetrics("admin", CollectorRegistry()),
+        tmp_path / "admin.json",
+        fetch_responses=False,
+        broker_changes=False,
+        partition_events=False,
+        interval_ms=5_000,
+    )
     for _ in QuorumReports.POLLS:
         admin.poll_once()
     admin.close()
@@ -119,8 +157,10 @@ def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
 
     health_out = tmp_path / "health.jsonl"
     run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
-    final = {(r["topic"], r["partition"]): r
-             for r in map(json.loads, health_out.read_text().splitlines())}  # fmt: skip
+    final = {
+        (r["topic"], r["partition"]): r
+        for r in map(json.loads, health_out.read_text().splitlines())
+    }
     assert final[(topic, 0)]["isr"] == [1, 2, 3]
     assert final[(topic, 1)]["isr"] == [2, 1]
     assert final[(topic, 0)]["metadata"]["state"] == "CONSISTENT"

@@ -20,14 +20,28 @@ CAMPAIGN = Path(__file__).resolve().parents[2] / "bench" / "fault_campaign.py"
 @pytest.mark.timeout(2400)  # minutes on a quiet machine; Spark starts slowly on a busy one
 def test_short_campaign_loses_and_doubles_nothing(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, str(CAMPAIGN), "--mode", "short", "--faults", "kill,outage,backlog",
-         "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=2300, check=False,
-    )  # fmt: skip
+        [
+            sys.executable,
+            str(CAMPAIGN),
+            "--mode",
+            "short",
+            "--faults",
+            "kill,outage,backlog",
+            "--workdir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=2300,
+        check=False,
+    )
     output = done.stdout + done.stderr[-3000:]
     assert done.returncode == 0, output
-    rows = {line.split("  ")[0]: line for line in done.stdout.splitlines()
-            if line.startswith(("kill -9", "broker outage", "backlog"))}  # fmt: skip
+    rows = {
+        line.split("  ")[0]: line
+        for line in done.stdout.splitlines()
+        if line.startswith(("kill -9", "broker outage", "backlog"))
+    }
     assert set(rows) == {"kill -9", "broker outage", "backlog"}, output
     # restarts survived, events lost, events doubled (the table's columns 2 to 4)
     kill = re.split(r"\s{2,}", rows["kill -9"])

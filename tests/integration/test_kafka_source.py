@@ -93,9 +93,14 @@ def run_available_now(
 
     def collect(frame: Any, batch_id: int) -> None:
         rows = frame.selectExpr(
-            "topic", "partition", "offset", "key", "value",
-            "unix_millis(timestamp) AS ts", "timestampType",
-        ).collect()  # fmt: skip
+            "topic",
+            "partition",
+            "offset",
+            "key",
+            "value",
+            "unix_millis(timestamp) AS ts",
+            "timestampType",
+        ).collect()
         batches.append([(r[0], r[1], r[2], _bytes(r[3]), _bytes(r[4]), r[5], r[6]) for r in rows])
 
     query = (
@@ -163,8 +168,11 @@ def test_the_last_multi_record_batch_is_read_in_the_same_micro_batch(
     sent += produce(broker, [(topic, 0, b"k", f"tail-{i}".encode()) for i in range(10)])
     # Tansu's quirk: ListOffsets "latest" hides all but the first record of the last batch.
     assert reported_end(broker, topic, 0) == 6, "the test expects Tansu's ListOffsets quirk"
-    batches = [batch for batch in run_available_now(
-        registered, options(broker, [topic]), tmp_path) if batch]  # fmt: skip
+    batches = [
+        batch
+        for batch in run_available_now(registered, options(broker, [topic]), tmp_path)
+        if batch
+    ]
     assert len(batches) == 1
     assert ordered(batches[0]) == ordered(sent)
     assert [row[2] for row in ordered(batches[0])] == list(range(15))
@@ -177,13 +185,14 @@ def test_a_restart_on_the_same_checkpoint_reads_only_the_new_records(
     broker.create_topics([topic], partitions=2)
     before = produce(broker, [(topic, i % 2, None, f"before-{i}".encode()) for i in range(30)])
     checkpoint = tmp_path / "checkpoint"
-    assert ordered(flat(run_available_now(
-        registered, options(broker, [topic]), checkpoint))) == ordered(before)  # fmt: skip
+    assert ordered(
+        flat(run_available_now(registered, options(broker, [topic]), checkpoint))
+    ) == ordered(before)
     after = produce(broker, [(topic, i % 2, None, f"after-{i}".encode()) for i in range(20)])
-    assert ordered(flat(run_available_now(
-        registered, options(broker, [topic]), checkpoint))) == ordered(after)  # fmt: skip
-    assert ordered(flat(run_available_now(
-        registered, options(broker, [topic]), checkpoint))) == []  # fmt: skip
+    assert ordered(
+        flat(run_available_now(registered, options(broker, [topic]), checkpoint))
+    ) == ordered(after)
+    assert ordered(flat(run_available_now(registered, options(broker, [topic]), checkpoint))) == []
 
 
 def test_starting_offsets_latest_skips_the_existing_records(
@@ -220,9 +229,14 @@ def test_a_running_query_picks_up_new_records_and_new_topics(
 
     def collect(frame: Any, batch_id: int) -> None:
         rows = frame.selectExpr(
-            "topic", "partition", "offset", "key", "value",
-            "unix_millis(timestamp) AS ts", "timestampType",
-        ).collect()  # fmt: skip
+            "topic",
+            "partition",
+            "offset",
+            "key",
+            "value",
+            "unix_millis(timestamp) AS ts",
+            "timestampType",
+        ).collect()
         got.extend((r[0], r[1], r[2], _bytes(r[3]), _bytes(r[4]), r[5], r[6]) for r in rows)
 
     query = (
@@ -272,9 +286,15 @@ def read_all(reader: KafkaStreamReader, start: dict[str, int], end: dict[str, in
             columns = batch.to_pydict()
             stamps = [int(ts.timestamp() * 1000) for ts in columns["timestamp"]]
             rows += zip(
-                columns["topic"], columns["partition"], columns["offset"], columns["key"],
-                columns["value"], stamps, columns["timestampType"], strict=True,
-            )  # fmt: skip
+                columns["topic"],
+                columns["partition"],
+                columns["offset"],
+                columns["key"],
+                columns["value"],
+                stamps,
+                columns["timestampType"],
+                strict=True,
+            )
     return rows
 
 
@@ -384,50 +404,84 @@ def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_lett
         b'{"type":"LeaderAndIsr","ts":900,"topic":"orders","partition":3,"leader":1,'
         b'"leader_epoch":4,"isr":[1,2],"replicas":[1,2],"partition_epoch":7}'
     )
-    produce(broker, [(fetches, 0, None, fetch), (fetches, 0, None, b'{"ts": 5'),
-                     (controller, 0, None, election)])  # fmt: skip
-    route = json.dumps({"shards": 16, "sources": {controller: "controller-events",
-                                                  fetches: "fetch-responses"}})  # fmt: skip
+    produce(
+        broker,
+        [
+            (fetches, 0, None, fetch),
+            (fetches, 0, None, b'{"ts": 5'),
+            (controller, 0, None, election),
+        ],
+    )
+    route = json.dumps(
+        {"shards": 16, "sources": {controller: "controller-events", fetches: "fetch-responses"}}
+    )
     source = KafkaSource(options(broker, [controller, fetches], routeToShards=route))
     assert "kind string" in str(source.schema())
     reader = reader_for(options(broker, [controller, fetches], routeToShards=route))
     try:
         start = {f"{controller}:0": 0, f"{fetches}:0": 0}
         end = reader.latestOffset(start, ReadAllAvailable())
-        rows = [row for part in reader.partitions(start, end) for batch in reader.read(part)
-                for row in batch.to_pylist()]  # fmt: skip
+        rows = [
+            row
+            for part in reader.partitions(start, end)
+            for batch in reader.read(part)
+            for row in batch.to_pylist()
+        ]
     finally:
         reader.stop()
     by_kind = {row["kind"]: row for row in rows}
     assert sorted(row["kind"] for row in rows) == ["controller", "dead", "fetches"]
     pack = by_kind["fetches"]  # the shard's fetches, packed (streaming.job.routing.pack_fetches)
     assert (pack["shard"], pack["ts"]) == (12, 1000)
-    assert pa.ipc.open_stream(pack["event"]).read_all().to_pylist() == [{
-        "ts": 1000, "src_topic": fetches, "src_partition": 0,
-        "src_offset": 0, "topic": "orders", "partition": 3, "leader": 1, "follower": 2,
-        "leader_epoch": 4, "fetch_offset": 100, "leader_leo": 120, "high_watermark": 100,
-        "error": "NONE",
-    }]  # fmt: skip
+    assert pa.ipc.open_stream(pack["event"]).read_all().to_pylist() == [
+        {
+            "ts": 1000,
+            "src_topic": fetches,
+            "src_partition": 0,
+            "src_offset": 0,
+            "topic": "orders",
+            "partition": 3,
+            "leader": 1,
+            "follower": 2,
+            "leader_epoch": 4,
+            "fetch_offset": 100,
+            "leader_leo": 120,
+            "high_watermark": 100,
+            "error": "NONE",
+        }
+    ]
     dead = by_kind["dead"]
     assert (dead["shard"], dead["src_offset"], dead["source"], dead["value"], dead["reason"]) == (
-        0, 1, "fetch-responses", '{"ts": 5', "invalid_json")  # fmt: skip
+        0,
+        1,
+        "fetch-responses",
+        '{"ts": 5',
+        "invalid_json",
+    )
     part = by_kind["controller"]
     assert (part["shard"], part["ts"], part["counted"], part["value"], part["source"]) == (
-        12, 900, True, election.decode(), "controller-events")  # fmt: skip
+        12,
+        900,
+        True,
+        election.decode(),
+        "controller-events",
+    )
 
 
 def test_a_broker_that_is_down_gives_no_new_data_and_no_error(tmp_path: Path) -> None:
     with EmbeddedBroker() as down:  # a free port, nothing listening
         closed = down.bootstrap_servers
     status_file = tmp_path / "checkpoint" / "source-status.json"
-    reader = reader_for({
-        "kafka.bootstrap.servers": closed,
-        "subscribe": "t",
-        "retryBackoffMs": "10",
-        "retryBackoffMaxMs": "25",
-        "kafkaOptions": json.dumps({"request_timeout_ms": 500, "bootstrap_timeout_ms": 200}),
-        "statusFile": str(status_file),
-    })  # fmt: skip
+    reader = reader_for(
+        {
+            "kafka.bootstrap.servers": closed,
+            "subscribe": "t",
+            "retryBackoffMs": "10",
+            "retryBackoffMaxMs": "25",
+            "kafkaOptions": json.dumps({"request_timeout_ms": 500, "bootstrap_timeout_ms": 200}),
+            "statusFile": str(status_file),
+        }
+    )
     waits: list[float] = []
     reader._sleep = waits.append
     start = {"t:0": 5, "t:1": 7}
@@ -454,11 +508,15 @@ def test_the_reader_recovers_when_the_broker_comes_back(tmp_path: Path) -> None:
         own.start()
         own.create_topics(["t"])
         produce(own, [("t", 0, None, b"x") for _ in range(5)])
-        reader = reader_for({
-            **options(own, ["t"]),
-            "retryBackoffMs": "10",
-            "kafkaOptions": json.dumps({"request_timeout_ms": 1000, "bootstrap_timeout_ms": 500}),
-        })  # fmt: skip
+        reader = reader_for(
+            {
+                **options(own, ["t"]),
+                "retryBackoffMs": "10",
+                "kafkaOptions": json.dumps(
+                    {"request_timeout_ms": 1000, "bootstrap_timeout_ms": 500}
+                ),
+            }
+        )
         reader._sleep = lambda seconds: None
         try:
             start = reader.latestOffset(reader.initialOffset(), ReadAllAvailable())
@@ -502,18 +560,22 @@ def test_a_read_that_makes_no_progress_raises(broker: EmbeddedBroker) -> None:
 
 
 def test_options_from_the_configuration() -> None:
-    config = load_config(None, {
-        "kafka.bootstrap_servers": "b1:9093,b2:9093",
-        "kafka.security_protocol": "SASL_SSL",
-        "kafka.sasl_mechanism": "SCRAM-SHA-512",
-        "kafka.sasl_username": "isrwatch",
-        "kafka.sasl_password": "s3cret-pw",
-        "kafka.ssl_cafile": "/etc/ca.pem",
-        "kafka.starting_offsets": "earliest",
-        "kafka.max_records_per_partition_per_batch": 500,
-        "kafka.retry_backoff_ms": 200,
-        "kafka.retry_backoff_max_ms": 4000,
-    }, environ={})  # fmt: skip
+    config = load_config(
+        None,
+        {
+            "kafka.bootstrap_servers": "b1:9093,b2:9093",
+            "kafka.security_protocol": "SASL_SSL",
+            "kafka.sasl_mechanism": "SCRAM-SHA-512",
+            "kafka.sasl_username": "isrwatch",
+            "kafka.sasl_password": "s3cret-pw",
+            "kafka.ssl_cafile": "/etc/ca.pem",
+            "kafka.starting_offsets": "earliest",
+            "kafka.max_records_per_partition_per_batch": 500,
+            "kafka.retry_backoff_ms": 200,
+            "kafka.retry_backoff_max_ms": 4000,
+        },
+        environ={},
+    )
     made = kafka_source_options(config, ["controller-events", "fetch-responses"])
     assert {k: v for k, v in made.items() if k != "kafkaOptions"} == {
         "kafka.bootstrap.servers": "b1:9093,b2:9093",
@@ -543,8 +605,10 @@ def test_options_from_the_configuration() -> None:
     assert made["maxOffsetsPerTrigger"] == "250000"
     assert SourceSettings.from_options(made).max_offsets_per_trigger == 250_000
 
-    sources = {"controller-events": Source.CONTROLLER_EVENTS,
-               "fetch-responses": Source.FETCH_RESPONSES}  # fmt: skip
+    sources = {
+        "controller-events": Source.CONTROLLER_EVENTS,
+        "fetch-responses": Source.FETCH_RESPONSES,
+    }
     routed = kafka_source_options(config, ["controller-events", "fetch-responses"], route=sources)
     assert json.loads(routed["routeToShards"]) == {
         "shards": 64,  # streaming.state_shards' default

@@ -90,12 +90,15 @@ def broker_ids(broker: EmbeddedBroker, certificates: Certificates) -> tuple[int,
     """The brokers' ids as librdkafka sees them through the proxy, with the certificate."""
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({
-        "bootstrap.servers": broker.bootstrap_servers, "security.protocol": "SSL",
-        "ssl.ca.location": str(certificates.ca),
-        "ssl.certificate.location": str(certificates.client_cert),
-        "ssl.key.location": str(certificates.client_key),
-    })  # fmt: skip
+    admin = AdminClient(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(certificates.ca),
+            "ssl.certificate.location": str(certificates.client_cert),
+            "ssl.key.location": str(certificates.client_key),
+        }
+    )
     return tuple(sorted(admin.list_topics(timeout=10).brokers))
 
 
@@ -105,11 +108,15 @@ def test_a_client_without_a_certificate_is_refused_and_the_connection_check_says
     from confluent_kafka.admin import AdminClient
 
     settings: dict[str, str | int | float | bool] = {
-        "bootstrap.servers": mtls_broker.bootstrap_servers, "security.protocol": "SSL",
+        "bootstrap.servers": mtls_broker.bootstrap_servers,
+        "security.protocol": "SSL",
         "ssl.ca.location": str(certificates.ca),
-    }  # fmt: skip
-    with_certificate = {**settings, "ssl.certificate.location": str(certificates.client_cert),
-                        "ssl.key.location": str(certificates.client_key)}  # fmt: skip
+    }
+    with_certificate = {
+        **settings,
+        "ssl.certificate.location": str(certificates.client_cert),
+        "ssl.key.location": str(certificates.client_key),
+    }
     # The source's connection check (librdkafka): the broker's alert is a TLS failure.
     refused = diagnose(settings)
     assert refused is not None
@@ -154,8 +161,9 @@ def test_a_collector_polls_and_publishes_through_mutual_tls(
 
 def health_by_key(path: Path) -> dict[str, Any]:
     """The last health record of each partition the job wrote to ``path``."""
-    return last_per_key([(f"{r['topic']}:{r['partition']}", json.dumps(r))
-                         for r in health_records(path)])  # fmt: skip
+    return last_per_key(
+        [(f"{r['topic']}:{r['partition']}", json.dumps(r)) for r in health_records(path)]
+    )
 
 
 def test_an_untrusted_client_certificate_is_refused_and_a_rotated_one_is_used_without_restart(
@@ -164,21 +172,27 @@ def test_an_untrusted_client_certificate_is_refused_and_a_rotated_one_is_used_wi
     config = isolated_job_config(mtls_broker, tmp_path / "setup", mutual_tls_options(certificates))
     produce_sample(config)
     untrusted = client_certificate_directory(
-        tmp_path / "untrusted", certificates.untrusted_client_cert,
+        tmp_path / "untrusted",
+        certificates.untrusted_client_cert,
         certificates.untrusted_client_key,
-    )  # fmt: skip
+    )
     trusted = client_certificate_directory(
         tmp_path / "trusted", certificates.client_cert, certificates.client_key
     )
     current = tmp_path / "current"  # the mounted secret: a link to the certificate's directory
     current.symlink_to(untrusted)
     servers = mtls_broker.bootstrap_servers
-    job = JobProcess({
-        "kafka.bootstrap_servers": servers,
-        "kafka.security_protocol": "SSL", "kafka.ssl_cafile": certificates.ca,
-        "kafka.ssl_certfile": current / "client.pem", "kafka.ssl_keyfile": current / "client.key",
-        **topic_settings(config),
-    }, tmp_path)  # fmt: skip
+    job = JobProcess(
+        {
+            "kafka.bootstrap_servers": servers,
+            "kafka.security_protocol": "SSL",
+            "kafka.ssl_cafile": certificates.ca,
+            "kafka.ssl_certfile": current / "client.pem",
+            "kafka.ssl_keyfile": current / "client.key",
+            **topic_settings(config),
+        },
+        tmp_path,
+    )
     try:
         # (Without any client certificate the refusal is the same alert: the connection
         # check above.)

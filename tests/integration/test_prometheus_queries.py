@@ -87,8 +87,7 @@ class PrometheusApi:
         return result
 
     def query_range(self, expr: str, start: float, end: float) -> list[dict[str, Any]]:
-        params = [("query", expr), ("start", f"{start:.3f}"), ("end", f"{end:.3f}"),
-                  ("step", STEP)]  # fmt: skip
+        params = [("query", expr), ("start", f"{start:.3f}"), ("end", f"{end:.3f}"), ("step", STEP)]
         result: list[dict[str, Any]] = self._get("/api/v1/query_range", params)["result"]
         return result
 
@@ -106,18 +105,30 @@ def running_prometheus(workdir: Path, target: str) -> Iterator[PrometheusApi]:
     assert binary, "prometheus not found: install Debian's prometheus package (.ci/run does)"
     workdir.mkdir(parents=True, exist_ok=True)
     config = workdir / "prometheus.yml"
-    config.write_text(yaml.safe_dump({
-        "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL},
-        "scrape_configs": [{"job_name": "isrwatch", "static_configs": [{"targets": [target]}]}],
-    }))  # fmt: skip
+    config.write_text(
+        yaml.safe_dump(
+            {
+                "global": {"scrape_interval": SCRAPE_INTERVAL, "scrape_timeout": SCRAPE_INTERVAL},
+                "scrape_configs": [
+                    {"job_name": "isrwatch", "static_configs": [{"targets": [target]}]}
+                ],
+            }
+        )
+    )
     port = free_port()
     log_path = workdir / "prometheus.log"
     with log_path.open("w") as log:
         process = subprocess.Popen(
-            [binary, f"--config.file={config}", f"--storage.tsdb.path={workdir / 'data'}",
-             f"--web.listen-address=127.0.0.1:{port}", "--log.level=warn"],
-            stdout=log, stderr=subprocess.STDOUT,
-        )  # fmt: skip
+            [
+                binary,
+                f"--config.file={config}",
+                f"--storage.tsdb.path={workdir / 'data'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     try:
         url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + READY_TIMEOUT_S
@@ -179,8 +190,11 @@ class InProcessJob:
 
     def batch(self, envelopes: list[dict[str, Any]]) -> pd.DataFrame:
         """The rows the stateful step hands the sink (health, dead letters, stats)."""
-        routed = route(self._records(envelopes), {s.value: s for s in Source},
-                       self.settings.shards) if envelopes else None  # fmt: skip
+        routed = (
+            route(self._records(envelopes), {s.value: s for s in Source}, self.settings.shards)
+            if envelopes
+            else None
+        )
         outputs = []
         for shard, snapshot in enumerate(self.snapshots):
             rows = None if routed is None else routed[routed["shard"] == shard]
@@ -195,8 +209,14 @@ class InProcessJob:
         for envelope in envelopes:
             value = envelope["value"]
             raw = value if isinstance(value, bytes) else json.dumps(value).encode()
-            rows.append({"topic": envelope["source"], "partition": 0,
-                         "offset": self.offsets[envelope["source"]], "value": raw})  # fmt: skip
+            rows.append(
+                {
+                    "topic": envelope["source"],
+                    "partition": 0,
+                    "offset": self.offsets[envelope["source"]],
+                    "value": raw,
+                }
+            )
             self.offsets[envelope["source"]] += 1
         return pd.DataFrame(rows)
 
@@ -242,9 +262,11 @@ def assignments(
         name, extended = variable["name"], []
         for values in found:
             selector, _, label = (
-                substitute(variable["query"], values).removeprefix("label_values(")
-                .removesuffix(")").rpartition(",")
-            )  # fmt: skip
+                substitute(variable["query"], values)
+                .removeprefix("label_values(")
+                .removesuffix(")")
+                .rpartition(",")
+            )
             if variable.get("includeAll"):
                 extended.append({**values, name: variable["allValue"]})
             else:
@@ -289,17 +311,27 @@ RUNS = [
 STEP_MS = 3_000  # simulated time per micro-batch
 SEED = 0
 
-UNHEALTHY = {"slow-follower", "broker-crash-and-bounce", "controller-failover",
-             "isr-churn-storm", "stuck-leader", "slow-controller"}  # fmt: skip
+UNHEALTHY = {
+    "slow-follower",
+    "broker-crash-and-bounce",
+    "controller-failover",
+    "isr-churn-storm",
+    "stuck-leader",
+    "slow-controller",
+}
 SHRINKS = {"slow-follower", "isr-churn-storm", "stuck-leader", "slow-controller"}
-ISR_CHANGES = {"slow-follower", "broker-crash-and-bounce", "controller-failover",
-               "isr-churn-storm", "slow-controller"}  # fmt: skip
+ISR_CHANGES = {
+    "slow-follower",
+    "broker-crash-and-bounce",
+    "controller-failover",
+    "isr-churn-storm",
+    "slow-controller",
+}
 STALE = {"slow-follower", "broker-crash-and-bounce", "isr-churn-storm", "slow-controller"}
 URP = ISR_CHANGES
 CRASH = {"broker-crash-and-bounce"}
 TROUBLES = {"steady"}
-PROPAGATED = {"slow-follower", "broker-crash-and-bounce", "controller-failover",
-              "slow-controller"}  # fmt: skip
+PROPAGATED = {"slow-follower", "broker-crash-and-bounce", "controller-failover", "slow-controller"}
 """Where some ISR change is seen reaching every live broker's cache."""
 RESTARTS = {"broker-crash-and-bounce", "controller-failover", "rolling-restart"}
 """Where a broker comes back (planned maintenance: catching up within the grace period)."""
@@ -371,10 +403,17 @@ EXPECTED: dict[str, set[str]] = {
     "rule IsrwatchDeadLettersRising": TROUBLES,
 }
 CLUSTER_RULES = [
-    "rule UnderReplicatedPartitions", "rule UnderMinIsr", "rule OfflinePartitions",
-    "rule PredictedIsrShrink", "rule IsrShrinkOverdue", "rule MetadataPropagationOverdue",
-    "rule IsrFlapping", "rule ReplicationCause", "rule BrokerDown", "rule FollowerFlapping",
-]  # fmt: skip
+    "rule UnderReplicatedPartitions",
+    "rule UnderMinIsr",
+    "rule OfflinePartitions",
+    "rule PredictedIsrShrink",
+    "rule IsrShrinkOverdue",
+    "rule MetadataPropagationOverdue",
+    "rule IsrFlapping",
+    "rule ReplicationCause",
+    "rule BrokerDown",
+    "rule FollowerFlapping",
+]
 QUIET: dict[str, set[str]] = {
     # Where a rule must return nothing: a healthy cluster raises no cluster alert, and
     # Kafka failing to act (overdue shrink, overdue metadata) is only where it fails.
@@ -410,12 +449,19 @@ def feed(run: Run, exporter: HealthExporter, counter: ScrapeCounter, status: Pat
         stream = chain([[], []], stream)  # the job runs before any fetch response arrives
     for batch_id, events in enumerate(stream):
         failing = run.troubles and 10 <= batch_id < 15
-        status.write_text(json.dumps({"consecutive_failures": 3 if failing else 0,
-                                      "failures_total": 3 * batch_id // 10,
-                                      "last_success_at": time.time()}))  # fmt: skip
+        status.write_text(
+            json.dumps(
+                {
+                    "consecutive_failures": 3 if failing else 0,
+                    "failures_total": 3 * batch_id // 10,
+                    "last_success_at": time.time(),
+                }
+            )
+        )
         if run.troubles:
             events = events + [{"source": "fetch-responses", "value": b"{not json"}] * (
-                len(events) // 20 + 1)  # fmt: skip
+                len(events) // 20 + 1
+            )
         sink.write(batch_id, job.batch(events), time.monotonic())
         counter.wait(2)
 
@@ -516,12 +562,26 @@ def test_expressions_with_the_real_job_in_the_demo(tmp_path: Path) -> None:
         start = time.time()
         with log_path.open("w") as log:
             demo = subprocess.run(
-                [sys.executable, "-m", "streaming.cli", "demo", "--scenario", DEMO_SCENARIO,
-                 "--speed", DEMO_SPEED, "--metrics-port", str(port), "--no-live",
-                 "--set", "metrics.host=127.0.0.1"],
-                stdout=log, stderr=subprocess.STDOUT, timeout=DEMO_TIMEOUT_S,
+                [
+                    sys.executable,
+                    "-m",
+                    "streaming.cli",
+                    "demo",
+                    "--scenario",
+                    DEMO_SCENARIO,
+                    "--speed",
+                    DEMO_SPEED,
+                    "--metrics-port",
+                    str(port),
+                    "--no-live",
+                    "--set",
+                    "metrics.host=127.0.0.1",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                timeout=DEMO_TIMEOUT_S,
                 env={**os.environ, "PYSPARK_PYTHON": sys.executable},
-            )  # fmt: skip
+            )
         assert demo.returncode == 0, log_path.read_text()
         end = time.time()
         scraped = api.query_range('isrwatch_partitions{job="isrwatch"}', start, end)

@@ -54,8 +54,12 @@ def wait_for(watch: ReachabilityWatch, reachable: bool) -> Reachability:
 
 
 def source_up(exporter: HealthExporter) -> float:
-    return next(sample.value for family in exporter.collect() for sample in family.samples
-                if sample.name == "isrwatch_source_up")  # fmt: skip
+    return next(
+        sample.value
+        for family in exporter.collect()
+        for sample in family.samples
+        if sample.name == "isrwatch_source_up"
+    )
 
 
 @pytest.mark.parametrize("mode", [ProxyMode.REFUSE, ProxyMode.HANG, ProxyMode.DROP])

@@ -65,15 +65,20 @@ class SecuredBroker:
         proxy_port = free_port()
         client = {"security_protocol": "SSL", "ssl_cafile": str(certificates.ca)}
         if mutual_tls:  # the broker's own readiness check goes through the proxy too
-            client |= {"ssl_certfile": str(certificates.client_cert),
-                       "ssl_keyfile": str(certificates.client_key)}  # fmt: skip
+            client |= {
+                "ssl_certfile": str(certificates.client_cert),
+                "ssl_keyfile": str(certificates.client_key),
+            }
         self.broker = EmbeddedBroker(
             advertised_port=proxy_port, authentication=authentication, client_options=client
         )
         self.proxy = TlsProxy(
-            self.broker.listener, certificates.server_cert, certificates.server_key,
-            port=proxy_port, client_ca=certificates.client_ca if mutual_tls else None,
-        )  # fmt: skip
+            self.broker.listener,
+            certificates.server_cert,
+            certificates.server_key,
+            port=proxy_port,
+            client_ca=certificates.client_ca if mutual_tls else None,
+        )
 
     def __enter__(self) -> EmbeddedBroker:
         self.proxy.start()
@@ -101,14 +106,17 @@ def sasl_broker(certificates: Certificates) -> Iterator[EmbeddedBroker]:
 
 
 def produce_sample(config: IsrwatchConfig) -> None:
-    topics = {"controller-events": config.topics.controller_events,
-              "fetch-responses": config.topics.fetch_responses}  # fmt: skip
+    topics = {
+        "controller-events": config.topics.controller_events,
+        "fetch-responses": config.topics.fetch_responses,
+    }
     producer = KafkaProducer(**config.kafka.kafka_python_options(), linger_ms=20)
     for envelope in sample():
         value = envelope["value"]
         key = f"{value.get('topic')}:{value.get('partition')}" if "topic" in value else "0"
-        producer.send(topics[envelope["source"]], key=key.encode(),
-                      value=json.dumps(value).encode())  # fmt: skip
+        producer.send(
+            topics[envelope["source"]], key=key.encode(), value=json.dumps(value).encode()
+        )
     producer.flush()
     producer.close()
 
@@ -121,25 +129,39 @@ class JobProcess:
         self.metrics_port = free_port()
         self.health_out = directory / "health.jsonl"
         self.stderr_path = directory / "job.stderr"
-        env = {**os.environ, "PYTHONFAULTHANDLER": "1", **{
-            f"ISRWATCH_{key.upper().replace('.', '__')}": str(value) for key, value in {
-                "streaming.checkpoint_location": directory / "checkpoint",
-                "streaming.trigger_interval_ms": 500,
-                "streaming.state_shards": 3,
-                "metrics.host": "127.0.0.1",
-                "metrics.port": self.metrics_port,
-                "kafka.retry_backoff_ms": 200,
-                "kafka.retry_backoff_max_ms": 1000,
-                "kafka.request_timeout_ms": 5000,
-                **settings,
-            }.items()
-        }}  # fmt: skip
+        env = {
+            **os.environ,
+            "PYTHONFAULTHANDLER": "1",
+            **{
+                f"ISRWATCH_{key.upper().replace('.', '__')}": str(value)
+                for key, value in {
+                    "streaming.checkpoint_location": directory / "checkpoint",
+                    "streaming.trigger_interval_ms": 500,
+                    "streaming.state_shards": 3,
+                    "metrics.host": "127.0.0.1",
+                    "metrics.port": self.metrics_port,
+                    "kafka.retry_backoff_ms": 200,
+                    "kafka.retry_backoff_max_ms": 1000,
+                    "kafka.request_timeout_ms": 5000,
+                    **settings,
+                }.items()
+            },
+        }
         with self.stderr_path.open("wb") as stderr:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "streaming.cli", "run", "--health-out",
-                 str(self.health_out)],
-                env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=stderr,
-            )  # fmt: skip
+                [
+                    sys.executable,
+                    "-m",
+                    "streaming.cli",
+                    "run",
+                    "--health-out",
+                    str(self.health_out),
+                ],
+                env=env,
+                start_new_session=True,
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
 
     def stderr(self) -> str:
         return self.stderr_path.read_text(errors="replace")
@@ -200,9 +222,13 @@ def test_the_broker_tells_clients_the_tls_address(
 ) -> None:
     from confluent_kafka.admin import AdminClient
 
-    admin = AdminClient({"bootstrap.servers": tls_broker.bootstrap_servers,
-                         "security.protocol": "SSL",
-                         "ssl.ca.location": str(certificates.ca)})  # fmt: skip
+    admin = AdminClient(
+        {
+            "bootstrap.servers": tls_broker.bootstrap_servers,
+            "security.protocol": "SSL",
+            "ssl.ca.location": str(certificates.ca),
+        }
+    )
     brokers = admin.list_topics(timeout=10).brokers.values()
     assert [f"{b.host}:{b.port}" for b in brokers] == [tls_broker.bootstrap_servers]
     assert tls_broker.bootstrap_servers != tls_broker.listener
@@ -258,14 +284,22 @@ def test_an_untrusted_certificate_is_named_and_the_job_recovers_with_the_right_c
     trusted = tmp_path / "trusted-ca.pem"  # the file the job is told to trust
     shutil.copy(certificates.other_ca, trusted)
     servers = tls_broker.bootstrap_servers
-    job = JobProcess({
-        "kafka.bootstrap_servers": servers,
-        "kafka.security_protocol": "SSL", "kafka.ssl_cafile": trusted,
-        **topic_settings(config),
-    }, tmp_path)  # fmt: skip
+    job = JobProcess(
+        {
+            "kafka.bootstrap_servers": servers,
+            "kafka.security_protocol": "SSL",
+            "kafka.ssl_cafile": trusted,
+            **topic_settings(config),
+        },
+        tmp_path,
+    )
     try:
-        refused(job, "tls", servers, ("TLS handshake failed connecting to Kafka at " + servers,
-                                       "certificate verify failed"))  # fmt: skip
+        refused(
+            job,
+            "tls",
+            servers,
+            ("TLS handshake failed connecting to Kafka at " + servers, "certificate verify failed"),
+        )
         pid = job.process.pid
         # The certificate's authority is fixed on disk: the next try reads it again.
         shutil.copy(certificates.ca, trusted)
@@ -287,15 +321,22 @@ def test_refused_credentials_are_named_and_the_job_keeps_retrying(
     sasl_broker: EmbeddedBroker, certificates: Certificates, tmp_path: Path
 ) -> None:
     servers = sasl_broker.bootstrap_servers
-    job = JobProcess({
-        "kafka.bootstrap_servers": servers,
-        "kafka.security_protocol": "SASL_SSL", "kafka.ssl_cafile": certificates.ca,
-        "kafka.sasl_mechanism": "SCRAM-SHA-512", "kafka.sasl_username": "isrwatch",
-        "kafka.sasl_password": "not-the-password",
-    }, tmp_path)  # fmt: skip
+    job = JobProcess(
+        {
+            "kafka.bootstrap_servers": servers,
+            "kafka.security_protocol": "SASL_SSL",
+            "kafka.ssl_cafile": certificates.ca,
+            "kafka.sasl_mechanism": "SCRAM-SHA-512",
+            "kafka.sasl_username": "isrwatch",
+            "kafka.sasl_password": "not-the-password",
+        },
+        tmp_path,
+    )
     try:
-        words = ("authentication failed connecting to Kafka at " + servers,
-                 "SASL SCRAM authentication failed")  # fmt: skip
+        words = (
+            "authentication failed connecting to Kafka at " + servers,
+            "SASL SCRAM authentication failed",
+        )
         down = refused(job, "authentication", servers, words, secret="not-the-password")
         keeps_trying(job, down, "authentication", servers)
     finally:

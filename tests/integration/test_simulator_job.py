@@ -105,9 +105,10 @@ def descendants(pid: int) -> dict[int, str]:
 def still_running(seen: dict[int, str]) -> set[int]:
     table = processes()
     return {
-        pid for pid, started in seen.items()
+        pid
+        for pid, started in seen.items()
         if pid in table and table[pid][2] == started and table[pid][1] != "Z"
-    }  # fmt: skip
+    }
 
 
 def under_replicated(port: int) -> float | None:
@@ -124,8 +125,19 @@ def under_replicated(port: int) -> float | None:
 
 def test_demo_shows_under_replicated_partitions_and_leaves_nothing_behind(tmp_path: Path) -> None:
     port = free_port()
-    command = [sys.executable, "-m", "streaming.cli", "demo", "--seconds", "75", "--speed", "4",
-               "--no-live", "--metrics-port", str(port)]  # fmt: skip
+    command = [
+        sys.executable,
+        "-m",
+        "streaming.cli",
+        "demo",
+        "--seconds",
+        "75",
+        "--speed",
+        "4",
+        "--no-live",
+        "--metrics-port",
+        str(port),
+    ]
     env = {**os.environ, "TMPDIR": str(tmp_path)}
     demo = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
     seen: dict[int, str] = {}

@@ -63,16 +63,25 @@ def events() -> list[InputRecord]:
     return list(simulator.events())
 
 
-def job_config(broker: EmbeddedBroker, tmp_path: Path, cluster: SparkStandaloneCluster,
-               metrics_port: int | None = None) -> IsrwatchConfig:  # fmt: skip
+def job_config(
+    broker: EmbeddedBroker,
+    tmp_path: Path,
+    cluster: SparkStandaloneCluster,
+    metrics_port: int | None = None,
+) -> IsrwatchConfig:
     metrics = {"metrics.enabled": True, "metrics.host": "127.0.0.1", "metrics.port": metrics_port}
-    return isolated_job_config(broker, tmp_path, {
-        "streaming.spark_master": cluster.url,
-        "streaming.state_store": "rocksdb",
-        "streaming.state_shards": 4,
-        "streaming.shuffle_partitions": 2,
-        **(metrics if metrics_port is not None else {}),
-    }, fetch_partitions=2)  # fmt: skip
+    return isolated_job_config(
+        broker,
+        tmp_path,
+        {
+            "streaming.spark_master": cluster.url,
+            "streaming.state_store": "rocksdb",
+            "streaming.state_shards": 4,
+            "streaming.shuffle_partitions": 2,
+            **(metrics if metrics_port is not None else {}),
+        },
+        fetch_partitions=2,
+    )
 
 
 def job_environment(config: IsrwatchConfig, tmp_path: Path) -> dict[str, str]:
@@ -113,10 +122,13 @@ class Driver:
         self.log = log
         with log.open("wb") as out:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "streaming.cli", "run", *arguments], env=env,
-                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                [sys.executable, "-m", "streaming.cli", "run", *arguments],
+                env=env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 start_new_session=True,
-            )  # fmt: skip
+            )
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")[-6000:]
@@ -185,9 +197,11 @@ class FirstRun:
 
 @pytest.fixture(scope="module")
 def first_run(
-    broker: EmbeddedBroker, cluster: SparkStandaloneCluster, events: list[InputRecord],
+    broker: EmbeddedBroker,
+    cluster: SparkStandaloneCluster,
+    events: list[InputRecord],
     tmp_path_factory: pytest.TempPathFactory,
-) -> FirstRun:  # fmt: skip
+) -> FirstRun:
     tmp_path = tmp_path_factory.mktemp("job")
     port = free_port()
     config = job_config(broker, tmp_path, cluster, metrics_port=port)
@@ -210,9 +224,11 @@ def test_job_on_the_cluster_gives_what_replay_gives(
 
 
 def test_executor_killed_mid_run_loses_and_repeats_nothing(
-    first_run: FirstRun, cluster: SparkStandaloneCluster, events: list[InputRecord],
+    first_run: FirstRun,
+    cluster: SparkStandaloneCluster,
+    events: list[InputRecord],
     tmp_path: Path,
-) -> None:  # fmt: skip
+) -> None:
     """The rest of the input, from the same checkpoint, to the always-on job; one executor
     is killed (SIGKILL) once its Python workers run the batch's tasks: Spark launches
     another, the lost tasks run again, and the state restored from the checkpoint is

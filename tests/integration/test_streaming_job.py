@@ -45,8 +45,10 @@ def job_config(broker: EmbeddedBroker, tmp_path: Path) -> IsrwatchConfig:
 def produce(
     config: IsrwatchConfig, envelopes: Sequence[dict[str, Any] | tuple[str, bytes]]
 ) -> None:
-    topics = {"controller-events": config.topics.controller_events,
-              "fetch-responses": config.topics.fetch_responses}  # fmt: skip
+    topics = {
+        "controller-events": config.topics.controller_events,
+        "fetch-responses": config.topics.fetch_responses,
+    }
     producer = KafkaProducer(bootstrap_servers=config.kafka.bootstrap_servers, linger_ms=20)
     for envelope in envelopes:
         if isinstance(envelope, tuple):
@@ -79,8 +81,11 @@ def test_sample_gives_exactly_what_replay_gives(job_config: IsrwatchConfig, tmp_
     health_out = tmp_path / "health.jsonl"
     run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
     assert_health_is_replays(job_config, health_out)
-    letters = [json.loads(v) for _, v in read_topic(job_config, job_config.topics.dead_letters)
-               if v is not None]  # fmt: skip
+    letters = [
+        json.loads(v)
+        for _, v in read_topic(job_config, job_config.topics.dead_letters)
+        if v is not None
+    ]
     assert [(d["source"], d["reason"]) for d in letters] == [
         ("fetch-responses", "stale_leader_epoch")
     ]
@@ -99,11 +104,18 @@ def test_malformed_records_are_dead_letters_and_the_job_goes_on(
     produce(job_config, [*bad[:2], *good[:60], *bad[2:], *good[60:]])
     batches = Batches()
     run(job_config, available_now=True, exporter=HealthExporter(), on_batch=batches)
-    letters = [json.loads(v) for _, v in read_topic(job_config, job_config.topics.dead_letters)
-               if v is not None]  # fmt: skip
+    letters = [
+        json.loads(v)
+        for _, v in read_topic(job_config, job_config.topics.dead_letters)
+        if v is not None
+    ]
     assert sorted(d["reason"] for d in letters) == [
-        "invalid_json", "missing_field", "not_an_object", "stale_leader_epoch", "unknown_type",
-    ]  # fmt: skip
+        "invalid_json",
+        "missing_field",
+        "not_an_object",
+        "stale_leader_epoch",
+        "unknown_type",
+    ]
     assert last_per_key(read_topic(job_config, job_config.topics.partition_health)) == replayed()
 
 
@@ -113,20 +125,27 @@ def test_kill_and_restart_loses_and_repeats_nothing(
     envelopes = sample()
     produce(job_config, envelopes[:80])
     health_out = tmp_path / "health.jsonl"
-    env = {**os.environ, **{
-        f"ISRWATCH_{k.upper().replace('.', '__')}": str(v) for k, v in {
-            "kafka.bootstrap_servers": job_config.kafka.bootstrap_servers,
-            **topic_settings(job_config),
-            "streaming.checkpoint_location": job_config.streaming.checkpoint_location,
-            "streaming.trigger_interval_ms": 500,
-            "streaming.state_shards": 3,
-            "metrics.enabled": "false",
-        }.items()
-    }}  # fmt: skip
+    env = {
+        **os.environ,
+        **{
+            f"ISRWATCH_{k.upper().replace('.', '__')}": str(v)
+            for k, v in {
+                "kafka.bootstrap_servers": job_config.kafka.bootstrap_servers,
+                **topic_settings(job_config),
+                "streaming.checkpoint_location": job_config.streaming.checkpoint_location,
+                "streaming.trigger_interval_ms": 500,
+                "streaming.state_shards": 3,
+                "metrics.enabled": "false",
+            }.items()
+        },
+    }
     job = subprocess.Popen(
         [sys.executable, "-m", "streaming.cli", "run", "--health-out", str(health_out)],
-        env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        env=env,
+        start_new_session=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         deadline = time.monotonic() + 180
         while not health_out.exists() and time.monotonic() < deadline:
@@ -138,8 +157,13 @@ def test_kill_and_restart_loses_and_repeats_nothing(
         os.killpg(job.pid, signal.SIGKILL)
         job.wait()
     batches = Batches()
-    run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter(),
-        on_batch=batches)  # fmt: skip
+    run(
+        job_config,
+        available_now=True,
+        health_out=health_out,
+        exporter=HealthExporter(),
+        on_batch=batches,
+    )
     assert last_per_key(read_topic(job_config, job_config.topics.partition_health)) == replayed()
     totals: dict[str, int] = {}
     for shard in batches.last_stats():
@@ -158,16 +182,36 @@ def test_silent_follower_reaches_shrink_eligible_by_timeout_alone(
     quiet, busy = 0, next(p for p in range(1, 50) if shard_of("t", p, 3) != shard_of("t", 0, 3))
 
     def election(partition: int) -> dict[str, Any]:
-        return {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": partition, "leader": 1,
-            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0,
-        }}  # fmt: skip
+        return {
+            "source": "controller-events",
+            "value": {
+                "type": "LeaderAndIsr",
+                "ts": B,
+                "topic": "t",
+                "partition": partition,
+                "leader": 1,
+                "leader_epoch": 0,
+                "isr": [1, 2],
+                "replicas": [1, 2],
+                "partition_epoch": 0,
+            },
+        }
 
     def fetch(partition: int, ts: int) -> dict[str, Any]:
-        return {"source": "fetch-responses", "value": {
-            "ts": ts, "topic": "t", "partition": partition, "leader": 1, "follower": 2,
-            "leader_epoch": 0, "fetch_offset": 100, "leader_leo": 100 + ts - B,
-            "high_watermark": 100}}  # fmt: skip
+        return {
+            "source": "fetch-responses",
+            "value": {
+                "ts": ts,
+                "topic": "t",
+                "partition": partition,
+                "leader": 1,
+                "follower": 2,
+                "leader_epoch": 0,
+                "fetch_offset": 100,
+                "leader_leo": 100 + ts - B,
+                "high_watermark": 100,
+            },
+        }
 
     produce(job_config, [election(quiet), election(busy), fetch(quiet, B + 1_000)])
     batches = Batches()
@@ -176,11 +220,17 @@ def test_silent_follower_reaches_shrink_eligible_by_timeout_alone(
     # gets no event at all from now on.
     produce(job_config, [fetch(busy, B + t) for t in range(5_000, 40_001, 5_000)])
     run(job_config, available_now=True, exporter=HealthExporter(), on_batch=batches)
-    final = last_per_key([
-        (key, value) for frame in batches.frames
-        for key, value in zip(frame[frame["kind"] == "health"]["key"],
-                              frame[frame["kind"] == "health"]["value"], strict=True)
-    ])  # fmt: skip
+    final = last_per_key(
+        [
+            (key, value)
+            for frame in batches.frames
+            for key, value in zip(
+                frame[frame["kind"] == "health"]["key"],
+                frame[frame["kind"] == "health"]["value"],
+                strict=True,
+            )
+        ]
+    )
     follower = final["t:0"]["followers"][0]
     # Caught up at the election (B); evaluated at B + 40 000 > B + 30 000 = T.
     assert (final["t:0"]["as_of_ms"], follower["status"]) == (B + 40_000, "SHRINK_ELIGIBLE")

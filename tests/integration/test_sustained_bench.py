@@ -13,20 +13,39 @@ pytestmark = pytest.mark.integration
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "sustained_bench.py"
 FIGURES = (
-    "kafka-python + json.loads", "confluent-kafka + msgspec", "cold start:", "failover:",
-    "produced", "source backlog", "slope over the last two thirds", "micro-batch p50",
-    "end-to-end p99", "detection", "peak RSS", "state store:", "source floor", "Spark floor",
-    "per-(topic, partition)", "job / source floor", "job / Spark floor",
-    "largest rate R with a bounded backlog", "replay agreement", "summary", "load average",
-)  # fmt: skip
+    "kafka-python + json.loads",
+    "confluent-kafka + msgspec",
+    "cold start:",
+    "failover:",
+    "produced",
+    "source backlog",
+    "slope over the last two thirds",
+    "micro-batch p50",
+    "end-to-end p99",
+    "detection",
+    "peak RSS",
+    "state store:",
+    "source floor",
+    "Spark floor",
+    "per-(topic, partition)",
+    "job / source floor",
+    "job / Spark floor",
+    "largest rate R with a bounded backlog",
+    "replay agreement",
+    "summary",
+    "load average",
+)
 
 
 @pytest.mark.timeout(1500)  # a few minutes on a quiet machine; far more on a loaded one
 def test_short_mode_prints_every_figure() -> None:
     done = subprocess.run(
         [sys.executable, str(BENCH), "--short"],
-        capture_output=True, text=True, timeout=1200, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     missing = [figure for figure in FIGURES if figure not in done.stdout]
     assert missing == [], done.stdout

@@ -42,8 +42,11 @@ def health_topic(broker: EmbeddedBroker) -> str:
 
 def test_records_from_the_topic_since_a_time(broker: EmbeddedBroker) -> None:
     topic = health_topic(broker)
-    config = load_config(None, {"kafka.bootstrap_servers": broker.bootstrap_servers,
-                                "topics.partition_health": topic}, environ={})  # fmt: skip
+    config = load_config(
+        None,
+        {"kafka.bootstrap_servers": broker.bootstrap_servers, "topics.partition_health": topic},
+        environ={},
+    )
     everything = HealthInput()
     records = everything.from_topic(config, timeout_ms=5_000)
     assert [r["as_of_ms"] for r in records] == [5_000, 7_000, 12_000, 14_000, 19_000, 30_000]
@@ -58,10 +61,18 @@ def test_records_from_the_topic_since_a_time(broker: EmbeddedBroker) -> None:
 
 def test_the_command_reads_the_topic(broker: EmbeddedBroker, tmp_path: Path) -> None:
     topic = health_topic(broker)
-    result = CliRunner().invoke(main, [
-        "timeline", "--out", str(tmp_path), "--bootstrap-servers", broker.bootstrap_servers,
-        "--set", f"topics.partition_health={topic}",
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "timeline",
+            "--out",
+            str(tmp_path),
+            "--bootstrap-servers",
+            broker.bootstrap_servers,
+            "--set",
+            f"topics.partition_health={topic}",
+        ],
+    )
     assert result.exit_code == 0, result.output
     report = (tmp_path / "timeline.md").read_text(encoding="utf-8")
     assert f"topic {topic}" in report

@@ -80,9 +80,14 @@ def isr_change(
     topic: str = TOPIC,
 ) -> IsrChange:
     return IsrChange(
-        ts=ts, topic=topic, partition=partition, leader=leader, old_isr=old, new_isr=new,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=leader,
+        old_isr=old,
+        new_isr=new,
         leader_epoch=epoch,
-    )  # fmt: skip
+    )
 
 
 def update_metadata(
@@ -96,9 +101,14 @@ def update_metadata(
     replicas: tuple[int, ...] = (1, 2, 3),
 ) -> UpdateMetadata:
     state = MetadataPartitionState(
-        topic=topic, partition=partition, leader=leader, leader_epoch=epoch, isr=isr,
-        replicas=replicas, offline_replicas=(),
-    )  # fmt: skip
+        topic=topic,
+        partition=partition,
+        leader=leader,
+        leader_epoch=epoch,
+        isr=isr,
+        replicas=replicas,
+        offline_replicas=(),
+    )
     return UpdateMetadata(ts=ts, broker=broker, partitions=(state,))
 
 

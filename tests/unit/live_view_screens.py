@@ -48,10 +48,15 @@ NOISE = "NOISE-THAT-BELONGS-IN-THE-LOG"
 
 def follower(broker: int, status: str, **fields: Any) -> dict[str, Any]:
     record = {
-        "broker": broker, "in_isr": status.startswith(("SHRINK", "LAGGING")),
-        "fetch_offset": None, "last_caught_up_ms": None, "lag_time_ms": None,
-        "lag_time_unknown": "NEVER_CAUGHT_UP", "lag_messages": None, "status": status,
-    }  # fmt: skip
+        "broker": broker,
+        "in_isr": status.startswith(("SHRINK", "LAGGING")),
+        "fetch_offset": None,
+        "last_caught_up_ms": None,
+        "lag_time_ms": None,
+        "lag_time_unknown": "NEVER_CAUGHT_UP",
+        "lag_messages": None,
+        "status": status,
+    }
     record.update(fields)
     if record["lag_time_ms"] is not None:
         record["lag_time_unknown"] = None
@@ -59,19 +64,38 @@ def follower(broker: int, status: str, **fields: Any) -> dict[str, Any]:
 
 
 def partition(
-    topic: str, number: int, leader: int, isr: list[int], replicas: list[int],
-    followers: list[dict[str, Any]], **flags: bool,
-) -> dict[str, Any]:  # fmt: skip
+    topic: str,
+    number: int,
+    leader: int,
+    isr: list[int],
+    replicas: list[int],
+    followers: list[dict[str, Any]],
+    **flags: bool,
+) -> dict[str, Any]:
     record: dict[str, Any] = {
-        "topic": topic, "partition": number, "as_of_ms": NOW, "leader": leader,
-        "leader_epoch": 3, "replicas": replicas, "isr": isr, "high_watermark": 1_000,
-        "leader_leo": 2_000, "under_replicated": len(isr) < len(replicas),
-        "under_min_isr": False, "at_min_isr": False, "offline": False,
-        "predicted_under_replicated": False, "followers": followers,
-        "metadata": {"stale_brokers": [], "state": "CONSISTENT", "blackout_earliest_ms": None,
-                     "blackout_latest_ms": None},
+        "topic": topic,
+        "partition": number,
+        "as_of_ms": NOW,
+        "leader": leader,
+        "leader_epoch": 3,
+        "replicas": replicas,
+        "isr": isr,
+        "high_watermark": 1_000,
+        "leader_leo": 2_000,
+        "under_replicated": len(isr) < len(replicas),
+        "under_min_isr": False,
+        "at_min_isr": False,
+        "offline": False,
+        "predicted_under_replicated": False,
+        "followers": followers,
+        "metadata": {
+            "stale_brokers": [],
+            "state": "CONSISTENT",
+            "blackout_earliest_ms": None,
+            "blackout_latest_ms": None,
+        },
         "replica_lag_time_max_ms": T,
-    }  # fmt: skip
+    }
     record.update(flags)
     return record
 
@@ -79,26 +103,72 @@ def partition(
 def unhealthy() -> list[dict[str, Any]]:
     eligible = "SHRINK_ELIGIBLE"
     records = [
-        partition("orders", 0, 1, [1, 2, 3], [1, 2, 3], [
-            follower(2, eligible, lag_time_ms=37_700, lag_messages=1_200, shrink_by_ms=NOW + 7_300),
-        ], predicted_under_replicated=True),
-        partition("orders", 1, 1, [1, 2, 3], [1, 2, 3], [
-            follower(3, eligible, lag_time_ms=43_000, lag_messages=800, shrink_by_ms=NOW + 2_000),
-        ], predicted_under_replicated=True),
-        partition("payments", 0, 1, [1, 2], [1, 2], [
-            follower(2, "SHRINK_OVERDUE", lag_time_ms=57_000, shrink_by_ms=NOW - 12_000),
-        ]),
-        partition("orders", 2, -1, [3], [1, 3], [follower(1, "OFFLINE")],
-                  offline=True, under_min_isr=True),
-        partition("orders", 3, 2, [2], [1, 2, 3], [
-            follower(1, "OFFLINE"), follower(3, "OUT_OF_SYNC", fetch_offset=1_950, lag_messages=50),
-        ], under_min_isr=True),
-    ]  # fmt: skip
+        partition(
+            "orders",
+            0,
+            1,
+            [1, 2, 3],
+            [1, 2, 3],
+            [
+                follower(
+                    2, eligible, lag_time_ms=37_700, lag_messages=1_200, shrink_by_ms=NOW + 7_300
+                ),
+            ],
+            predicted_under_replicated=True,
+        ),
+        partition(
+            "orders",
+            1,
+            1,
+            [1, 2, 3],
+            [1, 2, 3],
+            [
+                follower(
+                    3, eligible, lag_time_ms=43_000, lag_messages=800, shrink_by_ms=NOW + 2_000
+                ),
+            ],
+            predicted_under_replicated=True,
+        ),
+        partition(
+            "payments",
+            0,
+            1,
+            [1, 2],
+            [1, 2],
+            [
+                follower(2, "SHRINK_OVERDUE", lag_time_ms=57_000, shrink_by_ms=NOW - 12_000),
+            ],
+        ),
+        partition(
+            "orders", 2, -1, [3], [1, 3], [follower(1, "OFFLINE")], offline=True, under_min_isr=True
+        ),
+        partition(
+            "orders",
+            3,
+            2,
+            [2],
+            [1, 2, 3],
+            [
+                follower(1, "OFFLINE"),
+                follower(3, "OUT_OF_SYNC", fetch_offset=1_950, lag_messages=50),
+            ],
+            under_min_isr=True,
+        ),
+    ]
     for number in range(4, 10):
         lag = 1_000 * number
-        records.append(partition("orders", number, 1, [1, 2], [1, 2, 3], [
-            follower(3, "CATCHING_UP", lag_time_ms=lag, lag_messages=10 * number),
-        ]))  # fmt: skip
+        records.append(
+            partition(
+                "orders",
+                number,
+                1,
+                [1, 2],
+                [1, 2, 3],
+                [
+                    follower(3, "CATCHING_UP", lag_time_ms=lag, lag_messages=10 * number),
+                ],
+            )
+        )
     return records
 
 
@@ -106,27 +176,45 @@ def stats() -> ShardStats:
     records = unhealthy()
     topics: dict[str, dict[str, Any]] = {}
     for record in records:
-        gauges = topics.setdefault(record["topic"], {"partitions": 0, "followers": Counter(),
-                                                     "metadata_stale_expected": 0,
-                                                     "metadata_stale_overdue": 0})  # fmt: skip
+        gauges = topics.setdefault(
+            record["topic"],
+            {
+                "partitions": 0,
+                "followers": Counter(),
+                "metadata_stale_expected": 0,
+                "metadata_stale_overdue": 0,
+            },
+        )
         gauges["partitions"] += 1
-        for flag in ("under_replicated", "under_min_isr", "at_min_isr", "offline",
-                     "predicted_under_replicated"):  # fmt: skip
+        for flag in (
+            "under_replicated",
+            "under_min_isr",
+            "at_min_isr",
+            "offline",
+            "predicted_under_replicated",
+        ):
             gauges[flag] = gauges.get(flag, 0) + int(record[flag])
         gauges["followers"].update(f["status"] for f in record["followers"])
         gauges["followers"]["IN_SYNC"] += 1
     for gauges in topics.values():
         gauges["followers"] = dict(gauges["followers"])
-    return shard_stats(0, now_ms=NOW, partitions=len(records), topics=topics, brokers={},
-                       unhealthy=records)  # fmt: skip
+    return shard_stats(
+        0, now_ms=NOW, partitions=len(records), topics=topics, brokers={}, unhealthy=records
+    )
 
 
 def facts() -> list[dict[str, Any]]:
     return [
-        {"ts": B + 1_000 * i, "kind": "isr_expand", "topic": "orders", "partition": i,
-         "leader": 1, "follower": 3}
+        {
+            "ts": B + 1_000 * i,
+            "kind": "isr_expand",
+            "topic": "orders",
+            "partition": i,
+            "leader": 1,
+            "follower": 3,
+        }
         for i in range(10)
-    ]  # fmt: skip
+    ]
 
 
 def cluster_health() -> ClusterHealth:

@@ -96,23 +96,36 @@ def topic_record(name: str, topic_id: str) -> bytes:
 
 
 def partition_record(
-    version: int, topic_id: str, partition: int, replicas: Sequence[int], isr: Sequence[int],
-    leader: int, leader_epoch: int = 0, partition_epoch: int = 0,
+    version: int,
+    topic_id: str,
+    partition: int,
+    replicas: Sequence[int],
+    isr: Sequence[int],
+    leader: int,
+    leader_epoch: int = 0,
+    partition_epoch: int = 0,
     directories: Sequence[str] | None = None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     body = i32(partition) + uuid_bytes(topic_id) + int32s(replicas) + int32s(isr)
     body += int32s([]) + int32s([]) + i32(leader) + i32(leader_epoch) + i32(partition_epoch)
     if version >= 1:
-        body += uuids(directories if directories is not None else ["AAAAAAAAAAAAAAAAAAAAAA"] *
-                      len(replicas))  # fmt: skip
+        body += uuids(
+            directories if directories is not None else ["AAAAAAAAAAAAAAAAAAAAAA"] * len(replicas)
+        )
     return frame(3, version, body + tagged({}))
 
 
 def partition_change_record(
-    version: int, topic_id: str, partition: int, *, isr: Sequence[int] | None = None,
-    leader: int | None = None, replicas: Sequence[int] | None = None,
-    directories: Sequence[str] | None = None, extra_tags: dict[int, bytes] | None = None,
-) -> bytes:  # fmt: skip
+    version: int,
+    topic_id: str,
+    partition: int,
+    *,
+    isr: Sequence[int] | None = None,
+    leader: int | None = None,
+    replicas: Sequence[int] | None = None,
+    directories: Sequence[str] | None = None,
+    extra_tags: dict[int, bytes] | None = None,
+) -> bytes:
     tags: dict[int, bytes] = dict(extra_tags or {})
     if isr is not None:
         tags[0] = int32s(isr)
@@ -156,9 +169,13 @@ def fence_broker_record(broker: int, epoch: int, *, fence: bool) -> bytes:
 
 
 def broker_registration_change_record(
-    version: int, broker: int, epoch: int, *, fenced: int | None = None,
+    version: int,
+    broker: int,
+    epoch: int,
+    *,
+    fenced: int | None = None,
     controlled_shutdown: int | None = None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     tags = {}
     if fenced is not None:
         tags[0] = i8(fenced)
@@ -202,9 +219,13 @@ def leader_change_value(leader: int, voters: Sequence[int]) -> bytes:
 
 
 def batch(
-    base_offset: int, epoch: int, timestamp: int, values: Sequence[bytes], *,
+    base_offset: int,
+    epoch: int,
+    timestamp: int,
+    values: Sequence[bytes],
+    *,
     control_key: bytes | None = None,
-) -> bytes:  # fmt: skip
+) -> bytes:
     """One v2 batch holding ``values`` at offsets ``base_offset``..; a control batch when
     ``control_key`` is given (every record gets that key)."""
     builder = DefaultRecordBatchBuilder(2, 0, 0, -1, -1, -1, 1 << 20)
@@ -220,11 +241,13 @@ def batch(
     return bytes(data)
 
 
-def leader_change_batch(base_offset: int, epoch: int, timestamp: int, leader: int,
-                        voters: Sequence[int]) -> bytes:  # fmt: skip
+def leader_change_batch(
+    base_offset: int, epoch: int, timestamp: int, leader: int, voters: Sequence[int]
+) -> bytes:
     key = i16(0) + i16(2)  # control record key: version 0, type LEADER_CHANGE
-    return batch(base_offset, epoch, timestamp, [leader_change_value(leader, voters)],
-                 control_key=key)  # fmt: skip
+    return batch(
+        base_offset, epoch, timestamp, [leader_change_value(leader, voters)], control_key=key
+    )
 
 
 def segment_name(base_offset: int) -> str:

@@ -43,54 +43,107 @@ controller_epoch = st.none() | st.integers(0, 3)
 
 def leader_and_isr() -> st.SearchStrategy[LeaderAndIsr]:
     return st.builds(
-        LeaderAndIsr, ts=ts, topic=topic, partition=partition,
-        leader=st.sampled_from((-2, -1, *BROKERS)), leader_epoch=epoch, isr=broker_set,
-        replicas=replica_set, partition_epoch=epoch, controller_epoch=controller_epoch,
-    )  # fmt: skip
+        LeaderAndIsr,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((-2, -1, *BROKERS)),
+        leader_epoch=epoch,
+        isr=broker_set,
+        replicas=replica_set,
+        partition_epoch=epoch,
+        controller_epoch=controller_epoch,
+    )
 
 
 def fetches() -> st.SearchStrategy[FetchResponse]:
     return st.builds(
-        FetchResponse, ts=ts, topic=topic, partition=partition, leader=broker,
-        follower=broker, leader_epoch=epoch, fetch_offset=offset, leader_leo=offset,
-        high_watermark=offset, error=st.sampled_from(("NONE", "NONE", "NONE", "NOT_LEADER")),
-    )  # fmt: skip
+        FetchResponse,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=broker,
+        follower=broker,
+        leader_epoch=epoch,
+        fetch_offset=offset,
+        leader_leo=offset,
+        high_watermark=offset,
+        error=st.sampled_from(("NONE", "NONE", "NONE", "NOT_LEADER")),
+    )
 
 
 def metadata_state() -> st.SearchStrategy[MetadataPartitionState]:
     return st.builds(
-        MetadataPartitionState, topic=topic, partition=partition,
-        leader=st.sampled_from((-2, 1, 2, 3)), leader_epoch=epoch, isr=broker_set,
-        replicas=replica_set, offline_replicas=st.just(()),
-    )  # fmt: skip
+        MetadataPartitionState,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((-2, 1, 2, 3)),
+        leader_epoch=epoch,
+        isr=broker_set,
+        replicas=replica_set,
+        offline_replicas=st.just(()),
+    )
 
 
 controller_events = st.one_of(
     leader_and_isr(),
     # the partial LeaderAndIsr: a leader and nothing else (docs/event-contract.md)
-    st.builds(LeaderAndIsr, ts=ts, topic=topic, partition=partition,
-              leader=st.sampled_from((-1, *BROKERS)), controller_epoch=controller_epoch),
-    st.builds(IsrChange, ts=ts, topic=topic, partition=partition, leader=broker,
-              old_isr=st.none() | broker_set, new_isr=broker_set,
-              leader_epoch=st.none() | epoch, partition_epoch=st.none() | epoch),
-    st.builds(IsrChangePropagation, ts=ts, broker=broker,
-              partitions=st.lists(st.builds(TopicPartition, topic, partition), max_size=3)
-              .map(tuple)),
-    st.builds(UpdateMetadata, ts=ts, broker=broker,
-              partitions=st.lists(metadata_state(), max_size=3).map(tuple),
-              controller_epoch=controller_epoch),
-    st.builds(BrokerChange, ts=ts,
-              live=st.lists(st.builds(BrokerRegistration, id=broker, epoch=epoch),
-                            unique_by=lambda r: r.id, max_size=3).map(tuple)),
-    st.builds(ControllerChange, ts=ts, controller_id=broker,
-              controller_epoch=st.none() | epoch),
-    st.builds(TopicChange, ts=ts,
-              created=st.dictionaries(topic, st.dictionaries(partition, replica_set)),
-              deleted=st.lists(topic, max_size=1).map(tuple)),
+    st.builds(
+        LeaderAndIsr,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((-1, *BROKERS)),
+        controller_epoch=controller_epoch,
+    ),
+    st.builds(
+        IsrChange,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=broker,
+        old_isr=st.none() | broker_set,
+        new_isr=broker_set,
+        leader_epoch=st.none() | epoch,
+        partition_epoch=st.none() | epoch,
+    ),
+    st.builds(
+        IsrChangePropagation,
+        ts=ts,
+        broker=broker,
+        partitions=st.lists(st.builds(TopicPartition, topic, partition), max_size=3).map(tuple),
+    ),
+    st.builds(
+        UpdateMetadata,
+        ts=ts,
+        broker=broker,
+        partitions=st.lists(metadata_state(), max_size=3).map(tuple),
+        controller_epoch=controller_epoch,
+    ),
+    st.builds(
+        BrokerChange,
+        ts=ts,
+        live=st.lists(
+            st.builds(BrokerRegistration, id=broker, epoch=epoch),
+            unique_by=lambda r: r.id,
+            max_size=3,
+        ).map(tuple),
+    ),
+    st.builds(ControllerChange, ts=ts, controller_id=broker, controller_epoch=st.none() | epoch),
+    st.builds(
+        TopicChange,
+        ts=ts,
+        created=st.dictionaries(topic, st.dictionaries(partition, replica_set)),
+        deleted=st.lists(topic, max_size=1).map(tuple),
+    ),
     st.builds(TopicConfig, ts=ts, topic=topic, min_insync_replicas=st.integers(1, 3)),
-    st.builds(BrokerConfig, ts=ts, broker=broker,
-              replica_lag_time_max_ms=st.sampled_from((1_000, 10_000, 30_000))),
-)  # fmt: skip
+    st.builds(
+        BrokerConfig,
+        ts=ts,
+        broker=broker,
+        replica_lag_time_max_ms=st.sampled_from((1_000, 10_000, 30_000)),
+    ),
+)
 
 
 @st.composite
@@ -119,10 +172,14 @@ def events(draw: st.DrawFn) -> list[Event]:
             decision = current[key]
             new_isr = draw(broker_set)
             event = IsrChange(
-                ts=clock, topic=key[0], partition=key[1], leader=decision.leader,
-                old_isr=isr[key], new_isr=new_isr,
+                ts=clock,
+                topic=key[0],
+                partition=key[1],
+                leader=decision.leader,
+                old_isr=isr[key],
+                new_isr=new_isr,
                 leader_epoch=draw(st.sampled_from((None, decision.leader_epoch))),
-            )  # fmt: skip
+            )
             isr[key] = new_isr
         elif kind == "any":
             event = draw(controller_events)
@@ -136,11 +193,16 @@ def events(draw: st.DrawFn) -> list[Event]:
             leo[key] += draw(st.integers(0, 30))
             followers = [b for b in decision.replicas if b != decision.leader] or [1]
             event = FetchResponse(
-                ts=clock, topic=key[0], partition=key[1], leader=decision.leader,
-                follower=draw(st.sampled_from(followers)), leader_epoch=decision.leader_epoch,
-                fetch_offset=leo[key] - draw(st.integers(0, 40)), leader_leo=leo[key],
+                ts=clock,
+                topic=key[0],
+                partition=key[1],
+                leader=decision.leader,
+                follower=draw(st.sampled_from(followers)),
+                leader_epoch=decision.leader_epoch,
+                fetch_offset=leo[key] - draw(st.integers(0, 40)),
+                leader_leo=leo[key],
                 high_watermark=max(0, leo[key] - 40),
-            )  # fmt: skip
+            )
         sequence.append(event)
     return sequence
 
@@ -266,17 +328,39 @@ def test_batching_and_sharding_keep_the_entry_time_of_a_re_added_follower() -> N
     for name, number in partitions:
         common: dict[str, Any] = {"topic": name, "partition": number, "leader": 1}
         sequence += [
-            LeaderAndIsr(ts=0, **common, leader_epoch=0, isr=(1, 2, 3), replicas=(1, 2, 3),
-                         partition_epoch=0),
-            FetchResponse(ts=10_000, **common, follower=2, leader_epoch=0, fetch_offset=500,
-                          leader_leo=500, high_watermark=500),
-            FetchResponse(ts=10_000, **common, follower=3, leader_epoch=0, fetch_offset=600,
-                          leader_leo=600, high_watermark=500),
+            LeaderAndIsr(
+                ts=0, **common, leader_epoch=0, isr=(1, 2, 3), replicas=(1, 2, 3), partition_epoch=0
+            ),
+            FetchResponse(
+                ts=10_000,
+                **common,
+                follower=2,
+                leader_epoch=0,
+                fetch_offset=500,
+                leader_leo=500,
+                high_watermark=500,
+            ),
+            FetchResponse(
+                ts=10_000,
+                **common,
+                follower=3,
+                leader_epoch=0,
+                fetch_offset=600,
+                leader_leo=600,
+                high_watermark=500,
+            ),
             IsrChange(ts=55_000, **common, old_isr=(1, 2, 3), new_isr=(1, 3), leader_epoch=0),
-            FetchResponse(ts=79_000, **common, follower=2, leader_epoch=0, fetch_offset=600,
-                          leader_leo=700, high_watermark=600),
+            FetchResponse(
+                ts=79_000,
+                **common,
+                follower=2,
+                leader_epoch=0,
+                fetch_offset=600,
+                leader_leo=700,
+                high_watermark=600,
+            ),
             IsrChange(ts=80_000, **common, old_isr=(1, 3), new_isr=(1, 2, 3), leader_epoch=None),
-        ]  # fmt: skip
+        ]
     sequence.sort(key=lambda e: e.ts)  # interleave the partitions
     for now, status in ((95_000, "SHRINK_ELIGIBLE"), (95_001, "SHRINK_OVERDUE")):
         for mode in PropagationMode:

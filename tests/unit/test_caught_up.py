@@ -24,8 +24,11 @@ def record(
 ) -> npt.NDArray[np.int64]:
     replica = np.zeros(len(FETCH_STATE_FIELDS), dtype=np.int64)
     replica[[LOG_END_OFFSET, LAST_FETCH_TIME, LAST_FETCH_LEADER_LEO, LAST_CAUGHT_UP]] = (
-        UNKNOWN_OFFSET, last_fetch_time, last_fetch_leader_leo, last_caught_up,
-    )  # fmt: skip
+        UNKNOWN_OFFSET,
+        last_fetch_time,
+        last_fetch_leader_leo,
+        last_caught_up,
+    )
     return replica
 
 
@@ -48,9 +51,13 @@ def test_a_fetch_behind_the_previous_leo_does_not_catch_up() -> None:
 
 
 @given(
-    st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6),
-    st.integers(0, 10**6), st.integers(0, 10**6), st.integers(0, 10**6),
-)  # fmt: skip
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+)
 def test_the_compiled_rule_is_the_python_rule_and_never_goes_back(
     last_fetch: int, previous_leo: int, caught_up: int, ts: int, offset: int, leo: int
 ) -> None:
@@ -63,7 +70,9 @@ def test_the_compiled_rule_is_the_python_rule_and_never_goes_back(
     assert compiled.tolist() == interpreted.tolist()
     assert compiled[LAST_CAUGHT_UP] >= caught_up
     assert compiled[LAST_CAUGHT_UP] == (
-        max(caught_up, ts) if offset >= leo
-        else max(caught_up, last_fetch) if offset >= previous_leo
+        max(caught_up, ts)
+        if offset >= leo
+        else max(caught_up, last_fetch)
+        if offset >= previous_leo
         else caught_up
-    )  # fmt: skip
+    )

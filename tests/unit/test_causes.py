@@ -142,8 +142,9 @@ def test_overdue_shrinks_under_one_leader_are_that_leader_under_two_the_cluster(
     cluster = shape([[2, 1, 10], [3, 1, 10], [2, 4, 10], [3, 4, 10]], [[1, 10], [4, 10]])
     got = attribute(UnhealthyPartitions.of(one), cluster)
     assert [(c["kind"], c["broker"]) for c in got.follower_cause] == [
-        ("leader_not_shrinking", 1), ("partition_alone", None)
-    ] * 2  # fmt: skip
+        ("leader_not_shrinking", 1),
+        ("partition_alone", None),
+    ] * 2
     assert got.follower_cause[0]["text"] == (
         "leader 1 keeps 2 followers in the ISR past their shrink deadline: its "
         "isr-expiration task or ISR updates are stuck"
@@ -215,8 +216,12 @@ def test_shapes_of_shards_add_up() -> None:
     a = shape([[3, 1, 2], [4, 1, 1]], [[1, 3]], live=[1, 3, 4])
     b = shape([[3, 1, 5], [3, 2, 1]], [[1, 5], [2, 1]], live=[1, 3, 4])
     merged = ClusterShape.merge([a, b]).to_json()
-    assert merged == {"pairs": [[3, 1, 7], [3, 2, 1], [4, 1, 1]], "led": [[1, 8], [2, 1]],
-                      "live": [1, 3, 4], "maintenance": []}  # fmt: skip
+    assert merged == {
+        "pairs": [[3, 1, 7], [3, 2, 1], [4, 1, 1]],
+        "led": [[1, 8], [2, 1]],
+        "live": [1, 3, 4],
+        "maintenance": [],
+    }
 
 
 def test_shape_of_a_frame_counts_follower_slots() -> None:
@@ -225,8 +230,11 @@ def test_shape_of_a_frame_counts_follower_slots() -> None:
     followers = np.array([[-1, 2, 3], [-1, 3, -1], [-1, -1, -1]])  # -1: no follower
     leaders = np.array([1, 1, 2])
     assert ClusterShape.of(followers, leaders, None).to_json() == {
-        "pairs": [[2, 1, 1], [3, 1, 2]], "led": [[1, 2]], "live": None, "maintenance": [],
-    }  # fmt: skip
+        "pairs": [[2, 1, 1], [3, 1, 2]],
+        "led": [[1, 2]],
+        "live": None,
+        "maintenance": [],
+    }
 
 
 def test_healthy_records_and_in_sync_followers_carry_null() -> None:
@@ -236,8 +244,11 @@ def test_healthy_records_and_in_sync_followers_carry_null() -> None:
     out = annotate([healthy, sick], [1], cluster)
     assert out[0]["cause"] is None
     assert out[0]["followers"][0]["cause"] is None
-    assert out[1]["cause"] == {"kind": "broker_down", "broker": 3,
-                               "text": "broker 3 is down (not registered)"}  # fmt: skip
+    assert out[1]["cause"] == {
+        "kind": "broker_down",
+        "broker": 3,
+        "text": "broker 3 is down (not registered)",
+    }
     assert [f["cause"] for f in out[1]["followers"]] == [None, out[1]["cause"]]
     assert with_causes(healthy, None) == out[0]
 

@@ -83,10 +83,14 @@ def simulate(
     whole.apply(events)
     shards = [ReplicationModel(settings, Shard(i, SHARDS)) for i in range(SHARDS)]
     for index, model in enumerate(shards):  # the job's routing: fetches to their owner
-        model.apply([
-            (n, e) for n, e in events
-            if not isinstance(e, FetchResponse) or shard_of(e.topic, e.partition, SHARDS) == index
-        ])  # fmt: skip
+        model.apply(
+            [
+                (n, e)
+                for n, e in events
+                if not isinstance(e, FetchResponse)
+                or shard_of(e.topic, e.partition, SHARDS) == index
+            ]
+        )
     _, sharded = attribute_shards([shard_report(model, now) for model in shards])
     return attribution_of(whole, now), sharded, list(sim.truth.of("action"))
 
@@ -125,9 +129,14 @@ CASES = [
     ("slow-leader", None, 40, "leader_slow", faulty("slow_follower", "leader")),
     # broker 3 recovers at 100 s and rejoins; the slow controller's UpdateMetadata (20 s
     # late) has not reached any broker at 115 s, past the propagation window
-    ("slow-controller", {"timeline.1.duration_s": 90, "duration_s": 180}, 115,
-     "metadata_not_sent", nobody),
-]  # fmt: skip
+    (
+        "slow-controller",
+        {"timeline.1.duration_s": 90, "duration_s": 180},
+        115,
+        "metadata_not_sent",
+        nobody,
+    ),
+]
 
 
 @pytest.mark.parametrize(("scenario", "overrides", "at_s", "kind", "responsible"), CASES)

@@ -41,8 +41,9 @@ def test_the_layout_is_recorded_and_a_changed_one_refused(tmp_path: Path) -> Non
     with pytest.raises(CheckpointMismatchError, match=r"state_shards: 16 in the checkpoint, 8 now"):
         guard_checkpoint(config(location, **{"streaming.state_shards": 8}))
     with pytest.raises(CheckpointMismatchError, match=r"fetch_responses: 'fetch-responses' in"):
-        guard_checkpoint(config(location, **{"streaming.state_shards": 16,
-                                             "topics.fetch_responses": "fetches"}))  # fmt: skip
+        guard_checkpoint(
+            config(location, **{"streaming.state_shards": 16, "topics.fetch_responses": "fetches"})
+        )
 
 
 def test_restored_state_is_judged_by_the_current_rules() -> None:

@@ -35,8 +35,9 @@ def pickled(shard: int) -> bytes:
 
 
 def restored() -> Shards:
-    shards = Shards({s: pickled(s) for s in range(MANIFEST["shards"])},
-                    int(MANIFEST["stream_clock_ms"]))  # fmt: skip
+    shards = Shards(
+        {s: pickled(s) for s in range(MANIFEST["shards"])}, int(MANIFEST["stream_clock_ms"])
+    )
     shards.skip(capture()[: MANIFEST["first_part"]])
     return shards
 
@@ -54,8 +55,13 @@ class _Naming(StateUnpickler):
 
 
 def test_the_fixture_is_the_pickle_of_9711ad5() -> None:
-    assert MANIFEST == {"commit": "9711ad5", "shards": 3, "first_part": 3000,
-                        "watermark_delay_ms": 60000, "stream_clock_ms": 1700000012602}  # fmt: skip
+    assert MANIFEST == {
+        "commit": "9711ad5",
+        "shards": 3,
+        "first_part": 3000,
+        "watermark_delay_ms": 60000,
+        "stream_clock_ms": 1700000012602,
+    }
     for shard in range(MANIFEST["shards"]):
         data = pickled(shard)
         assert stored_version(data) == PICKLED
@@ -109,9 +115,13 @@ def test_the_layout_file_of_9711ad5_is_accepted_and_rewritten(tmp_path: Path) ->
     location = tmp_path / "checkpoint"
     location.mkdir()
     layout_file = location / "isrwatch-layout.json"
-    previous = {"state_shards": 16, "routed_layout": "routed-v2",
-                "controller_events": "controller-events", "fetch_responses": "fetch-responses",
-                "source_format": "python"}  # fmt: skip
+    previous = {
+        "state_shards": 16,
+        "routed_layout": "routed-v2",
+        "controller_events": "controller-events",
+        "fetch_responses": "fetch-responses",
+        "source_format": "python",
+    }
     layout_file.write_text(json.dumps(previous))
     guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))
     assert json.loads(layout_file.read_text()) == {**previous, "routed_layout": "routed-v3"}

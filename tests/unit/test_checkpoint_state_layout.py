@@ -46,8 +46,9 @@ class _Recording(pickle.Unpickler):
 
 
 def restored() -> Shards:
-    shards = Shards({s: pickled(s) for s in range(MANIFEST["shards"])},
-                    int(MANIFEST["stream_clock_ms"]))  # fmt: skip
+    shards = Shards(
+        {s: pickled(s) for s in range(MANIFEST["shards"])}, int(MANIFEST["stream_clock_ms"])
+    )
     shards.skip(capture()[: MANIFEST["first_part"]])
     return shards
 

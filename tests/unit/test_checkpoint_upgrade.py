@@ -73,10 +73,17 @@ class Shards:
             rows = []
             for envelope in envelopes:
                 topic = envelope["source"]
-                rows.append({"key": None, "value": json.dumps(envelope["value"]).encode(),
-                             "topic": topic, "partition": 0, "offset": self.offsets[topic],
-                             "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
-                             "timestampType": 0})  # fmt: skip
+                rows.append(
+                    {
+                        "key": None,
+                        "value": json.dumps(envelope["value"]).encode(),
+                        "topic": topic,
+                        "partition": 0,
+                        "offset": self.offsets[topic],
+                        "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
+                        "timestampType": 0,
+                    }
+                )
                 self.offsets[topic] += 1
             routed = route(pd.DataFrame(rows), SOURCES, self.settings.shards)
         outputs = []
@@ -87,8 +94,14 @@ class Shards:
                 else ShardSnapshot(_model(self.settings, shard))
             )
             mine = None if routed is None else routed[routed["shard"] == shard]
-            outputs.append(process(snapshot, mine if mine is not None and len(mine) else None,
-                                   self.stream_clock, self.settings))  # fmt: skip
+            outputs.append(
+                process(
+                    snapshot,
+                    mine if mine is not None and len(mine) else None,
+                    self.stream_clock,
+                    self.settings,
+                )
+            )
             self.states[shard] = write_snapshot(snapshot)
         if routed is not None and len(routed):
             self.stream_clock = max(self.stream_clock, int(routed["ts"].max()))
@@ -121,8 +134,10 @@ def restored() -> Shards:
 
 def health(output: pd.DataFrame) -> dict[str, Any]:
     rows = output[output["kind"].isin([HEALTH, TOMBSTONE])]
-    return {k: None if v is None else json.loads(v)
-            for k, v in zip(rows["key"], rows["value"], strict=True)}  # fmt: skip
+    return {
+        k: None if v is None else json.loads(v)
+        for k, v in zip(rows["key"], rows["value"], strict=True)
+    }
 
 
 def annotated(flush: pd.DataFrame) -> dict[str, Any]:
@@ -230,10 +245,10 @@ def test_a_controller_event_retried_across_the_upgrade_is_a_duplicate() -> None:
     envelopes = capture()
     first = MANIFEST["first_part"]
     retried = next(
-        e for e in envelopes[:first]
-        if e["value"].get("type") == "IsrChange"
-        and stable_hash(json.dumps(e["value"])) >= 1 << 63
-    )  # fmt: skip
+        e
+        for e in envelopes[:first]
+        if e["value"].get("type") == "IsrChange" and stable_hash(json.dumps(e["value"])) >= 1 << 63
+    )
     upgraded = restored()
     output = upgraded.batch([retried, *envelopes[first:]])
     dead = output[output["kind"] == DEAD]
@@ -266,8 +281,12 @@ def test_a_layout_file_of_the_previous_release_is_accepted_and_rewritten(tmp_pat
     location = tmp_path / "checkpoint"
     location.mkdir()
     layout_file = location / "isrwatch-layout.json"
-    previous = {"state_shards": 16, "controller_events": "controller-events",
-                "fetch_responses": "fetch-responses", "source_format": "python"}  # fmt: skip
+    previous = {
+        "state_shards": 16,
+        "controller_events": "controller-events",
+        "fetch_responses": "fetch-responses",
+        "source_format": "python",
+    }
     layout_file.write_text(json.dumps(previous))
     now = config(str(location), **{"streaming.state_shards": 16})
     guard_checkpoint(now)
@@ -279,8 +298,12 @@ def test_a_layout_file_of_the_previous_release_is_accepted_and_rewritten(tmp_pat
 def test_a_previous_release_layout_with_other_settings_is_still_refused(tmp_path: Path) -> None:
     location = tmp_path / "checkpoint"
     location.mkdir()
-    previous = {"state_shards": 16, "controller_events": "controller-events",
-                "fetch_responses": "fetch-responses", "source_format": "python"}  # fmt: skip
+    previous = {
+        "state_shards": 16,
+        "controller_events": "controller-events",
+        "fetch_responses": "fetch-responses",
+        "source_format": "python",
+    }
     (location / "isrwatch-layout.json").write_text(json.dumps(previous))
     with pytest.raises(CheckpointMismatchError, match=r"state_shards: 16 in the checkpoint, 8 now"):
         guard_checkpoint(config(str(location), **{"streaming.state_shards": 8}))
@@ -290,10 +313,17 @@ def test_a_previous_release_layout_with_other_settings_is_still_refused(tmp_path
 def test_an_unknown_state_layout_is_refused_by_name(tmp_path: Path) -> None:
     location = tmp_path / "checkpoint"
     location.mkdir()
-    later = {"state_shards": 16, "routed_layout": "routed-v4",
-             "controller_events": "controller-events", "fetch_responses": "fetch-responses",
-             "source_format": "python"}  # fmt: skip
+    later = {
+        "state_shards": 16,
+        "routed_layout": "routed-v4",
+        "controller_events": "controller-events",
+        "fetch_responses": "fetch-responses",
+        "source_format": "python",
+    }
     (location / "isrwatch-layout.json").write_text(json.dumps(later))
-    with pytest.raises(CheckpointMismatchError, match=r"another release of isrwatch.*routed-v4.*"
-                       r"routed-v3.*new streaming.checkpoint_location"):  # fmt: skip
+    with pytest.raises(
+        CheckpointMismatchError,
+        match=r"another release of isrwatch.*routed-v4.*"
+        r"routed-v3.*new streaming.checkpoint_location",
+    ):
         guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))

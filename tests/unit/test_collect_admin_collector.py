@@ -49,8 +49,13 @@ class Capture:
 
 
 def snapshot(ts: int, isr: tuple[int, ...]) -> ClusterSnapshot:
-    return ClusterSnapshot(ts=ts, controller_id=1, controller_epoch=None, brokers=(1, 2),
-                           partitions={"t": {0: PartitionInfo(1, 3, (1, 2), isr)}})  # fmt: skip
+    return ClusterSnapshot(
+        ts=ts,
+        controller_id=1,
+        controller_epoch=None,
+        brokers=(1, 2),
+        partitions={"t": {0: PartitionInfo(1, 3, (1, 2), isr)}},
+    )
 
 
 def metrics() -> CollectorMetrics:
@@ -75,12 +80,18 @@ def test_failed_publish_diffs_again_against_the_same_snapshot(tmp_path: Path) ->
 
 def test_restart_from_the_state_file(tmp_path: Path) -> None:
     state = tmp_path / "admin.json"
-    first = AdminCollector(Snapshots([snapshot(1, (1, 2))]), Capture(), metrics(), state,
-                           fetch_responses=False)  # fmt: skip
+    first = AdminCollector(
+        Snapshots([snapshot(1, (1, 2))]), Capture(), metrics(), state, fetch_responses=False
+    )
     first.poll_once()
     capture = Capture()
-    second = AdminCollector(Snapshots([snapshot(2, (1, 2)), snapshot(3, (2,))]), capture,
-                            metrics(), state, fetch_responses=False)  # fmt: skip
+    second = AdminCollector(
+        Snapshots([snapshot(2, (1, 2)), snapshot(3, (2,))]),
+        capture,
+        metrics(),
+        state,
+        fetch_responses=False,
+    )
     second.poll_once()
     assert capture.events == []  # nothing changed since the saved snapshot
     second.poll_once()
@@ -102,8 +113,12 @@ def test_run_survives_failed_polls_and_counts_them() -> None:
     assert polls == [len(capture.events)]
     assert polls[0] > 0
     r = m.registry
-    assert r.get_sample_value("isrwatch_collect_poll_failures_total",
-                              {"collector": "admin", "stage": "snapshot"}) == 1  # fmt: skip
+    assert (
+        r.get_sample_value(
+            "isrwatch_collect_poll_failures_total", {"collector": "admin", "stage": "snapshot"}
+        )
+        == 1
+    )
     assert r.get_sample_value("isrwatch_collect_polls_total", {"collector": "admin"}) == 1
     assert r.get_sample_value("isrwatch_collect_admin_partitions") == 1
     made.close()
@@ -118,20 +133,44 @@ def test_once_raises_a_failed_poll() -> None:
 
 def test_metadata_response_reading() -> None:
     topics = [
-        {"error_code": 0, "name": "t", "partitions": [
-            {"error_code": 0, "partition_index": 0, "leader_id": 1, "leader_epoch": 4,
-             "replica_nodes": [1, 2], "isr_nodes": [1]},
-            {"error_code": 9, "partition_index": 1, "leader_id": -1, "leader_epoch": -1,
-             "replica_nodes": [2], "isr_nodes": []},
-            {"error_code": 3, "partition_index": 2, "leader_id": 1, "leader_epoch": 1,
-             "replica_nodes": [1], "isr_nodes": [1]},
-        ]},
+        {
+            "error_code": 0,
+            "name": "t",
+            "partitions": [
+                {
+                    "error_code": 0,
+                    "partition_index": 0,
+                    "leader_id": 1,
+                    "leader_epoch": 4,
+                    "replica_nodes": [1, 2],
+                    "isr_nodes": [1],
+                },
+                {
+                    "error_code": 9,
+                    "partition_index": 1,
+                    "leader_id": -1,
+                    "leader_epoch": -1,
+                    "replica_nodes": [2],
+                    "isr_nodes": [],
+                },
+                {
+                    "error_code": 3,
+                    "partition_index": 2,
+                    "leader_id": 1,
+                    "leader_epoch": 1,
+                    "replica_nodes": [1],
+                    "isr_nodes": [1],
+                },
+            ],
+        },
         {"error_code": 3, "name": "gone", "partitions": []},
-    ]  # fmt: skip
-    assert _partitions(topics) == {"t": {
-        0: PartitionInfo(1, 4, (1, 2), (1,)),
-        1: PartitionInfo(-1, None, (2,), ()),
-    }}  # fmt: skip
+    ]
+    assert _partitions(topics) == {
+        "t": {
+            0: PartitionInfo(1, 4, (1, 2), (1,)),
+            1: PartitionInfo(-1, None, (2,), ()),
+        }
+    }
 
 
 def test_config_values() -> None:

@@ -17,13 +17,19 @@ def snap(
     brokers: Sequence[int] = (1, 2, 3),
     **more: Any,
 ) -> ClusterSnapshot:
-    return ClusterSnapshot(ts=ts, controller_id=more.pop("controller_id", 1),
-                           controller_epoch=more.pop("controller_epoch", None),
-                           brokers=tuple(brokers), partitions=partitions, **more)  # fmt: skip
+    return ClusterSnapshot(
+        ts=ts,
+        controller_id=more.pop("controller_id", 1),
+        controller_epoch=more.pop("controller_epoch", None),
+        brokers=tuple(brokers),
+        partitions=partitions,
+        **more,
+    )
 
 
-def info(leader: int, epoch: int | None, isr: tuple[int, ...],
-         replicas: tuple[int, ...] = (1, 2, 3)) -> PartitionInfo:  # fmt: skip
+def info(
+    leader: int, epoch: int | None, isr: tuple[int, ...], replicas: tuple[int, ...] = (1, 2, 3)
+) -> PartitionInfo:
     return PartitionInfo(leader, epoch, replicas, isr)
 
 
@@ -41,29 +47,91 @@ def types(events: Sequence[InputRecord]) -> list[str]:
 
 def test_first_poll_is_a_baseline() -> None:
     poller = AdminPoller(fetch_responses=False)
-    events = poller.diff(snap(1000, {"t": {0: info(1, 4, (1, 2, 3)), 1: info(2, 0, (2,))}},
-                              min_insync_replicas={"t": 2},
-                              replica_lag_time_max_ms={1: 30000}))  # fmt: skip
+    events = poller.diff(
+        snap(
+            1000,
+            {"t": {0: info(1, 4, (1, 2, 3)), 1: info(2, 0, (2,))}},
+            min_insync_replicas={"t": 2},
+            replica_lag_time_max_ms={1: 30000},
+        )
+    )
     assert checked(events) == [
-        ("controller-events", "1", {"type": "BrokerChange", "ts": 1000, "controller_id": 1,
-                                    "live": [{"id": 1, "epoch": 0}, {"id": 2, "epoch": 0},
-                                             {"id": 3, "epoch": 0}]}),
-        ("controller-events", "1", {"type": "TopicChange", "ts": 1000, "controller_id": 1,
-                                    "created": {"t": {"0": [1, 2, 3], "1": [1, 2, 3]}},
-                                    "deleted": []}),
-        ("controller-events", "t:0", {"type": "LeaderAndIsr", "ts": 1000, "controller_id": 1,
-                                      "topic": "t", "partition": 0, "leader": 1,
-                                      "leader_epoch": 4, "isr": [1, 2, 3],
-                                      "replicas": [1, 2, 3], "partition_epoch": 4}),
-        ("controller-events", "t:1", {"type": "LeaderAndIsr", "ts": 1000, "controller_id": 1,
-                                      "topic": "t", "partition": 1, "leader": 2,
-                                      "leader_epoch": 0, "isr": [2], "replicas": [1, 2, 3],
-                                      "partition_epoch": 0}),
-        ("controller-events", "1", {"type": "TopicConfig", "ts": 1000, "controller_id": 1,
-                                    "topic": "t", "min_insync_replicas": 2}),
-        ("controller-events", "1", {"type": "BrokerConfig", "ts": 1000, "controller_id": 1,
-                                    "broker": 1, "replica_lag_time_max_ms": 30000}),
-    ]  # fmt: skip
+        (
+            "controller-events",
+            "1",
+            {
+                "type": "BrokerChange",
+                "ts": 1000,
+                "controller_id": 1,
+                "live": [{"id": 1, "epoch": 0}, {"id": 2, "epoch": 0}, {"id": 3, "epoch": 0}],
+            },
+        ),
+        (
+            "controller-events",
+            "1",
+            {
+                "type": "TopicChange",
+                "ts": 1000,
+                "controller_id": 1,
+                "created": {"t": {"0": [1, 2, 3], "1": [1, 2, 3]}},
+                "deleted": [],
+            },
+        ),
+        (
+            "controller-events",
+            "t:0",
+            {
+                "type": "LeaderAndIsr",
+                "ts": 1000,
+                "controller_id": 1,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "leader_epoch": 4,
+                "isr": [1, 2, 3],
+                "replicas": [1, 2, 3],
+                "partition_epoch": 4,
+            },
+        ),
+        (
+            "controller-events",
+            "t:1",
+            {
+                "type": "LeaderAndIsr",
+                "ts": 1000,
+                "controller_id": 1,
+                "topic": "t",
+                "partition": 1,
+                "leader": 2,
+                "leader_epoch": 0,
+                "isr": [2],
+                "replicas": [1, 2, 3],
+                "partition_epoch": 0,
+            },
+        ),
+        (
+            "controller-events",
+            "1",
+            {
+                "type": "TopicConfig",
+                "ts": 1000,
+                "controller_id": 1,
+                "topic": "t",
+                "min_insync_replicas": 2,
+            },
+        ),
+        (
+            "controller-events",
+            "1",
+            {
+                "type": "BrokerConfig",
+                "ts": 1000,
+                "controller_id": 1,
+                "broker": 1,
+                "replica_lag_time_max_ms": 30000,
+            },
+        ),
+    ]
 
 
 def test_an_unchanged_cluster_gives_nothing() -> None:
@@ -76,20 +144,59 @@ def test_an_unchanged_cluster_gives_nothing() -> None:
 
 def test_isr_leader_and_config_changes() -> None:
     poller = AdminPoller(fetch_responses=False)
-    poller.diff(snap(1000, {"t": {0: info(1, 4, (1, 2, 3)), 1: info(2, 7, (2, 3))}},
-                     min_insync_replicas={"t": 2}))  # fmt: skip
-    events = poller.diff(snap(2000, {"t": {0: info(1, 4, (1, 2)), 1: info(3, 8, (3,))}},
-                              min_insync_replicas={"t": 1}))  # fmt: skip
+    poller.diff(
+        snap(
+            1000,
+            {"t": {0: info(1, 4, (1, 2, 3)), 1: info(2, 7, (2, 3))}},
+            min_insync_replicas={"t": 2},
+        )
+    )
+    events = poller.diff(
+        snap(
+            2000, {"t": {0: info(1, 4, (1, 2)), 1: info(3, 8, (3,))}}, min_insync_replicas={"t": 1}
+        )
+    )
     assert [(key, value) for _, key, value in checked(events)] == [
-        ("t:0", {"type": "IsrChange", "ts": 2000, "controller_id": 1, "topic": "t",
-                 "partition": 0, "leader": 1, "old_isr": [1, 2, 3], "new_isr": [1, 2],
-                 "leader_epoch": 4}),
-        ("t:1", {"type": "LeaderAndIsr", "ts": 2000, "controller_id": 1, "topic": "t",
-                 "partition": 1, "leader": 3, "leader_epoch": 8, "isr": [3],
-                 "replicas": [1, 2, 3], "partition_epoch": 8}),
-        ("1", {"type": "TopicConfig", "ts": 2000, "controller_id": 1, "topic": "t",
-               "min_insync_replicas": 1}),
-    ]  # fmt: skip
+        (
+            "t:0",
+            {
+                "type": "IsrChange",
+                "ts": 2000,
+                "controller_id": 1,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "old_isr": [1, 2, 3],
+                "new_isr": [1, 2],
+                "leader_epoch": 4,
+            },
+        ),
+        (
+            "t:1",
+            {
+                "type": "LeaderAndIsr",
+                "ts": 2000,
+                "controller_id": 1,
+                "topic": "t",
+                "partition": 1,
+                "leader": 3,
+                "leader_epoch": 8,
+                "isr": [3],
+                "replicas": [1, 2, 3],
+                "partition_epoch": 8,
+            },
+        ),
+        (
+            "1",
+            {
+                "type": "TopicConfig",
+                "ts": 2000,
+                "controller_id": 1,
+                "topic": "t",
+                "min_insync_replicas": 1,
+            },
+        ),
+    ]
 
 
 def test_reassignment_is_a_leader_and_isr() -> None:
@@ -102,24 +209,34 @@ def test_reassignment_is_a_leader_and_isr() -> None:
 def test_topics_created_and_deleted_and_new_partitions() -> None:
     poller = AdminPoller(fetch_responses=False)
     poller.diff(snap(1000, {"a": {0: info(1, 0, (1,))}, "b": {0: info(2, 0, (2,))}}))
-    events = poller.diff(snap(2000, {
-        "a": {0: info(1, 0, (1,)), 1: info(2, 0, (2,), replicas=(2, 3))},
-        "c": {0: info(3, 0, (3,), replicas=(3,))},
-    }))  # fmt: skip
-    changes = [(e.value["created"], e.value["deleted"]) for e in events
-               if e.event_type == "TopicChange"]  # fmt: skip
+    events = poller.diff(
+        snap(
+            2000,
+            {
+                "a": {0: info(1, 0, (1,)), 1: info(2, 0, (2,), replicas=(2, 3))},
+                "c": {0: info(3, 0, (3,), replicas=(3,))},
+            },
+        )
+    )
+    changes = [
+        (e.value["created"], e.value["deleted"]) for e in events if e.event_type == "TopicChange"
+    ]
     assert changes == [({"a": {"1": [2, 3]}, "c": {"0": [3]}}, []), ({}, ["b"])]
     assert [e.key for e in events if e.event_type == "LeaderAndIsr"] == ["a:1", "c:0"]
 
 
 def test_a_large_baseline_is_split_under_the_record_size_limit() -> None:
-    partitions = {"big": {p: info(1, 0, (1,)) for p in range(1500)},
-                  "small": {p: info(1, 0, (1,)) for p in range(700)}}  # fmt: skip
+    partitions = {
+        "big": {p: info(1, 0, (1,)) for p in range(1500)},
+        "small": {p: info(1, 0, (1,)) for p in range(700)},
+    }
     events = AdminPoller(fetch_responses=False).diff(snap(1, partitions))
     created = [e.value["created"] for e in events if e.event_type == "TopicChange"]
     assert [{t: len(p) for t, p in part.items()} for part in created] == [
-        {"big": 1000}, {"big": 500, "small": 500}, {"small": 200},
-    ]  # fmt: skip
+        {"big": 1000},
+        {"big": 500, "small": 500},
+        {"small": 200},
+    ]
     checked(events)
 
 
@@ -143,8 +260,9 @@ def test_broker_changes_can_be_left_to_the_log_collector() -> None:
     assert types(poller.diff(snap(1, {}, brokers=(1, 2)))) == []
     assert types(poller.diff(snap(2, {}, brokers=(1,)))) == []
     assert AdminPoller(poller.state()).diff(snap(3, {}, brokers=(1, 2)))[0].value["live"] == [
-        {"id": 1, "epoch": 0}, {"id": 2, "epoch": 1},
-    ]  # fmt: skip
+        {"id": 1, "epoch": 0},
+        {"id": 2, "epoch": 1},
+    ]
 
 
 def test_controller_change_only_with_a_known_epoch() -> None:
@@ -172,9 +290,16 @@ def test_metadata_without_leader_epochs() -> None:
     assert "LeaderAndIsr" not in types(events)
     assert poller.skipped == {"leader_and_isr_without_leader_epoch": 1}
     events = poller.diff(snap(2, {"t": {0: info(1, None, (1,))}}))
-    assert checked(events)[0][2] == {"type": "IsrChange", "ts": 2, "controller_id": 1,
-                                     "topic": "t", "partition": 0, "leader": 1,
-                                     "old_isr": [1, 2], "new_isr": [1]}  # fmt: skip
+    assert checked(events)[0][2] == {
+        "type": "IsrChange",
+        "ts": 2,
+        "controller_id": 1,
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "old_isr": [1, 2],
+        "new_isr": [1],
+    }
 
 
 def test_fetch_responses_from_replica_log_end_offsets() -> None:
@@ -182,22 +307,63 @@ def test_fetch_responses_from_replica_log_end_offsets() -> None:
     snapshot = snap(
         1000,
         {"t": {0: info(1, 4, (1, 2, 3)), 1: info(2, 5, (2,)), 2: info(-1, 6, ())}},
-        log_end_offsets={("t", 0, 1): 500, ("t", 0, 2): 500, ("t", 0, 3): 420,
-                         ("t", 1, 2): 80, ("t", 1, 3): 10},  # t-1's follower 1: no answer
+        log_end_offsets={
+            ("t", 0, 1): 500,
+            ("t", 0, 2): 500,
+            ("t", 0, 3): 420,
+            ("t", 1, 2): 80,
+            ("t", 1, 3): 10,
+        },  # t-1's follower 1: no answer
         high_watermarks={("t", 0): 420, ("t", 1): 80},
         offsets_ts=1005,
-    )  # fmt: skip
-    fetches = [(key, value) for source, key, value in checked(poller.diff(snapshot))
-               if source == Source.FETCH_RESPONSES.value]  # fmt: skip
+    )
+    fetches = [
+        (key, value)
+        for source, key, value in checked(poller.diff(snapshot))
+        if source == Source.FETCH_RESPONSES.value
+    ]
     common = {"ts": 1005, "topic": "t"}
     assert fetches == [
-        ("t:0", {**common, "partition": 0, "leader": 1, "follower": 2, "leader_epoch": 4,
-                 "fetch_offset": 500, "leader_leo": 500, "high_watermark": 420}),
-        ("t:0", {**common, "partition": 0, "leader": 1, "follower": 3, "leader_epoch": 4,
-                 "fetch_offset": 420, "leader_leo": 500, "high_watermark": 420}),
-        ("t:1", {**common, "partition": 1, "leader": 2, "follower": 3, "leader_epoch": 5,
-                 "fetch_offset": 10, "leader_leo": 80, "high_watermark": 80}),
-    ]  # fmt: skip
+        (
+            "t:0",
+            {
+                **common,
+                "partition": 0,
+                "leader": 1,
+                "follower": 2,
+                "leader_epoch": 4,
+                "fetch_offset": 500,
+                "leader_leo": 500,
+                "high_watermark": 420,
+            },
+        ),
+        (
+            "t:0",
+            {
+                **common,
+                "partition": 0,
+                "leader": 1,
+                "follower": 3,
+                "leader_epoch": 4,
+                "fetch_offset": 420,
+                "leader_leo": 500,
+                "high_watermark": 420,
+            },
+        ),
+        (
+            "t:1",
+            {
+                **common,
+                "partition": 1,
+                "leader": 2,
+                "follower": 3,
+                "leader_epoch": 5,
+                "fetch_offset": 10,
+                "leader_leo": 80,
+                "high_watermark": 80,
+            },
+        ),
+    ]
     # every poll reports progress, not only changes
     again = [e for e in poller.diff(snapshot) if e.source is Source.FETCH_RESPONSES]
     assert len(again) == 3
@@ -205,22 +371,44 @@ def test_fetch_responses_from_replica_log_end_offsets() -> None:
 
 def test_no_fetch_without_the_leaders_offsets() -> None:
     poller = AdminPoller(fetch_responses=True)
-    snapshot = snap(1, {"t": {0: info(1, 4, (1, 2))}}, log_end_offsets={("t", 0, 2): 5},
-                    high_watermarks={}, offsets_ts=2)  # fmt: skip
+    snapshot = snap(
+        1,
+        {"t": {0: info(1, 4, (1, 2))}},
+        log_end_offsets={("t", 0, 2): 5},
+        high_watermarks={},
+        offsets_ts=2,
+    )
     assert [e for e in poller.diff(snapshot) if e.source is Source.FETCH_RESPONSES] == []
     assert poller.skipped == {"fetch_without_leader_offsets": 1}
 
 
 def test_state_round_trip_resumes_the_diff() -> None:
-    first = snap(1000, {"t": {0: info(1, 4, (1, 2, 3))}}, brokers=(1, 2),
-                 min_insync_replicas={"t": 2}, replica_lag_time_max_ms={1: 10000})  # fmt: skip
+    first = snap(
+        1000,
+        {"t": {0: info(1, 4, (1, 2, 3))}},
+        brokers=(1, 2),
+        min_insync_replicas={"t": 2},
+        replica_lag_time_max_ms={1: 10000},
+    )
     poller = AdminPoller(fetch_responses=False)
     poller.diff(first)
-    poller.diff(snap(1500, {"t": {0: info(1, 4, (1, 2, 3))}}, brokers=(1,),
-                     min_insync_replicas={"t": 2}, replica_lag_time_max_ms={1: 10000}))  # fmt: skip
+    poller.diff(
+        snap(
+            1500,
+            {"t": {0: info(1, 4, (1, 2, 3))}},
+            brokers=(1,),
+            min_insync_replicas={"t": 2},
+            replica_lag_time_max_ms={1: 10000},
+        )
+    )
     restarted = AdminPoller(poller.state(), fetch_responses=False)
-    later = snap(2000, {"t": {0: info(1, 4, (1, 2))}}, brokers=(1, 2),
-                 min_insync_replicas={"t": 2}, replica_lag_time_max_ms={1: 10000})  # fmt: skip
+    later = snap(
+        2000,
+        {"t": {0: info(1, 4, (1, 2))}},
+        brokers=(1, 2),
+        min_insync_replicas={"t": 2},
+        replica_lag_time_max_ms={1: 10000},
+    )
     events = restarted.diff(later)
     assert types(events) == ["BrokerChange", "IsrChange"]
     assert events[0].value["live"] == [{"id": 1, "epoch": 0}, {"id": 2, "epoch": 1}]

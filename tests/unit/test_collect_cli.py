@@ -14,10 +14,17 @@ DATA = Path(__file__).resolve().parent / "data" / "kafka_logs"
 
 def test_collect_logs_dry_run_prints_replayable_events(tmp_path: Path) -> None:
     state = tmp_path / "state.json"
-    result = CliRunner().invoke(main, [
-        "collect", "logs", "--dry-run", "--set", f"collect.logs.state_file={state}",
-        str(DATA / "kraft" / "server.log"),
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "collect",
+            "logs",
+            "--dry-run",
+            "--set",
+            f"collect.logs.state_file={state}",
+            str(DATA / "kraft" / "server.log"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(x["source"], x["key"], x["value"]["type"]) for x in lines] == [
@@ -40,8 +47,9 @@ def test_collect_logs_dry_run_output_replays(tmp_path: Path) -> None:
     capture.write_text(result.stdout)
     replayed = runner.invoke(main, ["replay", str(capture), "--until-ms", "1710151560000"])
     assert replayed.exit_code == 0, replayed.output
-    records = {(r["topic"], r["partition"]): r for r in map(json.loads,
-               replayed.stdout.splitlines())}  # fmt: skip
+    records = {
+        (r["topic"], r["partition"]): r for r in map(json.loads, replayed.stdout.splitlines())
+    }
     assert sorted(records) == [("payments", 0), ("payments", 1)]
     assert records[("payments", 0)]["leader_epoch"] == 1
     assert records[("payments", 0)]["isr"] == [1, 2]
@@ -49,10 +57,17 @@ def test_collect_logs_dry_run_output_replays(tmp_path: Path) -> None:
 
 
 def test_collect_logs_rejects_a_bad_time_zone(tmp_path: Path) -> None:
-    result = CliRunner().invoke(main, [
-        "collect", "logs", "--dry-run", "--set", "collect.logs.time_zone=Mars/Olympus",
-        str(DATA / "kraft" / "server.log"),
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "collect",
+            "logs",
+            "--dry-run",
+            "--set",
+            "collect.logs.time_zone=Mars/Olympus",
+            str(DATA / "kraft" / "server.log"),
+        ],
+    )
     assert result.exit_code == 1
     assert "collect.logs.time_zone: must be an IANA time zone name" in result.output
 

@@ -60,8 +60,9 @@ def collector(
     paths: Sequence[Path], state_file: Path | None, publisher: Capture, **settings: Any
 ) -> tuple[LogCollector, CollectorMetrics]:
     metrics = CollectorMetrics("logs", CollectorRegistry())
-    made = LogCollector([str(p) for p in paths], LogCollectorSettings(**settings), publisher,
-                        metrics, state_file)  # fmt: skip
+    made = LogCollector(
+        [str(p) for p in paths], LogCollectorSettings(**settings), publisher, metrics, state_file
+    )
     return made, metrics
 
 
@@ -86,57 +87,193 @@ def zk_expected(hours: int = 0) -> list[dict[str, Any]]:
 
     payments = {"topic": "payments"}
     return [
-        {"type": "ControllerChange", "ts": t("2024-03-11 10:00:00.100"), "controller_id": 1,
-         "controller_epoch": 7},
-        {"type": "BrokerChange", "ts": t("2024-03-11 10:00:00.180"), "controller_id": 1,
-         "controller_epoch": 7, "live": [{"id": 1, "epoch": 4294967320},
-                                         {"id": 2, "epoch": 4294967345},
-                                         {"id": 3, "epoch": 4294967371}]},
-        {"type": "TopicChange", "ts": t("2024-03-11 10:00:05.000"), "controller_id": 1,
-         "controller_epoch": 7, "created": {"payments": {"0": [1, 2, 3], "1": [2, 3, 1]}},
-         "deleted": []},
-        {"type": "LeaderAndIsr", "ts": t("2024-03-11 10:00:05.120"), **payments, "partition": 0,
-         "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3], "replicas": [1, 2, 3],
-         "partition_epoch": 0, "controller_id": 1, "controller_epoch": 7},
-        {"type": "LeaderAndIsr", "ts": t("2024-03-11 10:00:05.121"), **payments, "partition": 1,
-         "leader": 2, "leader_epoch": 0, "isr": [2, 3, 1], "replicas": [2, 3, 1],
-         "partition_epoch": 0, "controller_id": 1, "controller_epoch": 7},
-        {"type": "UpdateMetadata", "ts": t("2024-03-11 10:00:05.181"), "broker": 2,
-         "controller_id": 1, "controller_epoch": 7, "partitions": [
-             {**payments, "partition": 0, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
-              "replicas": [1, 2, 3], "offline_replicas": []},
-             {**payments, "partition": 1, "leader": 2, "leader_epoch": 0, "isr": [2, 3, 1],
-              "replicas": [2, 3, 1], "offline_replicas": []}]},
-        {"type": "IsrChange", "ts": t("2024-03-11 10:01:10.512"), **payments, "partition": 1,
-         "leader": 2, "old_isr": [2, 3, 1], "new_isr": [2, 1], "partition_epoch": 1},
-        {"type": "UpdateMetadata", "ts": t("2024-03-11 10:01:10.600"), "broker": 2,
-         "controller_id": 1, "controller_epoch": 7, "partitions": [
-             {**payments, "partition": 1, "leader": 2, "leader_epoch": 0, "isr": [2, 1],
-              "replicas": [2, 3, 1], "offline_replicas": []}]},
-        {"type": "IsrChange", "ts": t("2024-03-11 10:01:40.031"), **payments, "partition": 1,
-         "leader": 2, "old_isr": [2, 1], "new_isr": [2, 1, 3], "partition_epoch": 2},
+        {
+            "type": "ControllerChange",
+            "ts": t("2024-03-11 10:00:00.100"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+        },
+        {
+            "type": "BrokerChange",
+            "ts": t("2024-03-11 10:00:00.180"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "live": [
+                {"id": 1, "epoch": 4294967320},
+                {"id": 2, "epoch": 4294967345},
+                {"id": 3, "epoch": 4294967371},
+            ],
+        },
+        {
+            "type": "TopicChange",
+            "ts": t("2024-03-11 10:00:05.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "created": {"payments": {"0": [1, 2, 3], "1": [2, 3, 1]}},
+            "deleted": [],
+        },
+        {
+            "type": "LeaderAndIsr",
+            "ts": t("2024-03-11 10:00:05.120"),
+            **payments,
+            "partition": 0,
+            "leader": 1,
+            "leader_epoch": 0,
+            "isr": [1, 2, 3],
+            "replicas": [1, 2, 3],
+            "partition_epoch": 0,
+            "controller_id": 1,
+            "controller_epoch": 7,
+        },
+        {
+            "type": "LeaderAndIsr",
+            "ts": t("2024-03-11 10:00:05.121"),
+            **payments,
+            "partition": 1,
+            "leader": 2,
+            "leader_epoch": 0,
+            "isr": [2, 3, 1],
+            "replicas": [2, 3, 1],
+            "partition_epoch": 0,
+            "controller_id": 1,
+            "controller_epoch": 7,
+        },
+        {
+            "type": "UpdateMetadata",
+            "ts": t("2024-03-11 10:00:05.181"),
+            "broker": 2,
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "partitions": [
+                {
+                    **payments,
+                    "partition": 0,
+                    "leader": 1,
+                    "leader_epoch": 0,
+                    "isr": [1, 2, 3],
+                    "replicas": [1, 2, 3],
+                    "offline_replicas": [],
+                },
+                {
+                    **payments,
+                    "partition": 1,
+                    "leader": 2,
+                    "leader_epoch": 0,
+                    "isr": [2, 3, 1],
+                    "replicas": [2, 3, 1],
+                    "offline_replicas": [],
+                },
+            ],
+        },
+        {
+            "type": "IsrChange",
+            "ts": t("2024-03-11 10:01:10.512"),
+            **payments,
+            "partition": 1,
+            "leader": 2,
+            "old_isr": [2, 3, 1],
+            "new_isr": [2, 1],
+            "partition_epoch": 1,
+        },
+        {
+            "type": "UpdateMetadata",
+            "ts": t("2024-03-11 10:01:10.600"),
+            "broker": 2,
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "partitions": [
+                {
+                    **payments,
+                    "partition": 1,
+                    "leader": 2,
+                    "leader_epoch": 0,
+                    "isr": [2, 1],
+                    "replicas": [2, 3, 1],
+                    "offline_replicas": [],
+                }
+            ],
+        },
+        {
+            "type": "IsrChange",
+            "ts": t("2024-03-11 10:01:40.031"),
+            **payments,
+            "partition": 1,
+            "leader": 2,
+            "old_isr": [2, 1],
+            "new_isr": [2, 1, 3],
+            "partition_epoch": 2,
+        },
         # broker 3 deleted, then added again (epoch + 1), then 2 bounced: its new czxid
-        {"type": "BrokerChange", "ts": t("2024-03-11 10:03:00.000"), "controller_id": 1,
-         "controller_epoch": 7, "live": [{"id": 1, "epoch": 4294967320},
-                                         {"id": 2, "epoch": 4294967345}]},
-        {"type": "LeaderAndIsr", "ts": t("2024-03-11 10:03:00.040"), **payments, "partition": 0,
-         "leader": 1, "leader_epoch": 1, "isr": [1, 2], "replicas": [1, 2, 3],
-         "partition_epoch": 3, "controller_id": 1, "controller_epoch": 7},
-        {"type": "BrokerChange", "ts": t("2024-03-11 10:04:00.000"), "controller_id": 1,
-         "controller_epoch": 7, "live": [{"id": 1, "epoch": 4294967320},
-                                         {"id": 2, "epoch": 4294967345},
-                                         {"id": 3, "epoch": 4294967372}]},
-        {"type": "BrokerChange", "ts": t("2024-03-11 10:05:00.000"), "controller_id": 1,
-         "controller_epoch": 7, "live": [{"id": 1, "epoch": 4294967320},
-                                         {"id": 2, "epoch": 4294967502},
-                                         {"id": 3, "epoch": 4294967372}]},
-        {"type": "TopicChange", "ts": t("2024-03-11 10:07:00.000"), "controller_id": 1,
-         "controller_epoch": 7, "created": {}, "deleted": ["payments"]},
-        {"type": "UpdateMetadata", "ts": t("2024-03-11 10:07:00.011"), "broker": 2,
-         "controller_id": 1, "controller_epoch": 7, "partitions": [
-             {**payments, "partition": p, "leader": -2, "leader_epoch": 0, "isr": [],
-              "replicas": [], "offline_replicas": []} for p in (0, 1)]},
-    ]  # fmt: skip
+        {
+            "type": "BrokerChange",
+            "ts": t("2024-03-11 10:03:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "live": [{"id": 1, "epoch": 4294967320}, {"id": 2, "epoch": 4294967345}],
+        },
+        {
+            "type": "LeaderAndIsr",
+            "ts": t("2024-03-11 10:03:00.040"),
+            **payments,
+            "partition": 0,
+            "leader": 1,
+            "leader_epoch": 1,
+            "isr": [1, 2],
+            "replicas": [1, 2, 3],
+            "partition_epoch": 3,
+            "controller_id": 1,
+            "controller_epoch": 7,
+        },
+        {
+            "type": "BrokerChange",
+            "ts": t("2024-03-11 10:04:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "live": [
+                {"id": 1, "epoch": 4294967320},
+                {"id": 2, "epoch": 4294967345},
+                {"id": 3, "epoch": 4294967372},
+            ],
+        },
+        {
+            "type": "BrokerChange",
+            "ts": t("2024-03-11 10:05:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "live": [
+                {"id": 1, "epoch": 4294967320},
+                {"id": 2, "epoch": 4294967502},
+                {"id": 3, "epoch": 4294967372},
+            ],
+        },
+        {
+            "type": "TopicChange",
+            "ts": t("2024-03-11 10:07:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "created": {},
+            "deleted": ["payments"],
+        },
+        {
+            "type": "UpdateMetadata",
+            "ts": t("2024-03-11 10:07:00.011"),
+            "broker": 2,
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "partitions": [
+                {
+                    **payments,
+                    "partition": p,
+                    "leader": -2,
+                    "leader_epoch": 0,
+                    "isr": [],
+                    "replicas": [],
+                    "offline_replicas": [],
+                }
+                for p in (0, 1)
+            ],
+        },
+    ]
 
 
 def test_zookeeper_cluster_sample(tmp_path: Path) -> None:
@@ -146,26 +283,52 @@ def test_zookeeper_cluster_sample(tmp_path: Path) -> None:
     assert capture.values == zk_expected()
     assert capture.keys[:6] == ["1", "1", "1", "payments:0", "payments:1", "2"]
     r = metrics.registry
-    assert sample(r, "isrwatch_collect_log_unparseable_lines_total",
-                  {"reason": "malformed_broker_change"}) == 1  # fmt: skip
-    assert sample(r, "isrwatch_collect_log_unparseable_lines_total",
-                  {"reason": "malformed_cached_leader_info"}) == 1  # fmt: skip
+    assert (
+        sample(
+            r, "isrwatch_collect_log_unparseable_lines_total", {"reason": "malformed_broker_change"}
+        )
+        == 1
+    )
+    assert (
+        sample(
+            r,
+            "isrwatch_collect_log_unparseable_lines_total",
+            {"reason": "malformed_cached_leader_info"},
+        )
+        == 1
+    )
     controller_log = str(DATA / "zk" / "controller.log")
-    assert sample(r, "isrwatch_collect_log_lines_total",
-                  {"file": controller_log, "result": "continuation"}) == 3  # fmt: skip
-    assert sample(r, "isrwatch_collect_log_records_dropped_total",
-                  {"reason": "leader_and_isr_seen"}) == 1  # fmt: skip
-    assert sample(r, "isrwatch_collect_log_records_dropped_total",
-                  {"reason": "isr_update_failed"}) == 1  # fmt: skip
-    assert sample(r, "isrwatch_collect_events_total",
-                  {"collector": "logs", "source": "controller-events",
-                   "type": "BrokerChange"}) == 4  # fmt: skip
+    assert (
+        sample(
+            r,
+            "isrwatch_collect_log_lines_total",
+            {"file": controller_log, "result": "continuation"},
+        )
+        == 3
+    )
+    assert (
+        sample(r, "isrwatch_collect_log_records_dropped_total", {"reason": "leader_and_isr_seen"})
+        == 1
+    )
+    assert (
+        sample(r, "isrwatch_collect_log_records_dropped_total", {"reason": "isr_update_failed"})
+        == 1
+    )
+    assert (
+        sample(
+            r,
+            "isrwatch_collect_events_total",
+            {"collector": "logs", "source": "controller-events", "type": "BrokerChange"},
+        )
+        == 4
+    )
 
 
 def test_time_zone_of_the_logs(tmp_path: Path) -> None:
     capture = Capture()
-    made, _ = collector([DATA / "zk" / name for name in ZK_FILES], None, capture,
-                        time_zone="Europe/Paris")  # fmt: skip
+    made, _ = collector(
+        [DATA / "zk" / name for name in ZK_FILES], None, capture, time_zone="Europe/Paris"
+    )
     read_all(made)
     assert capture.values == zk_expected(hours=1)  # CET, UTC+1 in March before the switch
 
@@ -176,25 +339,61 @@ def test_kraft_sample() -> None:
     read_all(made)
     inventory = {"topic": "inventory", "leader": 1}
     assert capture.values == [
-        {"type": "ControllerChange", "ts": ms("2024-05-02 08:15:00.000"), "controller_id": 1,
-         "controller_epoch": 5},
-        {"type": "IsrChange", "ts": ms("2024-05-02 08:16:40.140"), **inventory, "partition": 0,
-         "old_isr": [1, 2, 3], "new_isr": [1, 2], "partition_epoch": 9},
-        {"type": "IsrChange", "ts": ms("2024-05-02 08:17:02.300"), **inventory, "partition": 0,
-         "old_isr": [1, 2], "new_isr": [1, 2, 3], "partition_epoch": 10},
-        {"type": "IsrChange", "ts": ms("2024-05-02 08:17:30.020"), **inventory, "partition": 1,
-         "old_isr": [1, 3], "new_isr": [1], "partition_epoch": 4},
+        {
+            "type": "ControllerChange",
+            "ts": ms("2024-05-02 08:15:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 5,
+        },
+        {
+            "type": "IsrChange",
+            "ts": ms("2024-05-02 08:16:40.140"),
+            **inventory,
+            "partition": 0,
+            "old_isr": [1, 2, 3],
+            "new_isr": [1, 2],
+            "partition_epoch": 9,
+        },
+        {
+            "type": "IsrChange",
+            "ts": ms("2024-05-02 08:17:02.300"),
+            **inventory,
+            "partition": 0,
+            "old_isr": [1, 2],
+            "new_isr": [1, 2, 3],
+            "partition_epoch": 10,
+        },
+        {
+            "type": "IsrChange",
+            "ts": ms("2024-05-02 08:17:30.020"),
+            **inventory,
+            "partition": 1,
+            "old_isr": [1, 3],
+            "new_isr": [1],
+            "partition_epoch": 4,
+        },
         # A commit with no ISR before it in the log: the partial form, without old_isr.
-        {"type": "IsrChange", "ts": ms("2024-05-02 08:18:30.000"), **inventory, "partition": 3,
-         "new_isr": [1, 2, 3], "partition_epoch": 12},
-        {"type": "ControllerChange", "ts": ms("2024-05-02 08:19:00.000"), "controller_id": 1,
-         "controller_epoch": 7},
-    ]  # fmt: skip
+        {
+            "type": "IsrChange",
+            "ts": ms("2024-05-02 08:18:30.000"),
+            **inventory,
+            "partition": 3,
+            "new_isr": [1, 2, 3],
+            "partition_epoch": 12,
+        },
+        {
+            "type": "ControllerChange",
+            "ts": ms("2024-05-02 08:19:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+        },
+    ]
     dropped = {
-        reason: sample(metrics.registry, "isrwatch_collect_log_records_dropped_total",
-                       {"reason": reason})
+        reason: sample(
+            metrics.registry, "isrwatch_collect_log_records_dropped_total", {"reason": reason}
+        )
         for reason in ("isr_update_failed",)
-    }  # fmt: skip
+    }
     assert dropped == {"isr_update_failed": 1}
 
 
@@ -283,10 +482,17 @@ def test_follow_across_a_rotation(tmp_path: Path) -> None:
     log.write_text("".join(lines[4:]))
     made.read_once()
     assert [(v["old_isr"], v["new_isr"]) for v in capture.values] == [
-        ([2, 3, 1], [2, 1]), ([2, 1], [2, 1, 3]),
-    ]  # fmt: skip
-    assert sample(metrics.registry, "isrwatch_collect_log_file_changes_total",
-                  {"file": str(log), "change": "rotated"}) == 1  # fmt: skip
+        ([2, 3, 1], [2, 1]),
+        ([2, 1], [2, 1, 3]),
+    ]
+    assert (
+        sample(
+            metrics.registry,
+            "isrwatch_collect_log_file_changes_total",
+            {"file": str(log), "change": "rotated"},
+        )
+        == 1
+    )
 
 
 def test_without_a_state_file_nothing_is_written(tmp_path: Path) -> None:
@@ -309,10 +515,14 @@ def test_a_broken_state_file_is_refused(tmp_path: Path) -> None:
 
 # Lines written here in the wording of Kafka 1.0-2.1's kafka.cluster.Partition (INFO
 # proposal; the commit is logged at TRACE only, the cancel at INFO by the same call).
-PROPOSAL = ("[2019-01-01 10:00:00,000] INFO [Partition t-3 broker=1] Shrinking ISR from 1,2,3"
-            " to 1,2 (kafka.cluster.Partition)\n")  # fmt: skip
-CANCEL = ("[2019-01-01 10:00:00,004] INFO [Partition t-3 broker=1] Cached zkVersion [7] not"
-          " equal to that in zookeeper, skip updating ISR (kafka.cluster.Partition)\n")  # fmt: skip
+PROPOSAL = (
+    "[2019-01-01 10:00:00,000] INFO [Partition t-3 broker=1] Shrinking ISR from 1,2,3"
+    " to 1,2 (kafka.cluster.Partition)\n"
+)
+CANCEL = (
+    "[2019-01-01 10:00:00,004] INFO [Partition t-3 broker=1] Cached zkVersion [7] not"
+    " equal to that in zookeeper, skip updating ISR (kafka.cluster.Partition)\n"
+)
 LATER = "[2019-01-01 10:00:05,000] INFO Other broker (kafka.server.KafkaServer)\n"
 
 
@@ -330,5 +540,11 @@ def test_a_proposal_waits_for_its_own_file_not_for_the_file_ahead(tmp_path: Path
     read_all(made)
     made.read_once()  # nothing new: the input ends for now (flush)
     assert [v for v in capture.values if v["type"] == "IsrChange"] == []
-    assert sample(metrics.registry, "isrwatch_collect_log_records_dropped_total",
-                  {"reason": "isr_update_failed"}) == 1  # fmt: skip
+    assert (
+        sample(
+            metrics.registry,
+            "isrwatch_collect_log_records_dropped_total",
+            {"reason": "isr_update_failed"},
+        )
+        == 1
+    )

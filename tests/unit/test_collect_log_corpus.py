@@ -105,11 +105,22 @@ CHANGE = {"type": "IsrChange", "topic": "orders", "partition": 7, "leader": 3}
 def test_scoring_counts_right_missed_wrong_and_inexpressible() -> None:
     """Two proposals of a broker that logs commits at TRACE (made-up numbers): two
     changes. One statement is right, one has a wrong fact, one cannot be carried."""
-    result = score([one_file([SHRINK, EXPAND], [
-        Statement(1, {**CHANGE, "old_isr": [3, 1], "new_isr": [3]}),
-        Statement(2, {**CHANGE, "old_isr": [3], "new_isr": [3, 4]}),  # wrong: 1 rejoined
-        Statement(2, {"type": "LeaderAndIsr", "topic": "orders", "partition": 7}),  # no leader
-    ])])  # fmt: skip
+    result = score(
+        [
+            one_file(
+                [SHRINK, EXPAND],
+                [
+                    Statement(1, {**CHANGE, "old_isr": [3, 1], "new_isr": [3]}),
+                    Statement(
+                        2, {**CHANGE, "old_isr": [3], "new_isr": [3, 4]}
+                    ),  # wrong: 1 rejoined
+                    Statement(
+                        2, {"type": "LeaderAndIsr", "topic": "orders", "partition": 7}
+                    ),  # no leader
+                ],
+            )
+        ]
+    )
     f = result.files[0]
     assert (f.stated, f.inexpressible, f.right, len(f.missed), len(f.wrong)) == (3, 1, 1, 1, 1)
     assert f.wrong[0]["new_isr"] == [3, 1]
@@ -117,13 +128,18 @@ def test_scoring_counts_right_missed_wrong_and_inexpressible() -> None:
 
 
 def test_matching_rules() -> None:
-    emitted = {"type": "TopicChange", "controller_id": 0, "created": {"t": {"0": [1, 3]}},
-               "deleted": []}  # fmt: skip
+    emitted = {
+        "type": "TopicChange",
+        "controller_id": 0,
+        "created": {"t": {"0": [1, 3]}},
+        "deleted": [],
+    }
     assert matches({"type": "TopicChange", "created": {"t": None}}, emitted)
     assert matches({"type": "TopicChange", "created": {"t": {"0": [1, 3]}}}, emitted)
     assert not matches({"type": "TopicChange", "created": {"t": {"0": [3, 1]}}}, emitted)
     assert not matches({"type": "TopicChange", "created": {"u": None}}, emitted)
     assert not matches({"type": "TopicChange", "controller_epoch": 4}, emitted)
     live = {"type": "BrokerChange", "live": [{"id": 2, "epoch": 5}, {"id": 1, "epoch": 4}]}
-    assert matches({"type": "BrokerChange", "live": [{"id": 1, "epoch": 4},
-                                                     {"id": 2, "epoch": 5}]}, live)  # fmt: skip
+    assert matches(
+        {"type": "BrokerChange", "live": [{"id": 1, "epoch": 4}, {"id": 2, "epoch": 5}]}, live
+    )

@@ -57,12 +57,18 @@ def read(line: str, zone: ZoneInfo = UTC_ZONE) -> object:
         (f"2024-05-02 08:16:40,123 INFO {MESSAGE} ({LOGGER}) [kafka-scheduler-4]", "strimzi"),
         (f"2024-05-02T08:16:40,123 INFO {MESSAGE} ({LOGGER}) [kafka-scheduler-4]", "strimzi"),
         # Spring Boot 3 and 2 console layouts (abbreviated logger)
-        (f"2024-05-02T08:16:40.123Z  INFO 2537 --- [kafka-scheduler-4] k.cluster.Partition"
-         f"                      : {MESSAGE}", "spring"),
-        (f"2024-05-02 08:16:40.123  INFO 2537 --- [app] [  kafka-scheduler-4] k.c.Partition"
-         f" : {MESSAGE}", "spring"),
+        (
+            f"2024-05-02T08:16:40.123Z  INFO 2537 --- [kafka-scheduler-4] k.cluster.Partition"
+            f"                      : {MESSAGE}",
+            "spring",
+        ),
+        (
+            f"2024-05-02 08:16:40.123  INFO 2537 --- [app] [  kafka-scheduler-4] k.c.Partition"
+            f" : {MESSAGE}",
+            "spring",
+        ),
     ],
-)  # fmt: skip
+)
 def test_layouts(line: str, layout: str) -> None:
     entry = read(line)
     assert isinstance(entry, Entry)
@@ -206,13 +212,17 @@ def test_a_custom_layout_without_level_reads_info() -> None:
     ("pattern", "error"),
     [
         (r"(?P<time>\S+) (?P<message>.*", "not a valid regex: missing ), unterminated subpattern"),
-        (r"(?P<time>\S+) (.*)", "must have the named groups (?P<time>...) and (?P<message>...);"
-                               " missing: message"),
+        (
+            r"(?P<time>\S+) (.*)",
+            "must have the named groups (?P<time>...) and (?P<message>...); missing: message",
+        ),
         (r"(?P<when>\S+) (?P<message>.*)", "missing: time"),
-        (r"(?P<time>\S+) (?P<host>\S+) (?P<message>.*)", "has unknown named groups host; allowed:"
-                                                        " level, logger, message, thread, time"),
+        (
+            r"(?P<time>\S+) (?P<host>\S+) (?P<message>.*)",
+            "has unknown named groups host; allowed: level, logger, message, thread, time",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_custom_layout_is_checked_with_a_clear_error(pattern: str, error: str) -> None:
     with pytest.raises(LayoutError, match=re.escape(error)):
         compile_custom_layout(pattern)

@@ -110,8 +110,10 @@ def test_impossible_date_is_unparseable() -> None:
 
 
 def test_windows_line_ending() -> None:
-    line = "[2024-03-11 10:00:00,000] INFO [Topic Deletion Manager 3] Deletion of topic t " \
-        "successfully completed (kafka.controller.TopicDeletionManager)\r\n"  # fmt: skip
+    line = (
+        "[2024-03-11 10:00:00,000] INFO [Topic Deletion Manager 3] Deletion of topic t "
+        "successfully completed (kafka.controller.TopicDeletionManager)\r\n"
+    )
     assert parse_line(line, UTC_ZONE) == TopicDeleted(ms("2024-03-11 10:00:00.000"), 3, "t")
 
 
@@ -128,9 +130,12 @@ def test_received_leader_and_isr_kafka_2() -> None:
         "1 epoch 7 (state.change.logger)"
     )
     assert parse_line(line, UTC_ZONE) == LeaderAndIsrReceived(
-        ms("2024-03-11 10:00:05.120"), 2, 1, 7,
+        ms("2024-03-11 10:00:05.120"),
+        2,
+        1,
+        7,
         PartitionState("payments", 0, 1, 0, (1, 2, 3), (1, 2, 3), (), 0),
-    )  # fmt: skip
+    )
 
 
 def test_received_leader_and_isr_kafka_3() -> None:
@@ -143,9 +148,12 @@ def test_received_leader_and_isr_kafka_3() -> None:
         "leaderRecoveryState=0) correlation id 11 from controller 3 epoch 2 (state.change.logger)"
     )
     assert parse_line(line, UTC_ZONE) == LeaderAndIsrReceived(
-        ms("2024-07-18 07:18:55.559"), 1, 3, 2,
+        ms("2024-07-18 07:18:55.559"),
+        1,
+        3,
+        2,
         PartitionState("pg.public.cards", 3, 1, 5, (1, 3), (3, 1, 2), (), 11),
-    )  # fmt: skip
+    )
 
 
 def test_received_leader_and_isr_without_a_version_is_unparseable() -> None:
@@ -167,9 +175,13 @@ def test_cached_leader_info_with_offline_replicas_and_no_leader() -> None:
         "request sent by controller 1 epoch 8 with correlation id 77 (state.change.logger)"
     )
     assert parse_line(line, UTC_ZONE) == CachedLeaderInfo(
-        ms("2024-03-11 10:03:00.100"), 3, 1, 8, 77,
+        ms("2024-03-11 10:03:00.100"),
+        3,
+        1,
+        8,
+        77,
         PartitionState("my-topic-1", 12, -1, 4, (2,), (2, 3), (3,), 9),
-    )  # fmt: skip
+    )
 
 
 def test_cached_leader_info_for_another_partition_is_unparseable() -> None:
@@ -258,20 +270,26 @@ def test_isr_committed_wordings(message: str, isr: tuple[int, ...], version: int
 @pytest.mark.parametrize(
     ("message", "logging"),
     [
-        ("Cached zkVersion 2 not equal to that in zookeeper, skip updating ISR",
-         CommitLogging.INFO),
-        ("Cached zkVersion [2] not equal to that in zookeeper, skip updating ISR",
-         CommitLogging.TRACE),
-        ("Failed to alter partition to PendingShrinkIsr(outOfSyncReplicaIds=Set(3), "
-        "sentLeaderAndIsr=LeaderAndIsr(leader=4, leaderEpoch=2, isr=List(4, 2), "
-        "leaderRecoveryState=RECOVERED, partitionEpoch=6), leaderRecoveryState=RECOVERED, "
-        "lastCommittedState=CommittedPartitionState(isr=Set(4, 2, 3), "
-        "leaderRecoveryState=RECOVERED)) since the controller rejected the request with "
-        "INELIGIBLE_REPLICA. Partition state has been reset to the latest committed state "
-        "CommittedPartitionState(isr=Set(4, 2, 3), leaderRecoveryState=RECOVERED).",
-         CommitLogging.INFO),
+        (
+            "Cached zkVersion 2 not equal to that in zookeeper, skip updating ISR",
+            CommitLogging.INFO,
+        ),
+        (
+            "Cached zkVersion [2] not equal to that in zookeeper, skip updating ISR",
+            CommitLogging.TRACE,
+        ),
+        (
+            "Failed to alter partition to PendingShrinkIsr(outOfSyncReplicaIds=Set(3), "
+            "sentLeaderAndIsr=LeaderAndIsr(leader=4, leaderEpoch=2, isr=List(4, 2), "
+            "leaderRecoveryState=RECOVERED, partitionEpoch=6), leaderRecoveryState=RECOVERED, "
+            "lastCommittedState=CommittedPartitionState(isr=Set(4, 2, 3), "
+            "leaderRecoveryState=RECOVERED)) since the controller rejected the request with "
+            "INELIGIBLE_REPLICA. Partition state has been reset to the latest committed state "
+            "CommittedPartitionState(isr=Set(4, 2, 3), leaderRecoveryState=RECOVERED).",
+            CommitLogging.INFO,
+        ),
     ],
-)  # fmt: skip
+)
 def test_isr_update_failures(message: str, logging: CommitLogging) -> None:
     line = f"[2024-05-02 08:18:00,015] INFO [Partition t-7 broker=4] {message} ({PARTITION_LOGGER})"
     assert parse_line(line, UTC_ZONE) == IsrUpdateFailed(
@@ -309,14 +327,23 @@ def test_election_of_another_broker_is_unparseable() -> None:
     ("message", "reason"),
     [
         # made-up malformed variants of the two partial-event wordings
-        ("[Controller id=0] Partition T-2 completed preferred replica leader election. New leader"
-         " is none", "malformed_preferred_leader_elected"),
-        ("[Controller id=0] Partition T completed preferred replica leader election. New leader"
-         " is 3", "malformed_preferred_leader_elected"),  # no partition number
-        ("[Controller id=1] Broker x has been elected as the controller, so stopping the election"
-         " process.", "malformed_controller_seen"),
+        (
+            "[Controller id=0] Partition T-2 completed preferred replica leader election."
+            " New leader is none",
+            "malformed_preferred_leader_elected",
+        ),
+        (
+            "[Controller id=0] Partition T completed preferred replica leader election. New leader"
+            " is 3",
+            "malformed_preferred_leader_elected",
+        ),  # no partition number
+        (
+            "[Controller id=1] Broker x has been elected as the controller, so stopping"
+            " the election process.",
+            "malformed_controller_seen",
+        ),
     ],
-)  # fmt: skip
+)
 def test_partial_event_wordings_in_an_unexpected_shape_are_unparseable(
     message: str, reason: str
 ) -> None:
@@ -395,9 +422,10 @@ def test_new_topics() -> None:
         "addingReplicas=, removingReplicas=))))] (kafka.controller.KafkaController)"
     )
     assert parse_line(line, UTC_ZONE) == TopicsCreated(
-        ms("2023-10-01 13:57:29.606"), 1001,
+        ms("2023-10-01 13:57:29.606"),
+        1001,
         {"kafka-ckpt": {0: (1001,)}, "a-1": {0: (2, 1), 1: (1, 2)}},
-    )  # fmt: skip
+    )
 
 
 def test_topic_deletion_completed() -> None:

@@ -46,8 +46,13 @@ class Nothing:
 
 def run(path: Path, **settings: object) -> tuple[LogCollector, CollectorRegistry]:
     registry = CollectorRegistry()
-    collector = LogCollector([str(path)], LogCollectorSettings(**settings), Nothing(),
-                             CollectorMetrics("logs", registry), None)  # fmt: skip
+    collector = LogCollector(
+        [str(path)],
+        LogCollectorSettings(**settings),
+        Nothing(),
+        CollectorMetrics("logs", registry),
+        None,
+    )
     collector.run(follow=False, stop=threading.Event())
     return collector, registry
 
@@ -118,10 +123,17 @@ def test_dry_run_ends_with_the_summary(tmp_path: Path) -> None:
 
 def test_custom_layout_from_the_command_line(tmp_path: Path) -> None:
     path = corpus_lines(tmp_path, "strimzi-11613-kafka-4.0-custom-layout")
-    result = CliRunner().invoke(main, [
-        "collect", "logs", "--dry-run", "--set", f"collect.logs.layout={STRIMZI_LAYOUT}",
-        str(path),
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "collect",
+            "logs",
+            "--dry-run",
+            "--set",
+            f"collect.logs.layout={STRIMZI_LAYOUT}",
+            str(path),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == (
         f"summary: {path}: 5 lines read, 5 recognised, 0 with a record"
@@ -130,10 +142,17 @@ def test_custom_layout_from_the_command_line(tmp_path: Path) -> None:
 
 def test_a_bad_custom_layout_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     path = corpus_lines(tmp_path, "strimzi-11613-kafka-4.0-custom-layout")
-    result = CliRunner().invoke(main, [
-        "collect", "logs", "--dry-run", "--set", r"collect.logs.layout=(?P<time>\S+) (.*)",
-        str(path),
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "collect",
+            "logs",
+            "--dry-run",
+            "--set",
+            r"collect.logs.layout=(?P<time>\S+) (.*)",
+            str(path),
+        ],
+    )
     assert result.exit_code == 1
     expected = (
         "collect.logs.layout must have the named groups (?P<time>...) and (?P<message>...);"

@@ -53,8 +53,9 @@ def values(events: Sequence[InputRecord]) -> list[dict[str, Any]]:
     return [dict(event.value) for event in events]
 
 
-def state(topic: str, partition: int, leader: int, epoch: int, isr: tuple[int, ...],
-          version: int = 0) -> PartitionState:  # fmt: skip
+def state(
+    topic: str, partition: int, leader: int, epoch: int, isr: tuple[int, ...], version: int = 0
+) -> PartitionState:
     return PartitionState(topic, partition, leader, epoch, isr, (1, 2, 3), (), version)
 
 
@@ -70,19 +71,48 @@ def test_cache_lines_of_one_request_make_one_update_metadata() -> None:
     other_broker = CachedLeaderInfo(14, 3, 1, 7, 8, state("t", 0, 1, 0, (1, 2)))
     grouped = group_metadata_updates([a, b, c, other_request, other_broker])
     assert [(g.ts, len(g.states)) for g in grouped if isinstance(g, MetadataUpdate)] == [
-        (12, 3), (13, 1), (14, 1),
-    ]  # fmt: skip
-    assert values(LogTranslator().translate(grouped[:1])) == [{
-        "type": "UpdateMetadata", "ts": 12, "broker": 2, "controller_id": 1,
-        "controller_epoch": 7, "partitions": [
-            {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0, "isr": [1, 2, 3],
-             "replicas": [1, 2, 3], "offline_replicas": []},
-            {"topic": "t", "partition": 1, "leader": 2, "leader_epoch": 0, "isr": [2, 3],
-             "replicas": [1, 2, 3], "offline_replicas": []},
-            {"topic": "u", "partition": 4, "leader": -2, "leader_epoch": 0, "isr": [],
-             "replicas": [], "offline_replicas": []},
-        ],
-    }]  # fmt: skip
+        (12, 3),
+        (13, 1),
+        (14, 1),
+    ]
+    assert values(LogTranslator().translate(grouped[:1])) == [
+        {
+            "type": "UpdateMetadata",
+            "ts": 12,
+            "broker": 2,
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "partitions": [
+                {
+                    "topic": "t",
+                    "partition": 0,
+                    "leader": 1,
+                    "leader_epoch": 0,
+                    "isr": [1, 2, 3],
+                    "replicas": [1, 2, 3],
+                    "offline_replicas": [],
+                },
+                {
+                    "topic": "t",
+                    "partition": 1,
+                    "leader": 2,
+                    "leader_epoch": 0,
+                    "isr": [2, 3],
+                    "replicas": [1, 2, 3],
+                    "offline_replicas": [],
+                },
+                {
+                    "topic": "u",
+                    "partition": 4,
+                    "leader": -2,
+                    "leader_epoch": 0,
+                    "isr": [],
+                    "replicas": [],
+                    "offline_replicas": [],
+                },
+            ],
+        }
+    ]
 
 
 def test_a_large_request_is_split_under_the_record_size_limit() -> None:
@@ -91,8 +121,10 @@ def test_a_large_request_is_split_under_the_record_size_limit() -> None:
     grouped = group_metadata_updates(lines)
     events = values(LogTranslator().translate(grouped))
     assert [(e["ts"], len(e["partitions"])) for e in events] == [
-        (1009, 1000), (2009, 1000), (2309, 300),
-    ]  # fmt: skip
+        (1009, 1000),
+        (2009, 1000),
+        (2309, 300),
+    ]
 
 
 def test_update_metadata_key_is_the_broker() -> None:
@@ -103,51 +135,82 @@ def test_update_metadata_key_is_the_broker() -> None:
 def test_leader_and_isr_is_sent_once_per_epochs() -> None:
     translator = LogTranslator()
     first = state("t", 0, 1, 3, (1, 2), version=9)
-    events = translator.translate([
-        received(10, 1, first), received(11, 2, first), received(12, 3, first),  # every replica
-        received(13, 2, state("t", 0, 1, 2, (1, 2, 3), version=8)),  # older: a late log
-        received(14, 2, state("t", 0, 1, 3, (1,), version=10)),  # same leader epoch, newer
-    ])  # fmt: skip
+    events = translator.translate(
+        [
+            received(10, 1, first),
+            received(11, 2, first),
+            received(12, 3, first),  # every replica
+            received(13, 2, state("t", 0, 1, 2, (1, 2, 3), version=8)),  # older: a late log
+            received(14, 2, state("t", 0, 1, 3, (1,), version=10)),  # same leader epoch, newer
+        ]
+    )
     assert [(e.key, e.value["ts"], e.value["partition_epoch"]) for e in events] == [
-        ("t:0", 10, 9), ("t:0", 14, 10),
-    ]  # fmt: skip
+        ("t:0", 10, 9),
+        ("t:0", 14, 10),
+    ]
     assert values(events)[0] == {
-        "type": "LeaderAndIsr", "ts": 10, "topic": "t", "partition": 0, "leader": 1,
-        "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2, 3], "partition_epoch": 9,
-        "controller_id": 1, "controller_epoch": 7,
-    }  # fmt: skip
+        "type": "LeaderAndIsr",
+        "ts": 10,
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 3,
+        "isr": [1, 2],
+        "replicas": [1, 2, 3],
+        "partition_epoch": 9,
+        "controller_id": 1,
+        "controller_epoch": 7,
+    }
     assert translator.dropped == {"leader_and_isr_seen": 3}
 
 
 def test_isr_change_needs_the_commit() -> None:
     translator = LogTranslator()
-    events = translator.translate([
-        IsrProposal(10, 2, "t", 1, (2, 3, 1), (2, 1)),
-        IsrCommitted(11, 2, "t", 1, (2, 1), 5),
-        IsrProposal(20, 2, "t", 1, (2, 1), (2, 1, 3)),
-        IsrUpdateFailed(21, 2, "t", 1),
-        IsrCommitted(30, 3, "t", 2, (3, 1), 2),  # nothing known of t-2 before
-    ])  # fmt: skip
-    assert values(events) == [{
-        "type": "IsrChange", "ts": 11, "topic": "t", "partition": 1, "leader": 2,
-        "old_isr": [2, 3, 1], "new_isr": [2, 1], "partition_epoch": 5,
-    }, {  # the partial form: no ISR before it was read, so no old_isr
-        "type": "IsrChange", "ts": 30, "topic": "t", "partition": 2, "leader": 3,
-        "new_isr": [3, 1], "partition_epoch": 2,
-    }]  # fmt: skip
+    events = translator.translate(
+        [
+            IsrProposal(10, 2, "t", 1, (2, 3, 1), (2, 1)),
+            IsrCommitted(11, 2, "t", 1, (2, 1), 5),
+            IsrProposal(20, 2, "t", 1, (2, 1), (2, 1, 3)),
+            IsrUpdateFailed(21, 2, "t", 1),
+            IsrCommitted(30, 3, "t", 2, (3, 1), 2),  # nothing known of t-2 before
+        ]
+    )
+    assert values(events) == [
+        {
+            "type": "IsrChange",
+            "ts": 11,
+            "topic": "t",
+            "partition": 1,
+            "leader": 2,
+            "old_isr": [2, 3, 1],
+            "new_isr": [2, 1],
+            "partition_epoch": 5,
+        },
+        {  # the partial form: no ISR before it was read, so no old_isr
+            "type": "IsrChange",
+            "ts": 30,
+            "topic": "t",
+            "partition": 2,
+            "leader": 3,
+            "new_isr": [3, 1],
+            "partition_epoch": 2,
+        },
+    ]
     assert translator.dropped == {"isr_update_failed": 1}
 
 
 def test_expansion_without_proposal_uses_the_last_isr_seen() -> None:
     """Kafka 3.x logs no proposal for an expansion, only the commit."""
     translator = LogTranslator()
-    events = translator.translate([
-        received(5, 1, state("t", 0, 1, 4, (1, 2, 3), version=8)),
-        IsrProposal(10, 1, "t", 0, (1, 2, 3), (1, 2)),
-        IsrCommitted(11, 1, "t", 0, (1, 2), 9),
-        IsrCommitted(20, 1, "t", 0, (1, 2, 3), 10),
-        IsrCommitted(30, 1, "t", 0, (3, 2, 1), 10),  # the same set again
-    ])  # fmt: skip
+    events = translator.translate(
+        [
+            received(5, 1, state("t", 0, 1, 4, (1, 2, 3), version=8)),
+            IsrProposal(10, 1, "t", 0, (1, 2, 3), (1, 2)),
+            IsrCommitted(11, 1, "t", 0, (1, 2), 9),
+            IsrCommitted(20, 1, "t", 0, (1, 2, 3), 10),
+            IsrCommitted(30, 1, "t", 0, (3, 2, 1), 10),  # the same set again
+        ]
+    )
     assert [(e.value["type"], e.value.get("old_isr"), e.value.get("new_isr")) for e in events] == [
         ("LeaderAndIsr", None, None),
         ("IsrChange", [1, 2, 3], [1, 2]),
@@ -158,20 +221,33 @@ def test_expansion_without_proposal_uses_the_last_isr_seen() -> None:
 
 def test_controller_epoch_of_the_last_election_goes_on_controller_events() -> None:
     translator = LogTranslator()
-    events = translator.translate([
-        TopicsCreated(1, 1, {"t": {1: (2, 1), 0: (1, 2)}}),  # before any election line
-        ControllerElected(2, 1, 12),
-        TopicDeleted(3, 1, "t"),
-        TopicDeleted(4, 2, "u"),  # another controller, never seen elected
-    ])  # fmt: skip
+    events = translator.translate(
+        [
+            TopicsCreated(1, 1, {"t": {1: (2, 1), 0: (1, 2)}}),  # before any election line
+            ControllerElected(2, 1, 12),
+            TopicDeleted(3, 1, "t"),
+            TopicDeleted(4, 2, "u"),  # another controller, never seen elected
+        ]
+    )
     assert values(events) == [
-        {"type": "TopicChange", "created": {"t": {"0": [1, 2], "1": [2, 1]}}, "deleted": [],
-         "ts": 1, "controller_id": 1},
+        {
+            "type": "TopicChange",
+            "created": {"t": {"0": [1, 2], "1": [2, 1]}},
+            "deleted": [],
+            "ts": 1,
+            "controller_id": 1,
+        },
         {"type": "ControllerChange", "ts": 2, "controller_id": 1, "controller_epoch": 12},
-        {"type": "TopicChange", "created": {}, "deleted": ["t"], "ts": 3, "controller_id": 1,
-         "controller_epoch": 12},
+        {
+            "type": "TopicChange",
+            "created": {},
+            "deleted": ["t"],
+            "ts": 3,
+            "controller_id": 1,
+            "controller_epoch": 12,
+        },
         {"type": "TopicChange", "created": {}, "deleted": ["u"], "ts": 4, "controller_id": 2},
-    ]  # fmt: skip
+    ]
     assert [e.key for e in events] == ["1", "1", "1", "2"]
 
 
@@ -181,14 +257,16 @@ def test_topic_creation_without_assignment_gives_nothing() -> None:
 
 def test_broker_epochs_only_grow_when_kafka_says_a_broker_came_back() -> None:
     translator = LogTranslator()
-    events = translator.translate([
-        BrokerEpochsInitialized(1, 1, {1: 100, 2: 200, 3: 300}),
-        BrokerSetChanged(2, 1, (), (3,), (), (1, 2)),  # 3 dies
-        BrokerRegistered(3, 2, 450),  # 2 registers again (its own server.log) ...
-        BrokerSetChanged(4, 1, (3,), (), (2,), (1, 2, 3)),  # ... and is reported bounced
-        BrokerRegistered(5, 1, 999),  # a registration the controller has not reported
-        BrokerSetChanged(6, 1, (), (), (), (1, 2, 3)),
-    ])  # fmt: skip
+    events = translator.translate(
+        [
+            BrokerEpochsInitialized(1, 1, {1: 100, 2: 200, 3: 300}),
+            BrokerSetChanged(2, 1, (), (3,), (), (1, 2)),  # 3 dies
+            BrokerRegistered(3, 2, 450),  # 2 registers again (its own server.log) ...
+            BrokerSetChanged(4, 1, (3,), (), (2,), (1, 2, 3)),  # ... and is reported bounced
+            BrokerRegistered(5, 1, 999),  # a registration the controller has not reported
+            BrokerSetChanged(6, 1, (), (), (), (1, 2, 3)),
+        ]
+    )
     lives = [[(b["id"], b["epoch"]) for b in e["live"]] for e in values(events)]
     assert lives == [
         [(1, 100), (2, 200), (3, 300)],
@@ -229,12 +307,14 @@ def test_state_round_trip_gives_the_same_events() -> None:
 
 def test_deleting_a_topic_forgets_its_partitions() -> None:
     translator = LogTranslator()
-    translator.translate([
-        received(1, 1, state("t", 0, 1, 0, (1,))),
-        IsrProposal(2, 1, "t", 0, (1,), (1,)),
-        received(1, 1, state("tt", 0, 1, 0, (1,))),
-        TopicDeleted(3, 1, "t"),
-    ])  # fmt: skip
+    translator.translate(
+        [
+            received(1, 1, state("t", 0, 1, 0, (1,))),
+            IsrProposal(2, 1, "t", 0, (1,), (1,)),
+            received(1, 1, state("tt", 0, 1, 0, (1,))),
+            TopicDeleted(3, 1, "t"),
+        ]
+    )
     kept = translator.state()
     assert list(kept["leader_and_isr"]) == ["tt:0"]
     assert kept["pending"] == {}
@@ -250,8 +330,15 @@ TRACE, INFO, UNKNOWN = CommitLogging.TRACE, CommitLogging.INFO, CommitLogging.UN
 
 def isr_change(ts: int, leader: int, old: list[int], new: list[int]) -> dict[str, Any]:
     """A change stated by a Kafka 0.10-2.3 proposal: no partition epoch."""
-    return {"type": "IsrChange", "ts": ts, "topic": "t", "partition": 3, "leader": leader,
-            "old_isr": old, "new_isr": new}  # fmt: skip
+    return {
+        "type": "IsrChange",
+        "ts": ts,
+        "topic": "t",
+        "partition": 3,
+        "leader": leader,
+        "old_isr": old,
+        "new_isr": new,
+    }
 
 
 def test_kafka_0_10_to_2_1_proposal_is_the_change_when_the_input_ends() -> None:
@@ -264,10 +351,15 @@ def test_kafka_0_10_to_2_1_proposal_is_the_change_when_the_input_ends() -> None:
 
 def test_kafka_0_10_to_2_3_cancel_undoes_the_proposal() -> None:
     translator = LogTranslator()
-    assert translator.translate([
-        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), TRACE),
-        IsrUpdateFailed(1108, 1, "t", 3, TRACE),  # Cached zkVersion [4] not equal ...
-    ]) == []  # fmt: skip
+    assert (
+        translator.translate(
+            [
+                IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), TRACE),
+                IsrUpdateFailed(1108, 1, "t", 3, TRACE),  # Cached zkVersion [4] not equal ...
+            ]
+        )
+        == []
+    )
     assert translator.flush() == []
     assert translator.dropped == {"isr_update_failed": 1}
 
@@ -285,10 +377,12 @@ def test_kafka_2_2_shrink_then_expand_without_commit_means_2_3_or_older() -> Non
     """The shared 2.2-2.7 wording: a second proposal for the partition with no commit
     between tells a broker that logs commits at TRACE."""
     translator = LogTranslator()
-    first = translator.translate([
-        IsrProposal(1000, 4, "t", 3, (4, 1, 2), (4,), UNKNOWN),
-        IsrProposal(1240, 4, "t", 3, (4,), (4, 2), UNKNOWN),
-    ])  # fmt: skip
+    first = translator.translate(
+        [
+            IsrProposal(1000, 4, "t", 3, (4, 1, 2), (4,), UNKNOWN),
+            IsrProposal(1240, 4, "t", 3, (4,), (4, 2), UNKNOWN),
+        ]
+    )
     assert values(first) == [isr_change(1000, 4, [4, 1, 2], [4])]
     assert values(translator.flush()) == [isr_change(1240, 4, [4], [4, 2])]
     assert translator.state()["commit_logging"] == {"4": "trace"}
@@ -322,30 +416,36 @@ def test_a_broker_known_to_log_commits_waits_for_the_commit(
 
 def test_a_broker_known_to_log_commits_at_trace_needs_no_commit() -> None:
     translator = LogTranslator()
-    translator.translate([
-        IsrUpdateFailed(500, 1, "u", 0, TRACE),  # "Cached zkVersion [7]": 0.10-2.3
-        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN),
-    ])  # fmt: skip
+    translator.translate(
+        [
+            IsrUpdateFailed(500, 1, "u", 0, TRACE),  # "Cached zkVersion [7]": 0.10-2.3
+            IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN),
+        ]
+    )
     assert values(translator.advance(3000)) == [isr_change(1000, 1, [1, 2, 3], [1, 2])]
 
 
 def test_a_second_proposal_while_one_waits_for_its_commit_replaces_it() -> None:
     translator = LogTranslator()
-    events = translator.translate([
-        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), INFO),
-        IsrProposal(2000, 1, "t", 3, (1, 2, 3), (1, 3), INFO),
-        IsrCommitted(2100, 1, "t", 3, (1, 3), 4),
-    ])  # fmt: skip
+    events = translator.translate(
+        [
+            IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), INFO),
+            IsrProposal(2000, 1, "t", 3, (1, 2, 3), (1, 3), INFO),
+            IsrCommitted(2100, 1, "t", 3, (1, 3), 4),
+        ]
+    )
     assert values(events) == [{**isr_change(2100, 1, [1, 2, 3], [1, 3]), "partition_epoch": 4}]
     assert translator.dropped == {"isr_proposal_superseded": 1}
 
 
 def test_version_memory_survives_a_restart() -> None:
     translator = LogTranslator()
-    translator.translate([
-        IsrUpdateFailed(500, 1, "u", 0, TRACE),
-        IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN),
-    ])  # fmt: skip
+    translator.translate(
+        [
+            IsrUpdateFailed(500, 1, "u", 0, TRACE),
+            IsrProposal(1000, 1, "t", 3, (1, 2, 3), (1, 2), UNKNOWN),
+        ]
+    )
     resumed = LogTranslator(translator.state())
     assert values(resumed.flush()) == [isr_change(1000, 1, [1, 2, 3], [1, 2])]
 
@@ -362,20 +462,35 @@ def test_lines_that_state_part_of_an_event_give_its_partial_form() -> None:
     ISR or replicas: the partial events carry only what they state, and the epoch of
     an election seen before goes only where the line is the controller's own."""
     translator = LogTranslator()
-    events = translator.translate([
-        ControllerSeen(5, 2),  # no election seen yet
-        ControllerElected(6, 2, 9),
-        ControllerSeen(7, 2),  # an election of 2 was seen, but maybe not this one
-        PreferredLeaderElected(8, 2, "t", 3, 1),  # controller 2's own line (epoch 9)
-        PreferredLeaderElected(9, 4, "t", 4, 3),  # controller 4: no epoch known
-    ])  # fmt: skip
+    events = translator.translate(
+        [
+            ControllerSeen(5, 2),  # no election seen yet
+            ControllerElected(6, 2, 9),
+            ControllerSeen(7, 2),  # an election of 2 was seen, but maybe not this one
+            PreferredLeaderElected(8, 2, "t", 3, 1),  # controller 2's own line (epoch 9)
+            PreferredLeaderElected(9, 4, "t", 4, 3),  # controller 4: no epoch known
+        ]
+    )
     assert [e.key for e in events] == ["2", "2", "2", "t:3", "t:4"]
     assert values(events) == [
         {"type": "ControllerChange", "ts": 5, "controller_id": 2},
         {"type": "ControllerChange", "ts": 6, "controller_id": 2, "controller_epoch": 9},
         {"type": "ControllerChange", "ts": 7, "controller_id": 2},
-        {"type": "LeaderAndIsr", "ts": 8, "topic": "t", "partition": 3, "leader": 1,
-         "controller_id": 2, "controller_epoch": 9},
-        {"type": "LeaderAndIsr", "ts": 9, "topic": "t", "partition": 4, "leader": 3,
-         "controller_id": 4},
-    ]  # fmt: skip
+        {
+            "type": "LeaderAndIsr",
+            "ts": 8,
+            "topic": "t",
+            "partition": 3,
+            "leader": 1,
+            "controller_id": 2,
+            "controller_epoch": 9,
+        },
+        {
+            "type": "LeaderAndIsr",
+            "ts": 9,
+            "topic": "t",
+            "partition": 4,
+            "leader": 3,
+            "controller_id": 4,
+        },
+    ]

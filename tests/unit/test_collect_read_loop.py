@@ -39,23 +39,35 @@ def failures(metrics: CollectorMetrics) -> float:
 def test_reads_until_nothing_is_found_then_ends_once() -> None:
     reads, ends = Reads(5, 3, 0), []
     metrics = CollectorMetrics("logs", CollectorRegistry())
-    read_until_stopped(reads, metrics, LOG, interval_ms=1, follow=False,
-                       stop=threading.Event(), at_end=lambda: ends.append(reads.calls))  # fmt: skip
+    read_until_stopped(
+        reads,
+        metrics,
+        LOG,
+        interval_ms=1,
+        follow=False,
+        stop=threading.Event(),
+        at_end=lambda: ends.append(reads.calls),
+    )
     assert (reads.calls, ends) == (3, [3])
 
 
 def test_without_follow_a_failed_read_is_raised_and_counted() -> None:
     metrics = CollectorMetrics("logs", CollectorRegistry())
     with pytest.raises(ConnectionError):
-        read_until_stopped(Reads(ConnectionError("down")), metrics, LOG, interval_ms=1,
-                           follow=False, stop=threading.Event())  # fmt: skip
+        read_until_stopped(
+            Reads(ConnectionError("down")),
+            metrics,
+            LOG,
+            interval_ms=1,
+            follow=False,
+            stop=threading.Event(),
+        )
     assert failures(metrics) == 1
 
 
 def test_following_retries_a_failed_read_and_stops_when_asked() -> None:
     reads, stop = Reads(ConnectionError("down"), ConnectionError("down"), 2, 0), threading.Event()
     metrics = CollectorMetrics("logs", CollectorRegistry())
-    read_until_stopped(reads, metrics, LOG, interval_ms=1, follow=True, stop=stop,
-                       at_end=stop.set)  # fmt: skip
+    read_until_stopped(reads, metrics, LOG, interval_ms=1, follow=True, stop=stop, at_end=stop.set)
     assert reads.calls == 4  # two failures, then 2 read, then the end: stopped there
     assert failures(metrics) == 2

@@ -14,19 +14,25 @@ from streaming.feeds.publisher import KafkaPublisher
 
 SECURED = {
     "sasl-scram-tls": {
-        "kafka.security_protocol": "SASL_SSL", "kafka.sasl_mechanism": "SCRAM-SHA-512",
-        "kafka.sasl_username": "collector", "kafka.sasl_password": "s3cret",
+        "kafka.security_protocol": "SASL_SSL",
+        "kafka.sasl_mechanism": "SCRAM-SHA-512",
+        "kafka.sasl_username": "collector",
+        "kafka.sasl_password": "s3cret",
         "kafka.ssl_cafile": "/etc/kafka/ca.pem",
     },
     "sasl-plain": {
-        "kafka.security_protocol": "SASL_PLAINTEXT", "kafka.sasl_mechanism": "PLAIN",
-        "kafka.sasl_username": "collector", "kafka.sasl_password": "s3cret",
+        "kafka.security_protocol": "SASL_PLAINTEXT",
+        "kafka.sasl_mechanism": "PLAIN",
+        "kafka.sasl_username": "collector",
+        "kafka.sasl_password": "s3cret",
     },
     "mutual-tls": {
-        "kafka.security_protocol": "SSL", "kafka.ssl_cafile": "/etc/kafka/ca.pem",
-        "kafka.ssl_certfile": "/etc/kafka/me.pem", "kafka.ssl_keyfile": "/etc/kafka/me.key",
+        "kafka.security_protocol": "SSL",
+        "kafka.ssl_cafile": "/etc/kafka/ca.pem",
+        "kafka.ssl_certfile": "/etc/kafka/me.pem",
+        "kafka.ssl_keyfile": "/etc/kafka/me.key",
     },
-}  # fmt: skip
+}
 
 
 def config(name: str) -> IsrwatchConfig:

@@ -457,13 +457,18 @@ def test_collect_section_defaults_and_layers(tmp_path: Path) -> None:
 
 
 def test_collect_settings_are_checked(tmp_path: Path) -> None:
-    path = write(tmp_path, "collect:\n  logs:\n    time_zone: Europe/Atlantis\n"
-                 "    start_at: middle\n  admin:\n    poll_interval_ms: 0\n")  # fmt: skip
+    path = write(
+        tmp_path,
+        "collect:\n  logs:\n    time_zone: Europe/Atlantis\n"
+        "    start_at: middle\n  admin:\n    poll_interval_ms: 0\n",
+    )
     with pytest.raises(ConfigError) as excinfo:
         load_config(path, environ=NO_ENV)
     lines = problems(excinfo)
-    assert f"{path}: collect.logs.time_zone: must be an IANA time zone name, such as UTC or " \
-        "Europe/Paris (got 'Europe/Atlantis')" in lines  # fmt: skip
+    assert (
+        f"{path}: collect.logs.time_zone: must be an IANA time zone name, such as UTC or "
+        "Europe/Paris (got 'Europe/Atlantis')" in lines
+    )
     assert any(line.startswith(f"{path}: collect.logs.start_at: ") for line in lines)
     assert any(line.startswith(f"{path}: collect.admin.poll_interval_ms: ") for line in lines)
     assert len(lines) == 3

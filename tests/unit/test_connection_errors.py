@@ -144,12 +144,16 @@ class FakeAdmin:
 
 
 def test_diagnose_stops_at_the_first_refused_handshake() -> None:
-    admin = FakeAdmin([
-        [KafkaError(KafkaError._TRANSPORT, "Disconnected")],
-        [KafkaError(KafkaError._SSL, UNTRUSTED),
-         KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")],
-        [KafkaError(KafkaError._AUTHENTICATION, REFUSED_LOGIN)],
-    ])  # fmt: skip
+    admin = FakeAdmin(
+        [
+            [KafkaError(KafkaError._TRANSPORT, "Disconnected")],
+            [
+                KafkaError(KafkaError._SSL, UNTRUSTED),
+                KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"),
+            ],
+            [KafkaError(KafkaError._AUTHENTICATION, REFUSED_LOGIN)],
+        ]
+    )
     config = {"bootstrap.servers": "k:9093", "security.protocol": "SSL"}
     assert diagnose(config, 30, admin) == ConnectionProblem(ConnectionFailure.TLS, UNTRUSTED)
     assert admin.calls == 2
@@ -158,10 +162,12 @@ def test_diagnose_stops_at_the_first_refused_handshake() -> None:
 
 
 def test_diagnose_says_unreachable_once_every_broker_failed() -> None:
-    admin = FakeAdmin([
-        [KafkaError(KafkaError._TRANSPORT, REFUSED_CONNECTION)],
-        [KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")],
-    ])  # fmt: skip
+    admin = FakeAdmin(
+        [
+            [KafkaError(KafkaError._TRANSPORT, REFUSED_CONNECTION)],
+            [KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")],
+        ]
+    )
     found = diagnose({"bootstrap.servers": "127.0.0.1:1"}, 30, admin)
     assert found == ConnectionProblem(ConnectionFailure.UNREACHABLE, REFUSED_CONNECTION)
     assert admin.calls == 2
@@ -181,10 +187,14 @@ def test_diagnose_finds_nothing_when_the_brokers_answer() -> None:
 
 
 def test_diagnose_stops_at_a_refused_client_certificate_reported_as_a_transport_failure() -> None:
-    admin = FakeAdmin([
-        [KafkaError(KafkaError._TRANSPORT, NO_CLIENT_CERTIFICATE),
-         KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down")],
-    ])  # fmt: skip
+    admin = FakeAdmin(
+        [
+            [
+                KafkaError(KafkaError._TRANSPORT, NO_CLIENT_CERTIFICATE),
+                KafkaError(KafkaError._ALL_BROKERS_DOWN, "1/1 brokers are down"),
+            ],
+        ]
+    )
     found = diagnose({"bootstrap.servers": "k:9093", "security.protocol": "SSL"}, 30, admin)
     assert found == ConnectionProblem(ConnectionFailure.TLS, NO_CLIENT_CERTIFICATE)
     assert admin.calls == 1
@@ -200,10 +210,18 @@ def test_the_source_logs_and_publishes_the_cause_of_a_failed_offset_request(
 
     servers = f"127.0.0.1:{free_port()}"
     status_file = tmp_path / "source-status.json"
-    reader = KafkaStreamReader(SourceSettings.from_options({
-        "kafka.bootstrap.servers": servers, "subscribe": "t", "statusFile": str(status_file),
-        "kafkaOptions": json.dumps({"request_timeout_ms": 500, "bootstrap_timeout_ms": 200}),
-    }))  # fmt: skip
+    reader = KafkaStreamReader(
+        SourceSettings.from_options(
+            {
+                "kafka.bootstrap.servers": servers,
+                "subscribe": "t",
+                "statusFile": str(status_file),
+                "kafkaOptions": json.dumps(
+                    {"request_timeout_ms": 500, "bootstrap_timeout_ms": 200}
+                ),
+            }
+        )
+    )
     reader._sleep = lambda seconds: None
     login = ConnectionProblem(ConnectionFailure.AUTHENTICATION, REFUSED_LOGIN)
     reader._diagnose = lambda: login
@@ -234,21 +252,24 @@ def test_the_source_logs_and_publishes_the_cause_of_a_failed_offset_request(
             "Caused by: org.apache.kafka.common.errors.SaslAuthenticationException: "
             "Authentication failed during authentication due to invalid credentials with "
             "SASL mechanism SCRAM-SHA-512\n\tat org.apache.kafka...",
-            ConnectionFailure.AUTHENTICATION, 1,
+            ConnectionFailure.AUTHENTICATION,
+            1,
         ),
         (
             "Caused by: org.apache.kafka.common.errors.SslAuthenticationException: SSL "
             "handshake failed\nCaused by: javax.net.ssl.SSLHandshakeException: PKIX path "
             "building failed",
-            ConnectionFailure.TLS, 0,
+            ConnectionFailure.TLS,
+            0,
         ),
         (  # the sinks' producer (streaming.job.sinks.DeliveryError)
             '3 of 3 records not written (first error: KafkaError{code=_SSL,val=-181,str="'
             'ssl://k:9093/1: SSL handshake failed: certificate verify failed"})',
-            ConnectionFailure.TLS, 0,
+            ConnectionFailure.TLS,
+            0,
         ),
     ],
-)  # fmt: skip
+)
 def test_a_failed_query_is_explained_by_the_refused_login_or_handshake_it_names(
     text: str, reason: ConnectionFailure, line: int
 ) -> None:

@@ -58,48 +58,101 @@ offset = st.none() | st.integers(0, 50)
 
 def leader_and_isr() -> st.SearchStrategy[LeaderAndIsr]:
     return st.builds(
-        LeaderAndIsr, ts=ts, topic=topic, partition=partition,
-        leader=st.sampled_from((-2, -1, 1, 2, 3, 4)), leader_epoch=epoch,
-        isr=brokers.map(tuple), replicas=replicas, partition_epoch=epoch,
-        controller_epoch=controller_epoch, controller_id=st.none() | st.sampled_from(BROKERS),
+        LeaderAndIsr,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((-2, -1, 1, 2, 3, 4)),
+        leader_epoch=epoch,
+        isr=brokers.map(tuple),
+        replicas=replicas,
+        partition_epoch=epoch,
+        controller_epoch=controller_epoch,
+        controller_id=st.none() | st.sampled_from(BROKERS),
         metadata_offset=offset,
-    )  # fmt: skip
+    )
 
 
 def metadata_state() -> st.SearchStrategy[MetadataPartitionState]:
     return st.builds(
-        MetadataPartitionState, topic=topic, partition=partition,
-        leader=st.sampled_from((-2, 1, 2, 3)), leader_epoch=epoch, isr=brokers.map(tuple),
-        replicas=replicas, offline_replicas=st.just(()),
-    )  # fmt: skip
+        MetadataPartitionState,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((-2, 1, 2, 3)),
+        leader_epoch=epoch,
+        isr=brokers.map(tuple),
+        replicas=replicas,
+        offline_replicas=st.just(()),
+    )
 
 
 others = st.one_of(
-    st.builds(UpdateMetadata, ts=ts, broker=st.sampled_from((1, 2, 3)),
-              partitions=st.lists(metadata_state(), max_size=4).map(tuple),
-              controller_epoch=controller_epoch),
-    st.builds(IsrChange, ts=ts, topic=topic, partition=partition, leader=st.sampled_from((1, 2)),
-              old_isr=brokers.map(tuple), new_isr=brokers.map(tuple),
-              leader_epoch=st.none() | epoch, partition_epoch=st.none() | epoch),
-    st.builds(BrokerChange, ts=ts,
-              live=st.lists(st.builds(BrokerRegistration, id=st.sampled_from((1, 2, 3)),
-                                      epoch=epoch),
-                            unique_by=lambda r: r.id, max_size=3).map(tuple)),
-    st.builds(ControllerChange, ts=ts, controller_id=st.sampled_from(BROKERS),
-              controller_epoch=epoch),
+    st.builds(
+        UpdateMetadata,
+        ts=ts,
+        broker=st.sampled_from((1, 2, 3)),
+        partitions=st.lists(metadata_state(), max_size=4).map(tuple),
+        controller_epoch=controller_epoch,
+    ),
+    st.builds(
+        IsrChange,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((1, 2)),
+        old_isr=brokers.map(tuple),
+        new_isr=brokers.map(tuple),
+        leader_epoch=st.none() | epoch,
+        partition_epoch=st.none() | epoch,
+    ),
+    st.builds(
+        BrokerChange,
+        ts=ts,
+        live=st.lists(
+            st.builds(BrokerRegistration, id=st.sampled_from((1, 2, 3)), epoch=epoch),
+            unique_by=lambda r: r.id,
+            max_size=3,
+        ).map(tuple),
+    ),
+    st.builds(
+        ControllerChange, ts=ts, controller_id=st.sampled_from(BROKERS), controller_epoch=epoch
+    ),
     # the partial form (a preferred-election log line): it raises the partition's epoch
     # floor, which the bulk path must honour as the per-event one does
-    st.builds(LeaderAndIsr, ts=ts, topic=topic, partition=partition,
-              leader=st.sampled_from((-1, 1, 2, 3, 4))),
-    st.builds(MetadataLogProgress, ts=ts, high_watermark=st.integers(0, 60),
-              replicas=st.lists(st.builds(ReplicaProgress, broker=st.sampled_from((1, 2, 3)),
-                                          log_end_offset=st.integers(0, 60)),
-                                unique_by=lambda r: r.broker, max_size=3).map(tuple)),
-    st.builds(FetchResponse, ts=ts, topic=topic, partition=partition,
-              leader=st.sampled_from((1, 2, 3)), follower=st.sampled_from((1, 2, 3)),
-              leader_epoch=epoch, fetch_offset=st.integers(0, 50), leader_leo=st.integers(0, 50),
-              high_watermark=st.integers(0, 50)),
-)  # fmt: skip
+    st.builds(
+        LeaderAndIsr,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((-1, 1, 2, 3, 4)),
+    ),
+    st.builds(
+        MetadataLogProgress,
+        ts=ts,
+        high_watermark=st.integers(0, 60),
+        replicas=st.lists(
+            st.builds(
+                ReplicaProgress,
+                broker=st.sampled_from((1, 2, 3)),
+                log_end_offset=st.integers(0, 60),
+            ),
+            unique_by=lambda r: r.broker,
+            max_size=3,
+        ).map(tuple),
+    ),
+    st.builds(
+        FetchResponse,
+        ts=ts,
+        topic=topic,
+        partition=partition,
+        leader=st.sampled_from((1, 2, 3)),
+        follower=st.sampled_from((1, 2, 3)),
+        leader_epoch=epoch,
+        fetch_offset=st.integers(0, 50),
+        leader_leo=st.integers(0, 50),
+        high_watermark=st.integers(0, 50),
+    ),
+)
 
 
 @st.composite
@@ -114,14 +167,22 @@ def sequences(draw: st.DrawFn) -> list[Event]:
         if burst and cached:  # brokers cache some of these partitions
             named = draw(st.lists(st.sampled_from(burst), max_size=4))
             states = tuple(
-                MetadataPartitionState(topic=e.topic, partition=e.partition, leader=e.leader,
-                                       leader_epoch=stated_state(e).leader_epoch,
-                                       isr=draw(brokers.map(tuple)),
-                                       replicas=stated_state(e).replicas, offline_replicas=())
+                MetadataPartitionState(
+                    topic=e.topic,
+                    partition=e.partition,
+                    leader=e.leader,
+                    leader_epoch=stated_state(e).leader_epoch,
+                    isr=draw(brokers.map(tuple)),
+                    replicas=stated_state(e).replicas,
+                    offline_replicas=(),
+                )
                 for e in named
-            )  # fmt: skip
-            sequence.append(UpdateMetadata(ts=draw(ts), broker=draw(st.sampled_from((1, 2, 3))),
-                                           partitions=states))  # fmt: skip
+            )
+            sequence.append(
+                UpdateMetadata(
+                    ts=draw(ts), broker=draw(st.sampled_from((1, 2, 3))), partitions=states
+                )
+            )
         sequence += draw(st.lists(others, max_size=3))
     return sequence
 
@@ -142,10 +203,14 @@ def comparable(value: Any, depth: int = 0) -> Any:
 
 def report_of(report: ApplyReport) -> tuple[Any, ...]:
     return (
-        +report.applied, list(zip(report.rejected_ids, report.rejected_reasons, strict=True)),
-        report.isr_transitions, report.propagation_delays_ms, report.bounced_brokers,
-        report.ignored_metadata_entries, report.fetch_error_responses,
-    )  # fmt: skip
+        +report.applied,
+        list(zip(report.rejected_ids, report.rejected_reasons, strict=True)),
+        report.isr_transitions,
+        report.propagation_delays_ms,
+        report.bounced_brokers,
+        report.ignored_metadata_entries,
+        report.fetch_error_responses,
+    )
 
 
 def run(
@@ -188,8 +253,11 @@ def test_bulk_equals_one_at_a_time(
 
 
 @settings(max_examples=60, deadline=None)
-@given(sequence=sequences(), mode=st.sampled_from(list(PropagationMode)),
-       shard=st.sampled_from((None, Shard(1, 3))))  # fmt: skip
+@given(
+    sequence=sequences(),
+    mode=st.sampled_from(list(PropagationMode)),
+    shard=st.sampled_from((None, Shard(1, 3))),
+)
 def test_update_metadata_states_in_bulk_equal_one_at_a_time(
     sequence: list[Event], mode: PropagationMode, shard: Shard | None
 ) -> None:
@@ -202,8 +270,16 @@ def test_update_metadata_states_in_bulk_equal_one_at_a_time(
 
 def test_the_generated_runs_reach_the_bulk_path() -> None:
     """The property above is about the bulk path only if runs of two or more take it."""
-    election = LeaderAndIsr(ts=1, topic="a", partition=0, leader=1, leader_epoch=0, isr=(1,),
-                            replicas=(1,), partition_epoch=0)  # fmt: skip
+    election = LeaderAndIsr(
+        ts=1,
+        topic="a",
+        partition=0,
+        leader=1,
+        leader_epoch=0,
+        isr=(1,),
+        replicas=(1,),
+        partition_epoch=0,
+    )
     assert takes_in_bulk(election)
     assert not takes_in_bulk(LeaderAndIsr(**{**_fields(election), "leader": -2}))
     assert not takes_in_bulk(UpdateMetadata(ts=1, broker=1, partitions=()))
@@ -213,12 +289,24 @@ def _fields(event: LeaderAndIsr) -> dict[str, Any]:
     return {name: getattr(event, name) for name in LeaderAndIsr.__dataclass_fields__}
 
 
-def election(partition: int, leader_epoch: int, partition_epoch: int,
-             controller_epoch: int | None = None, topic: str = "t") -> LeaderAndIsr:  # fmt: skip
-    return LeaderAndIsr(ts=10, topic=topic, partition=partition, leader=1,
-                        leader_epoch=leader_epoch, isr=(1, 2), replicas=(1, 2, 3),
-                        partition_epoch=partition_epoch,
-                        controller_epoch=controller_epoch)  # fmt: skip
+def election(
+    partition: int,
+    leader_epoch: int,
+    partition_epoch: int,
+    controller_epoch: int | None = None,
+    topic: str = "t",
+) -> LeaderAndIsr:
+    return LeaderAndIsr(
+        ts=10,
+        topic=topic,
+        partition=partition,
+        leader=1,
+        leader_epoch=leader_epoch,
+        isr=(1, 2),
+        replicas=(1, 2, 3),
+        partition_epoch=partition_epoch,
+        controller_epoch=controller_epoch,
+    )
 
 
 def test_segments_cut_before_a_partition_named_again() -> None:
@@ -246,8 +334,9 @@ def test_fencing_boundaries(
     epochs: tuple[int, int, int | None], verdict: DeadLetterReason | None, bulk: bool
 ) -> None:
     model = ReplicationModel(RuleSettings())
-    model.apply([(0, ControllerChange(ts=1, controller_id=7, controller_epoch=3)),
-                 (1, election(0, 5, 5))])  # fmt: skip
+    model.apply(
+        [(0, ControllerChange(ts=1, controller_id=7, controller_epoch=3)), (1, election(0, 5, 5))]
+    )
     # a second partition makes the case a run of two (the bulk path); alone it is per event
     case = [(2, election(0, *epochs))] + ([(3, election(1, 0, 0))] if bulk else [])
     report = model.apply(case)
@@ -276,8 +365,9 @@ def test_the_floor_of_a_partial_election_fences_both_paths(
     leader_epoch: int, verdict: DeadLetterReason | None, bulk: bool
 ) -> None:
     model = ReplicationModel(RuleSettings())
-    model.apply([(0, election(0, 5, 5)),
-                 (1, LeaderAndIsr(ts=11, topic="t", partition=0, leader=2))])  # fmt: skip
+    model.apply(
+        [(0, election(0, 5, 5)), (1, LeaderAndIsr(ts=11, topic="t", partition=0, leader=2))]
+    )
     assert model.floor_after_partial_election("t", 0) == 6
     case = [(2, election(0, leader_epoch, 9))] + ([(3, election(1, 0, 0))] if bulk else [])
     report = model.apply(case)

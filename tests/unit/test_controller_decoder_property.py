@@ -25,11 +25,16 @@ from state.events import DeadLetter, LeaderAndIsr, Source, UpdateMetadata
 INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1
 MAX_TIME = 7_258_118_399_999  # the last ms before 2200-01-01 UTC
 LIMITS = {  # the schema's range of each integer field
-    "ts": (0, MAX_TIME), "partition": (0, 999_999), "leader": (-2, INT32_MAX),
-    "leader_epoch": (0, INT32_MAX), "partition_epoch": (0, INT32_MAX),
-    "controller_id": (0, INT32_MAX), "controller_epoch": (0, INT32_MAX),
-    "metadata_offset": (0, INT64_MAX), "broker": (0, INT32_MAX),
-}  # fmt: skip
+    "ts": (0, MAX_TIME),
+    "partition": (0, 999_999),
+    "leader": (-2, INT32_MAX),
+    "leader_epoch": (0, INT32_MAX),
+    "partition_epoch": (0, INT32_MAX),
+    "controller_id": (0, INT32_MAX),
+    "controller_epoch": (0, INT32_MAX),
+    "metadata_offset": (0, INT64_MAX),
+    "broker": (0, INT32_MAX),
+}
 LISTS = ("isr", "replicas", "offline_replicas", "live_brokers")
 ints_in = {
     name: st.sampled_from((low, high, low + 1, high - 1, 7)) for name, (low, high) in LIMITS.items()
@@ -41,8 +46,13 @@ topics = st.sampled_from(("t", "ü-topic", " ", "\x00", "😀"))
 @st.composite
 def partition_state(draw: st.DrawFn) -> dict[str, Any]:
     state = {name: draw(ints_in[name]) for name in ("partition", "leader", "leader_epoch")}
-    return {**state, "topic": draw(topics), "isr": draw(broker_ids),
-            "replicas": draw(broker_ids), "offline_replicas": draw(broker_ids)}  # fmt: skip
+    return {
+        **state,
+        "topic": draw(topics),
+        "isr": draw(broker_ids),
+        "replicas": draw(broker_ids),
+        "offline_replicas": draw(broker_ids),
+    }
 
 
 @st.composite
@@ -58,8 +68,11 @@ def valid_event(draw: st.DrawFn) -> dict[str, Any]:
         if draw(st.booleans()):
             event["metadata_offset"] = draw(ints_in["metadata_offset"])
         return event
-    event |= {"type": "UpdateMetadata", "broker": draw(ints_in["broker"]),
-              "partitions": draw(st.lists(partition_state(), max_size=3))}  # fmt: skip
+    event |= {
+        "type": "UpdateMetadata",
+        "broker": draw(ints_in["broker"]),
+        "partitions": draw(st.lists(partition_state(), max_size=3)),
+    }
     if draw(st.booleans()):
         event["live_brokers"] = draw(broker_ids)
     return event
@@ -67,11 +80,26 @@ def valid_event(draw: st.DrawFn) -> dict[str, Any]:
 
 def damage(draw: st.DrawFn, record: dict[str, Any]) -> Any:
     """``record`` with one thing wrong (or none)."""
-    kind = draw(st.sampled_from((
-        "valid", "valid", "missing", "wrong_type", "out_of_range", "huge", "integral_float",
-        "empty_topic", "unknown_field", "null_optional", "list_item", "other_type",
-        "not_object", "inside",
-    )))  # fmt: skip
+    kind = draw(
+        st.sampled_from(
+            (
+                "valid",
+                "valid",
+                "missing",
+                "wrong_type",
+                "out_of_range",
+                "huge",
+                "integral_float",
+                "empty_topic",
+                "unknown_field",
+                "null_optional",
+                "list_item",
+                "other_type",
+                "not_object",
+                "inside",
+            )
+        )
+    )
     field = draw(st.sampled_from(sorted(record)))
     if kind == "missing":
         del record[field]
@@ -119,8 +147,12 @@ def record_values(draw: st.DrawFn) -> list[bytes | None]:
 
 
 # No shrinking: a failure names the value in its message, and shrinking batches is slow.
-@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck),
-          phases=(Phase.explicit, Phase.generate))  # fmt: skip
+@settings(
+    max_examples=20,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate),
+)
 @given(forms=st.lists(record_values(), min_size=40, max_size=40))
 def test_bulk_decoder_and_explaining_validator_agree(forms: list[list[bytes | None]]) -> None:
     values = [value for record in forms for value in record]
@@ -144,12 +176,35 @@ def test_valid_leader_and_isr_and_update_metadata_never_reach_the_schema(
     def broken(*_: Any) -> Any:
         raise AssertionError("parse_record called")
 
-    election = {"type": "LeaderAndIsr", "ts": 5, "topic": "t", "partition": 2, "leader": 1,
-                "leader_epoch": 3, "isr": [1, 2], "replicas": [1, 2, 3], "partition_epoch": 4,
-                "controller_id": 9, "controller_epoch": 7}  # fmt: skip
-    update = {"type": "UpdateMetadata", "ts": 6, "broker": 2, "partitions": [
-        {"topic": "t", "partition": 2, "leader": -2, "leader_epoch": 3, "isr": [],
-         "replicas": [1], "offline_replicas": [1]}]}  # fmt: skip
+    election = {
+        "type": "LeaderAndIsr",
+        "ts": 5,
+        "topic": "t",
+        "partition": 2,
+        "leader": 1,
+        "leader_epoch": 3,
+        "isr": [1, 2],
+        "replicas": [1, 2, 3],
+        "partition_epoch": 4,
+        "controller_id": 9,
+        "controller_epoch": 7,
+    }
+    update = {
+        "type": "UpdateMetadata",
+        "ts": 6,
+        "broker": 2,
+        "partitions": [
+            {
+                "topic": "t",
+                "partition": 2,
+                "leader": -2,
+                "leader_epoch": 3,
+                "isr": [],
+                "replicas": [1],
+                "offline_replicas": [1],
+            }
+        ],
+    }
     monkeypatch.setattr(state.controller_decoder, "parse_record", broken)
     events, dead = decode_controller_events([json.dumps(v).encode() for v in (election, update)])
     assert dead == []
@@ -157,34 +212,76 @@ def test_valid_leader_and_isr_and_update_metadata_never_reach_the_schema(
     assert isinstance(first, LeaderAndIsr)
     assert isinstance(second, UpdateMetadata)
     assert (first.isr, first.replicas, first.controller_epoch, first.metadata_offset) == (
-        (1, 2), (1, 2, 3), 7, None)  # fmt: skip
+        (1, 2),
+        (1, 2, 3),
+        7,
+        None,
+    )
     assert (second.broker, second.partitions[0].leader, second.live_brokers) == (2, -2, None)
 
 
-ELECTION = {"type": "LeaderAndIsr", "ts": 5, "topic": "t", "partition": 2, "leader": 1,
-            "leader_epoch": 3, "isr": [1], "replicas": [1], "partition_epoch": 4}  # fmt: skip
-STATE = {"topic": "t", "partition": 2, "leader": 1, "leader_epoch": 3, "isr": [1],
-         "replicas": [1], "offline_replicas": []}  # fmt: skip
+ELECTION = {
+    "type": "LeaderAndIsr",
+    "ts": 5,
+    "topic": "t",
+    "partition": 2,
+    "leader": 1,
+    "leader_epoch": 3,
+    "isr": [1],
+    "replicas": [1],
+    "partition_epoch": 4,
+}
+STATE = {
+    "topic": "t",
+    "partition": 2,
+    "leader": 1,
+    "leader_epoch": 3,
+    "isr": [1],
+    "replicas": [1],
+    "offline_replicas": [],
+}
 UPDATE = {"type": "UpdateMetadata", "ts": 6, "broker": 2, "partitions": [STATE]}
 
 
 def bounds(template: dict[str, Any], fields: tuple[str, ...]) -> list[tuple[str, int, bool]]:
     """Each integer field at its bounds (valid) and one past them (invalid)."""
-    return [(name, value, valid) for name in fields for value, valid in (
-        (LIMITS[name][0], True), (LIMITS[name][1], True),
-        (LIMITS[name][0] - 1, False), (LIMITS[name][1] + 1, False))]  # fmt: skip
+    return [
+        (name, value, valid)
+        for name in fields
+        for value, valid in (
+            (LIMITS[name][0], True),
+            (LIMITS[name][1], True),
+            (LIMITS[name][0] - 1, False),
+            (LIMITS[name][1] + 1, False),
+        )
+    ]
 
 
 @pytest.mark.parametrize(
     ("where", "name", "value", "valid"),
-    [("election", *case) for case in bounds(ELECTION, (
-        "ts", "partition", "leader", "leader_epoch", "partition_epoch", "controller_id",
-        "controller_epoch", "metadata_offset"))]
+    [
+        ("election", *case)
+        for case in bounds(
+            ELECTION,
+            (
+                "ts",
+                "partition",
+                "leader",
+                "leader_epoch",
+                "partition_epoch",
+                "controller_id",
+                "controller_epoch",
+                "metadata_offset",
+            ),
+        )
+    ]
     + [("update", *case) for case in bounds(UPDATE, ("ts", "broker", "controller_epoch"))]
     + [("state", *case) for case in bounds(STATE, ("partition", "leader", "leader_epoch"))]
-    + [("isr", "isr", value, valid) for value, valid in ((0, True), (INT32_MAX, True),
-                                                         (-1, False), (INT32_MAX + 1, False))],
-)  # fmt: skip
+    + [
+        ("isr", "isr", value, valid)
+        for value, valid in ((0, True), (INT32_MAX, True), (-1, False), (INT32_MAX + 1, False))
+    ],
+)
 def test_every_bound_is_the_schemas(where: str, name: str, value: int, valid: bool) -> None:
     """Hand-read from the schema's $defs: the bounds are valid, one past them is not, and
     the bulk decoder says the same thing as parse_record (same event or dead letter)."""

@@ -31,15 +31,30 @@ SHARDS = 4
 
 
 def election(partition: int, ts: int = 1, epoch: int | None = None) -> LeaderAndIsr:
-    return LeaderAndIsr(ts=ts, topic="t", partition=partition, leader=1, leader_epoch=0,
-                        isr=(1, 2), replicas=(1, 2), partition_epoch=0,
-                        controller_id=9 if epoch is not None else None,
-                        controller_epoch=epoch)  # fmt: skip
+    return LeaderAndIsr(
+        ts=ts,
+        topic="t",
+        partition=partition,
+        leader=1,
+        leader_epoch=0,
+        isr=(1, 2),
+        replicas=(1, 2),
+        partition_epoch=0,
+        controller_id=9 if epoch is not None else None,
+        controller_epoch=epoch,
+    )
 
 
 def metadata_state(partition: int) -> MetadataPartitionState:
-    return MetadataPartitionState(topic="t", partition=partition, leader=1, leader_epoch=0,
-                                  isr=(1, 2), replicas=(1, 2), offline_replicas=())  # fmt: skip
+    return MetadataPartitionState(
+        topic="t",
+        partition=partition,
+        leader=1,
+        leader_epoch=0,
+        isr=(1, 2),
+        replicas=(1, 2),
+        offline_replicas=(),
+    )
 
 
 def test_the_shards_of_the_docstring() -> None:
@@ -53,8 +68,7 @@ def test_leader_and_isr_goes_to_its_owner_only() -> None:
 def test_isr_change_is_counted_by_its_owner_and_seen_by_every_shard() -> None:
     change = IsrChange(ts=1, topic="t", partition=1, leader=1, old_isr=(1, 2), new_isr=(1,))
     parts = split_for_shards(change, SHARDS)
-    assert [(p.shard, p.counted) for p in parts] == [(1, True), (0, False), (2, False),
-                                                     (3, False)]  # fmt: skip
+    assert [(p.shard, p.counted) for p in parts] == [(1, True), (0, False), (2, False), (3, False)]
 
 
 def test_update_metadata_is_split_by_owner_and_shard_0_counts_it() -> None:
@@ -70,8 +84,9 @@ def test_update_metadata_is_split_by_owner_and_shard_0_counts_it() -> None:
 def test_created_partitions_are_split_and_deletions_go_everywhere() -> None:
     created = TopicChange(ts=1, created={"t": {4: (1, 2), 5: (2, 1)}})
     assert {p.shard: p.event.created for p in split_for_shards(created, SHARDS)} == {  # type: ignore[union-attr]
-        0: {"t": {5: (2, 1)}}, 2: {"t": {4: (1, 2)}},
-    }  # fmt: skip
+        0: {"t": {5: (2, 1)}},
+        2: {"t": {4: (1, 2)}},
+    }
     deleted = TopicChange(ts=1, deleted=("t",))
     assert [p.shard for p in split_for_shards(deleted, SHARDS)] == [0, 1, 2, 3]
 
@@ -88,20 +103,48 @@ def test_only_a_raise_of_the_largest_epoch_reaches_the_skipped_shards() -> None:
     carriers = [[(p.shard, p.event) for p in parts if not p.counted] for parts in routed]
     seen5 = ControllerEpochSeen(ts=1, controller_id=9, controller_epoch=5)
     seen6 = ControllerEpochSeen(ts=4, controller_id=9, controller_epoch=6)
-    assert carriers == [[(0, seen5), (1, seen5), (2, seen5)], [], [],
-                        [(1, seen6), (2, seen6), (3, seen6)]]  # fmt: skip
+    assert carriers == [
+        [(0, seen5), (1, seen5), (2, seen5)],
+        [],
+        [],
+        [(1, seen6), (2, seen6), (3, seen6)],
+    ]
     assert [[p.shard for p in parts if p.counted] for parts in routed] == [[3], [1], [2], [0]]
 
 
 def test_a_cold_start_routes_one_row_per_partition_not_one_per_shard() -> None:
     """100 LeaderAndIsr with 64 shards: 100 routed rows (no controller epoch), not 6,400."""
-    envelopes = [{"source": "controller-events", "value": {
-        "type": "LeaderAndIsr", "ts": 1, "topic": "t", "partition": p, "leader": 1,
-        "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}}
-        for p in range(100)]  # fmt: skip
-    fetch = {"source": "fetch-responses", "value": {
-        "ts": 2, "topic": "t", "partition": 4, "leader": 1, "follower": 2, "leader_epoch": 0,
-        "fetch_offset": 1, "leader_leo": 1, "high_watermark": 1}}  # fmt: skip
+    envelopes = [
+        {
+            "source": "controller-events",
+            "value": {
+                "type": "LeaderAndIsr",
+                "ts": 1,
+                "topic": "t",
+                "partition": p,
+                "leader": 1,
+                "leader_epoch": 0,
+                "isr": [1, 2],
+                "replicas": [1, 2],
+                "partition_epoch": 0,
+            },
+        }
+        for p in range(100)
+    ]
+    fetch = {
+        "source": "fetch-responses",
+        "value": {
+            "ts": 2,
+            "topic": "t",
+            "partition": 4,
+            "leader": 1,
+            "follower": 2,
+            "leader_epoch": 0,
+            "fetch_offset": 1,
+            "leader_leo": 1,
+            "high_watermark": 1,
+        },
+    }
     bad = {"source": "fetch-responses", "value": b"{"}
     routed = route(kafka_records([*envelopes, fetch, bad]), {s.value: s for s in Source}, 64)
     controller = routed[routed["kind"] == CONTROLLER]

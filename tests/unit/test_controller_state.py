@@ -114,8 +114,12 @@ def test_topic_creation_then_election() -> None:
 
 def test_topic_deletion_removes_its_partitions() -> None:
     m = model()
-    apply(m, leader_and_isr(0, topic="gone"), leader_and_isr(0, topic="gone", partition=1),
-          leader_and_isr(0, topic="kept"))  # fmt: skip
+    apply(
+        m,
+        leader_and_isr(0, topic="gone"),
+        leader_and_isr(0, topic="gone", partition=1),
+        leader_and_isr(0, topic="kept"),
+    )
     apply(m, TopicChange(ts=1, deleted=("gone",)))
     assert m.partitions() == [m.table.topic_partition(m.table.live_row_of("kept", 0))]
     report = apply(m, fetch(2, follower=2, offset=1, leader_leo=1, topic="gone"))

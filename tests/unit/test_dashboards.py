@@ -54,20 +54,47 @@ def rule_exprs() -> list[str]:
 def exported_metric_names(tmp_path: Path) -> set[str]:
     """Every sample name the real exporter serves when every kind of series has data."""
     status = tmp_path / "source-status.json"
-    status.write_text(json.dumps({"consecutive_failures": 0, "failures_total": 2,
-                                  "last_success_at": 1_700_000_000.0}))  # fmt: skip
-    follower = {"broker": 3, "lag_time_ms": 40_000, "lag_messages": 10,
-                "status": "SHRINK_ELIGIBLE", "shrink_by_ms": 1_700_000_005_000}  # fmt: skip
+    status.write_text(
+        json.dumps(
+            {"consecutive_failures": 0, "failures_total": 2, "last_success_at": 1_700_000_000.0}
+        )
+    )
+    follower = {
+        "broker": 3,
+        "lag_time_ms": 40_000,
+        "lag_messages": 10,
+        "status": "SHRINK_ELIGIBLE",
+        "shrink_by_ms": 1_700_000_005_000,
+    }
     record = {
-        "topic": "orders", "partition": 0, "leader": 1, "under_replicated": True,
-        "under_min_isr": True, "at_min_isr": False, "offline": True,
-        "predicted_under_replicated": True, "high_watermark": 5, "leader_leo": 15,
-        "replica_lag_time_max_ms": 30_000, "followers": [follower],
-        "metadata": {"state": "STALE_OVERDUE", "blackout_earliest_ms": 1_700_000_000_000,
-                     "blackout_latest_ms": 1_700_000_002_500},
-    }  # fmt: skip
-    flap = {"topic": "orders", "partition": 0, "broker": 3, "leader": 1, "shrinks": 3,
-            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000}  # fmt: skip
+        "topic": "orders",
+        "partition": 0,
+        "leader": 1,
+        "under_replicated": True,
+        "under_min_isr": True,
+        "at_min_isr": False,
+        "offline": True,
+        "predicted_under_replicated": True,
+        "high_watermark": 5,
+        "leader_leo": 15,
+        "replica_lag_time_max_ms": 30_000,
+        "followers": [follower],
+        "metadata": {
+            "state": "STALE_OVERDUE",
+            "blackout_earliest_ms": 1_700_000_000_000,
+            "blackout_latest_ms": 1_700_000_002_500,
+        },
+    }
+    flap = {
+        "topic": "orders",
+        "partition": 0,
+        "broker": 3,
+        "leader": 1,
+        "shrinks": 3,
+        "expands": 2,
+        "period_ms": 4_500,
+        "last_shrink_ms": 1_700_000_000_000,
+    }
     exporter = HealthExporter(source_status=status)
     exporter.record_batch(
         [shard_stats(0, unhealthy=[record], bounced_brokers=[2], flapping=[flap])],
@@ -82,9 +109,16 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
             "maintenance": [[2, "restarted", 1_700_000_000_000]],
         }
     )
-    lagging = {"topic": "orders", "partition": 0, "leader": 1, "isr": [1], "offline": False,
-              "under_replicated": True, "followers": [{"broker": 3, "status": "LAGGING"}],
-              "metadata": {"state": "CONSISTENT", "stale_brokers": []}}  # fmt: skip
+    lagging = {
+        "topic": "orders",
+        "partition": 0,
+        "leader": 1,
+        "isr": [1],
+        "offline": False,
+        "under_replicated": True,
+        "followers": [{"broker": 3, "status": "LAGGING"}],
+        "metadata": {"state": "CONSISTENT", "stale_brokers": []},
+    }
     exporter.record_causes(attribute(UnhealthyPartitions.of([lagging]), shape))
     text = generate_latest(exporter.registry).decode()
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}
@@ -238,17 +272,20 @@ def test_prometheus_durations_in_seconds() -> None:
 @pytest.mark.parametrize(
     ("expr", "names"),
     [
-        ('sum by (topic) (isrwatch_followers{status="SHRINK_OVERDUE"}) > 0',
-         {"isrwatch_followers"}),
-        ("histogram_quantile(0.99, sum by (le) (rate(x_bucket{job=\"$job\"}[$__rate_interval])))",
-         {"x_bucket"}),
-        ("a / on (job) group_left (topic) b or vector(0) unless c offset 5m",
-         {"a", "b", "c"}),
+        (
+            'sum by (topic) (isrwatch_followers{status="SHRINK_OVERDUE"}) > 0',
+            {"isrwatch_followers"},
+        ),
+        (
+            'histogram_quantile(0.99, sum by (le) (rate(x_bucket{job="$job"}[$__rate_interval])))',
+            {"x_bucket"},
+        ),
+        ("a / on (job) group_left (topic) b or vector(0) unless c offset 5m", {"a", "b", "c"}),
         ('up{job=~".*isrwatch.*"} == 0 or absent(up{job=~".*isrwatch.*"})', {"up"}),
         ("1.5 * max(t) - scalar(max(u[5m:1m]))", {"t", "u"}),
         ("count without (partition, leader) (m) > 0 and n", {"m", "n"}),
     ],
-)  # fmt: skip
+)
 def test_metric_names_of_an_expression(expr: str, names: set[str]) -> None:
     assert metric_names(expr) == names
 

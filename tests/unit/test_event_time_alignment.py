@@ -74,8 +74,9 @@ def test_the_controller_partition_stops_where_the_capped_fetches_stop() -> None:
     assert first.frontier == 200
     # The next batch: fetches 200..290 (offsets 10..19), unread from 300: the election at
     # 200 (offset 1) joins them, the one at 300 waits.
-    second = align(first.ends, {"controller-events:0": 4, "fetch-responses:0": 20}, available,
-                   times)  # fmt: skip
+    second = align(
+        first.ends, {"controller-events:0": 4, "fetch-responses:0": 20}, available, times
+    )
     assert second.ends == {"controller-events:0": 2, "fetch-responses:0": 20}
     assert second.frontier == 300
 
@@ -335,8 +336,10 @@ class FakeOffsets:
     def record_times(self) -> Iterator[FetchedTimes]:
         if self.failure is not None:
             raise self.failure
-        records = {key: [(i, None if t is None else ts(t)) for i, t in enumerate(times)]
-                   for key, times in self.logs.items()}  # fmt: skip
+        records = {
+            key: [(i, None if t is None else ts(t)) for i, t in enumerate(times)]
+            for key, times in self.logs.items()
+        }
         yield FetchedTimes(lambda key, offset: records[key][offset : offset + 500])
 
     def close(self) -> None:
@@ -356,7 +359,9 @@ def test_the_reader_aligns_a_capped_plan() -> None:
     reader = capped_reader(FakeOffsets(ELECTIONS))
     start = {"controller-events:0": 0, "fetch-responses:0": 0}
     assert reader.latestOffset(start, ReadMaxRows(10)) == {
-        "controller-events:0": 1, "fetch-responses:0": 10}  # fmt: skip
+        "controller-events:0": 1,
+        "fetch-responses:0": 10,
+    }
     assert (reader.alignments, reader.alignment_failures) == (1, 0)
     # Uncapped, nothing is cut: no alignment.
     assert reader.latestOffset(start, ReadAllAvailable()) == ends_of(ELECTIONS)
@@ -367,6 +372,8 @@ def test_a_look_that_fails_leaves_the_plan_as_capped_and_the_source_up() -> None
     reader = capped_reader(FakeOffsets(ELECTIONS, TimeoutError("no record")))
     start = {"controller-events:0": 0, "fetch-responses:0": 0}
     assert reader.latestOffset(start, ReadMaxRows(10)) == {
-        "controller-events:0": 4, "fetch-responses:0": 10}  # fmt: skip
+        "controller-events:0": 4,
+        "fetch-responses:0": 10,
+    }
     assert (reader.alignments, reader.alignment_failures) == (0, 1)
     assert reader.consecutive_failures == 0

@@ -64,8 +64,10 @@ def test_a_batch_goes_through_its_phases(tmp_path: Path) -> None:
 
 
 def expected() -> Expected:
-    health = {"t:0": {"topic": "t", "partition": 0, "isr": [1, 2]},
-              "t:1": {"topic": "t", "partition": 1, "isr": [2]}}  # fmt: skip
+    health = {
+        "t:0": {"topic": "t", "partition": 0, "isr": [1, 2]},
+        "t:1": {"topic": "t", "partition": 1, "isr": [2]},
+    }
     letters = {"in:0:7": "invalid_json", "in:1:3": "stale_leader_epoch"}
     return Expected(Counter({"FetchResponse": 100, "LeaderAndIsr": 4}), health, letters, 106)
 
@@ -85,9 +87,14 @@ def test_applied_totals_count_lost_and_doubled_events() -> None:
 
 
 def test_health_is_judged_on_the_latest_record_per_key_and_rewrites_are_counted() -> None:
-    written = [record("t:0", [1]), record("t:0", [1]), record("t:1", [2]),  # a re-run batch
-               record("t:0", [1, 2]),  # then the final snapshot rewrites both on purpose
-               record("t:0", [1, 2]), record("t:1", [2])]  # fmt: skip
+    written = [
+        record("t:0", [1]),
+        record("t:0", [1]),
+        record("t:1", [2]),  # a re-run batch
+        record("t:0", [1, 2]),  # then the final snapshot rewrites both on purpose
+        record("t:0", [1, 2]),
+        record("t:1", [2]),
+    ]
     comparison = Comparison()
     compare_health(comparison, expected(), written, rewrites_before=4)
     assert (comparison.passed, comparison.health_rewrites) == (True, 1)
@@ -100,8 +107,11 @@ def test_dead_letters_once_per_source_record_after_dedup() -> None:
     def letter(key: str, reason: str) -> tuple[str, bytes | None]:
         return key, json.dumps({"reason": reason}).encode()
 
-    twice = [letter("in:0:7", "invalid_json"), letter("in:1:3", "stale_leader_epoch"),
-             letter("in:0:7", "invalid_json")]  # fmt: skip
+    twice = [
+        letter("in:0:7", "invalid_json"),
+        letter("in:1:3", "stale_leader_epoch"),
+        letter("in:0:7", "invalid_json"),
+    ]
     comparison = Comparison()
     compare_dead_letters(comparison, expected(), twice)
     assert (comparison.passed, comparison.dead_letter_duplicates) == (True, 1)

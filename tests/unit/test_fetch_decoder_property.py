@@ -25,14 +25,29 @@ from state.fetch_decoder import INT_COLUMNS, decode_fetches
 
 INT64_MAX, INT32_MAX = 2**63 - 1, 2**31 - 1
 MAX_TIME = 7_258_118_399_999  # the last ms before 2200-01-01 UTC
-FIELDS = ("ts", "topic", "partition", "leader", "follower", "leader_epoch",
-          "fetch_offset", "leader_leo", "high_watermark")  # fmt: skip
+FIELDS = (
+    "ts",
+    "topic",
+    "partition",
+    "leader",
+    "follower",
+    "leader_epoch",
+    "fetch_offset",
+    "leader_leo",
+    "high_watermark",
+)
 LIMITS = {  # the schema's range of each integer field
-    "ts": (0, MAX_TIME), "partition": (0, 999_999), "leader": (0, INT32_MAX),
-    "follower": (0, INT32_MAX), "leader_epoch": (0, INT32_MAX), "fetch_offset": (0, INT64_MAX),
-    "leader_leo": (0, INT64_MAX), "high_watermark": (0, INT64_MAX),
-    "log_start_offset": (-1, INT64_MAX), "bytes": (0, INT64_MAX),
-}  # fmt: skip
+    "ts": (0, MAX_TIME),
+    "partition": (0, 999_999),
+    "leader": (0, INT32_MAX),
+    "follower": (0, INT32_MAX),
+    "leader_epoch": (0, INT32_MAX),
+    "fetch_offset": (0, INT64_MAX),
+    "leader_leo": (0, INT64_MAX),
+    "high_watermark": (0, INT64_MAX),
+    "log_start_offset": (-1, INT64_MAX),
+    "bytes": (0, INT64_MAX),
+}
 BATCHES = 25
 RECORDS = 40  # per batch, each in 10 forms: 10,000 values in all
 
@@ -42,8 +57,9 @@ ints_in = {  # the bounds, next to them, and a few values between (sampled: chea
 }
 # Sampled, not generated character by character: the test must stay a few seconds long.
 names = st.sampled_from(("orders", "t", "ü-topic", " ", "a" * 249, "\x00", "😀", "\u2028"))
-json_any = st.sampled_from((None, True, 0, -1.5, 10**40, "", "x", [], {}, [[1, {"a": None}]],
-                            {"": {"ts": -1}}))  # fmt: skip
+json_any = st.sampled_from(
+    (None, True, 0, -1.5, 10**40, "", "x", [], {}, [[1, {"a": None}]], {"": {"ts": -1}})
+)
 
 
 @st.composite
@@ -62,11 +78,25 @@ def valid_record(draw: st.DrawFn) -> dict[str, Any]:
 def mutated(draw: st.DrawFn) -> Any:
     """A JSON value: a valid record, or one with one thing wrong."""
     record = draw(valid_record())
-    kind = draw(st.sampled_from((
-        "valid", "valid", "valid", "missing", "wrong_type", "out_of_range", "huge",
-        "integral_float", "empty_string", "unknown_field", "deep", "null_optional",
-        "not_object",
-    )))  # fmt: skip
+    kind = draw(
+        st.sampled_from(
+            (
+                "valid",
+                "valid",
+                "valid",
+                "missing",
+                "wrong_type",
+                "out_of_range",
+                "huge",
+                "integral_float",
+                "empty_string",
+                "unknown_field",
+                "deep",
+                "null_optional",
+                "not_object",
+            )
+        )
+    )
     field = draw(st.sampled_from(sorted(record)))
     if kind == "missing" and field in FIELDS:
         del record[field]
@@ -140,8 +170,12 @@ def schema_says_valid(value: bytes | None) -> bool | None:
 
 
 # No shrinking: a failure names the value in its message, and shrinking batches is slow.
-@settings(max_examples=BATCHES, deadline=None, suppress_health_check=list(HealthCheck),
-          phases=(Phase.explicit, Phase.generate))  # fmt: skip
+@settings(
+    max_examples=BATCHES,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate),
+)
 @given(forms=st.lists(record_values(), min_size=RECORDS, max_size=RECORDS))
 def test_bulk_decoder_and_explaining_validator_agree(forms: list[list[bytes | None]]) -> None:
     values = [value for record in forms for value in record]
@@ -166,11 +200,21 @@ def test_bulk_decoder_and_explaining_validator_agree(forms: list[list[bytes | No
 
 def test_a_clean_batch_takes_the_bulk_path_and_keeps_input_order() -> None:
     values = [
-        json.dumps({"ts": 10 + i, "topic": "t", "partition": i, "leader": 1, "follower": 2,
-                    "leader_epoch": 0, "fetch_offset": i, "leader_leo": 9,
-                    "high_watermark": 0}).encode()
+        json.dumps(
+            {
+                "ts": 10 + i,
+                "topic": "t",
+                "partition": i,
+                "leader": 1,
+                "follower": 2,
+                "leader_epoch": 0,
+                "fetch_offset": i,
+                "leader_leo": 9,
+                "high_watermark": 0,
+            }
+        ).encode()
         for i in range(3)
-    ]  # fmt: skip
+    ]
     decoded = decode_fetches([*values, b"{", values[0]])
     assert decoded.position.tolist() == [0, 1, 2, 4]
     assert decoded.ints["ts"].tolist() == [10, 11, 12, 10]

@@ -26,8 +26,15 @@ from tests.unit.test_shard_state import kafka_records
 
 SOURCES = {s.value: s for s in Source}
 SHARDS = 4
-FACTS = ("partition", "leader", "follower", "leader_epoch", "fetch_offset", "leader_leo",
-         "high_watermark")  # fmt: skip
+FACTS = (
+    "partition",
+    "leader",
+    "follower",
+    "leader_epoch",
+    "fetch_offset",
+    "leader_leo",
+    "high_watermark",
+)
 
 fetch_value = st.fixed_dictionaries(
     {
@@ -65,15 +72,20 @@ def test_each_pack_holds_its_shards_fetches_in_input_order(values: list[Any]) ->
         expected = [
             (offset, value["topic"], *(value[name] for name in FACTS), value.get("error", "NONE"))
             for offset, value in enumerate(values)
-            if isinstance(value, dict) and "partition" in value
+            if isinstance(value, dict)
+            and "partition" in value
             and shard_of(value["topic"], value["partition"], SHARDS) == shard
-        ]  # fmt: skip
+        ]
         mine = fetches[fetches["shard"] == shard]
-        got = list(zip(
-            mine["src_offset"].astype(int).tolist(), mine["topic"].tolist(),
-            *(mine[name].astype(int).tolist() for name in FACTS), mine["error"].tolist(),
-            strict=True,
-        ))  # fmt: skip
+        got = list(
+            zip(
+                mine["src_offset"].astype(int).tolist(),
+                mine["topic"].tolist(),
+                *(mine[name].astype(int).tolist() for name in FACTS),
+                mine["error"].tolist(),
+                strict=True,
+            )
+        )
         assert got == expected
         pack = packs[packs["shard"] == shard]
         if expected:
@@ -90,14 +102,26 @@ def test_a_hand_counted_batch_makes_one_pack_per_shard() -> None:
     """Partitions a-0 and a-1 hash to different shards of 4 (crc32 of ``a:0``, ``a:1``);
     three fetches of a-0 and one of a-1 make two packs of 3 and 1 fetches."""
     assert shard_of("a", 0, SHARDS) != shard_of("a", 1, SHARDS)
-    base = {"topic": "a", "leader": 1, "follower": 2, "leader_epoch": 0, "fetch_offset": 0,
-            "leader_leo": 0, "high_watermark": 0}  # fmt: skip
-    values = [{**base, "ts": 5, "partition": 0}, {**base, "ts": 9, "partition": 1},
-              {**base, "ts": 7, "partition": 0}, {**base, "ts": 3, "partition": 0}]  # fmt: skip
+    base = {
+        "topic": "a",
+        "leader": 1,
+        "follower": 2,
+        "leader_epoch": 0,
+        "fetch_offset": 0,
+        "leader_leo": 0,
+        "high_watermark": 0,
+    }
+    values = [
+        {**base, "ts": 5, "partition": 0},
+        {**base, "ts": 9, "partition": 1},
+        {**base, "ts": 7, "partition": 0},
+        {**base, "ts": 3, "partition": 0},
+    ]
     routed = route(kafka_records(_fetches(values)), SOURCES, SHARDS)
     packs = routed[routed["kind"] == FETCHES]
-    latest = dict(zip(packs["shard"].astype(int).tolist(), packs["ts"].astype(int).tolist(),
-                      strict=True))  # fmt: skip
+    latest = dict(
+        zip(packs["shard"].astype(int).tolist(), packs["ts"].astype(int).tolist(), strict=True)
+    )
     assert latest == {shard_of("a", 0, SHARDS): 7, shard_of("a", 1, SHARDS): 9}
     unpacked = unpack_fetches(routed)
     of_a0 = unpacked[unpacked["shard"] == shard_of("a", 0, SHARDS)]
@@ -128,11 +152,23 @@ def test_a_shard_gives_the_same_output_packed_or_not(
     rules = RuleSettings()
     job = ShardJobSettings(rules, SHARDS, 60_000, True)
     leaders = [
-        {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": 0, "topic": topic, "partition": p, "leader": 1,
-            "leader_epoch": 0, "isr": [1, 2, 3], "replicas": [1, 2, 3], "partition_epoch": 0}}
-        for topic in ("a", "b", "c") for p in range(6)
-    ]  # fmt: skip
+        {
+            "source": "controller-events",
+            "value": {
+                "type": "LeaderAndIsr",
+                "ts": 0,
+                "topic": topic,
+                "partition": p,
+                "leader": 1,
+                "leader_epoch": 0,
+                "isr": [1, 2, 3],
+                "replicas": [1, 2, 3],
+                "partition_epoch": 0,
+            },
+        }
+        for topic in ("a", "b", "c")
+        for p in range(6)
+    ]
     states: dict[bool, dict[int, bytes]] = {True: {}, False: {}}
     clock = -1
     for number, values in enumerate(batches):
@@ -144,9 +180,10 @@ def test_a_shard_gives_the_same_output_packed_or_not(
             for shard in range(SHARDS):
                 mine = rows[rows["shard"] == shard]
                 snapshot = (
-                    restore_snapshot(states[packed][shard], rules) if shard in states[packed]
+                    restore_snapshot(states[packed][shard], rules)
+                    if shard in states[packed]
                     else ShardSnapshot(ReplicationModel(rules, Shard(shard, SHARDS)))
-                )  # fmt: skip
+                )
                 outputs.append(process(snapshot, mine if len(mine) else None, clock, job))
                 states[packed][shard] = write_snapshot(snapshot)
             if packed:

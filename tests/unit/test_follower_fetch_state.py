@@ -170,9 +170,15 @@ def test_vectorised_batch_equals_one_fetch_at_a_time() -> None:
         offset = max(0, leo[p] - int(rng.integers(0, 120)))
         follower_id = int(rng.integers(2, 4))
         events.append(
-            fetch(1_000 + i * 10, follower=follower_id, offset=offset, leader_leo=leo[p],
-                  partition=p, error="NONE" if i % 17 else "NOT_LEADER_OR_FOLLOWER")
-        )  # fmt: skip
+            fetch(
+                1_000 + i * 10,
+                follower=follower_id,
+                offset=offset,
+                leader_leo=leo[p],
+                partition=p,
+                error="NONE" if i % 17 else "NOT_LEADER_OR_FOLLOWER",
+            )
+        )
     setup = [leader_and_isr(0, partition=p) for p in range(5)]
     batched, single = model(), model()
     apply(batched, *setup, *events)
@@ -191,11 +197,20 @@ def test_fetch_batch_from_frame_treats_missing_error_as_none() -> None:
     table = PartitionTable()
     row = table.create("t", 0, (1, 2))
     table.leader[row], table.leader_epoch[row] = 1, 0
-    frame = pd.DataFrame({
-        "ts": [10, 20], "topic": ["t", "t"], "partition": [0, 0], "leader": [1, 1],
-        "follower": [2, 2], "leader_epoch": [0, 0], "fetch_offset": [5, 6],
-        "leader_leo": [5, 9], "high_watermark": [5, 5], "error": [None, "FENCED_LEADER_EPOCH"],
-    })  # fmt: skip
+    frame = pd.DataFrame(
+        {
+            "ts": [10, 20],
+            "topic": ["t", "t"],
+            "partition": [0, 0],
+            "leader": [1, 1],
+            "follower": [2, 2],
+            "leader_epoch": [0, 0],
+            "fetch_offset": [5, 6],
+            "leader_leo": [5, 9],
+            "high_watermark": [5, 5],
+            "error": [None, "FENCED_LEADER_EPOCH"],
+        }
+    )
     outcome = apply_fetches(table, FetchBatch.from_frame(frame))
     assert outcome.error_responses == 1
     assert table.log_end_offset[row, 1] == 5
@@ -215,7 +230,9 @@ def test_new_epoch_with_the_same_leader_keeps_fetch_offsets() -> None:
     f2, f3 = follower(record, 2), follower(record, 3)
     assert (f2["fetch_offset"], f2["last_caught_up_ms"]) == (800, 2_000)  # times reset
     assert (f3["fetch_offset"], f3["last_caught_up_ms"], f3["status"]) == (
-        800, None, "CATCHING_UP",
-    )  # fmt: skip
+        800,
+        None,
+        "CATCHING_UP",
+    )
     # At the leader's LEO (800): a lag time of 0 although not caught up since the reset.
     assert (f3["lag_time_ms"], f3["lag_time_unknown"]) == (0, None)

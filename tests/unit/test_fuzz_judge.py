@@ -15,9 +15,19 @@ from state.events import Source
 
 
 def election(replicas: list[int]) -> bytes:
-    return json.dumps({"type": "LeaderAndIsr", "ts": 1, "topic": "t", "partition": 0,
-                       "leader": 0, "leader_epoch": 0, "isr": [0], "replicas": replicas,
-                       "partition_epoch": 0}).encode()  # fmt: skip
+    return json.dumps(
+        {
+            "type": "LeaderAndIsr",
+            "ts": 1,
+            "topic": "t",
+            "partition": 0,
+            "leader": 0,
+            "leader_epoch": 0,
+            "isr": [0],
+            "replicas": replicas,
+            "partition_epoch": 0,
+        }
+    ).encode()
 
 
 def test_identical_replica_ids_past_the_bound_are_refused_however_many() -> None:

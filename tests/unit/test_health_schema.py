@@ -104,9 +104,11 @@ def test_the_schema_rejects_followers_that_break_the_record(breakage: Any) -> No
     with (CONF / "samples" / "incident.jsonl").open() as lines:
         records = copy.deepcopy(replay(lines, RuleSettings(), None).records)
     record, follower = next(
-        (r, f) for r in records for f in r["followers"]
+        (r, f)
+        for r in records
+        for f in r["followers"]
         if f["status"] == "IN_SYNC" and f["lag_time_ms"] is not None
-    )  # fmt: skip
+    )
     VALIDATOR.validate(record)
     breakage(follower)
     with pytest.raises(jsonschema.ValidationError):

@@ -18,14 +18,22 @@ from streaming.job.shard_state import legacy_health_signature
 Row = dict[str, Any]
 
 BASE: Row = {
-    "leader": 1, "leader_epoch": 4, "replicas": (1, 2, 3), "isr": (1, 2, 3),
-    "flags": (False, False, True, False, False), "metadata_state": 0, "stale_brokers": [],
+    "leader": 1,
+    "leader_epoch": 4,
+    "replicas": (1, 2, 3),
+    "isr": (1, 2, 3),
+    "flags": (False, False, True, False, False),
+    "metadata_state": 0,
+    "stale_brokers": [],
     "blackout": (None, None),
     # slots: (broker, status, in_isr); status NO_FOLLOWER: the slot holds no follower
     "slots": [(1, NO_FOLLOWER, True), (2, 0, True), (3, 1, True)],
     # left out of the signature
-    "as_of_ms": 1_000, "high_watermark": 50, "leader_leo": 60, "lag": (0, 7_000),
-}  # fmt: skip
+    "as_of_ms": 1_000,
+    "high_watermark": 50,
+    "leader_leo": 60,
+    "lag": (0, 7_000),
+}
 
 
 def frame_of(rows: list[Row], width: int | None = None) -> HealthFrame:
@@ -47,22 +55,37 @@ def frame_of(rows: list[Row], width: int | None = None) -> HealthFrame:
     flags = np.asarray([r["flags"] for r in rows], dtype=np.bool_).reshape(n, 5)
     zeros = np.zeros(n, dtype=np.int64)
     return HealthFrame(
-        as_of_ms=int(rows[0]["as_of_ms"]) if rows else 0, rows=np.arange(n), topic=["t"] * n,
-        partition=np.arange(n, dtype=np.int64), leader=column("leader"),
-        leader_epoch=column("leader_epoch"), replicas=[r["replicas"] for r in rows],
-        isr=[r["isr"] for r in rows], high_watermark=column("high_watermark"),
-        leader_leo=column("leader_leo"), under_replicated=flags[:, 0],
-        under_min_isr=flags[:, 1], at_min_isr=flags[:, 2], offline=flags[:, 3],
-        predicted_under_replicated=flags[:, 4], lag_time_max_ms=zeros + 30_000,
-        min_insync_replicas=zeros + 2, follower_broker=broker, follower_status=status,
-        follower_in_isr=in_isr, follower_fetch_offset=lag, follower_last_caught_up_ms=lag,
-        follower_lag_time_ms=lag, follower_lag_time_known=lag > 0,
-        follower_shrink_by_ms=lag, follower_shrink_by_known=lag > 0,
+        as_of_ms=int(rows[0]["as_of_ms"]) if rows else 0,
+        rows=np.arange(n),
+        topic=["t"] * n,
+        partition=np.arange(n, dtype=np.int64),
+        leader=column("leader"),
+        leader_epoch=column("leader_epoch"),
+        replicas=[r["replicas"] for r in rows],
+        isr=[r["isr"] for r in rows],
+        high_watermark=column("high_watermark"),
+        leader_leo=column("leader_leo"),
+        under_replicated=flags[:, 0],
+        under_min_isr=flags[:, 1],
+        at_min_isr=flags[:, 2],
+        offline=flags[:, 3],
+        predicted_under_replicated=flags[:, 4],
+        lag_time_max_ms=zeros + 30_000,
+        min_insync_replicas=zeros + 2,
+        follower_broker=broker,
+        follower_status=status,
+        follower_in_isr=in_isr,
+        follower_fetch_offset=lag,
+        follower_last_caught_up_ms=lag,
+        follower_lag_time_ms=lag,
+        follower_lag_time_known=lag > 0,
+        follower_shrink_by_ms=lag,
+        follower_shrink_by_known=lag > 0,
         metadata_state=column("metadata_state", np.int8),
         stale_brokers=[list(r["stale_brokers"]) for r in rows],
         blackout_earliest_ms=[r["blackout"][0] for r in rows],
         blackout_latest_ms=[r["blackout"][1] for r in rows],
-    )  # fmt: skip
+    )
 
 
 def signatures(rows: list[Row], width: int | None = None) -> list[int]:
@@ -137,8 +160,12 @@ def test_stale_brokers_in_order() -> None:
 def test_a_partition_keeps_its_signature_in_a_wider_frame_among_others() -> None:
     """Neither the frame's number of replica slots nor its other rows enter."""
     alone = signatures([BASE])[0]
-    other = {**BASE, "slots": [(1, NO_FOLLOWER, True)] + [(b, 0, True) for b in range(2, 7)],
-             "replicas": (1, 2, 3, 4, 5, 6), "isr": (1, 2, 3, 4, 5, 6)}  # fmt: skip
+    other = {
+        **BASE,
+        "slots": [(1, NO_FOLLOWER, True)] + [(b, 0, True) for b in range(2, 7)],
+        "replicas": (1, 2, 3, 4, 5, 6),
+        "isr": (1, 2, 3, 4, 5, 6),
+    }
     assert signatures([other, BASE], width=8)[1] == alone
     assert signatures([BASE, BASE]) == [alone, alone]
 
@@ -152,10 +179,11 @@ def test_empty_frame() -> None:
 brokers = st.integers(-1, 4)
 broker_lists = st.lists(st.integers(0, 4), max_size=4)
 slots = st.lists(
-    st.tuples(brokers, st.sampled_from((NO_FOLLOWER, NO_FOLLOWER, 0, 1, 2, 3, 4, 5, 6)),
-              st.booleans()),
+    st.tuples(
+        brokers, st.sampled_from((NO_FOLLOWER, NO_FOLLOWER, 0, 1, 2, 3, 4, 5, 6)), st.booleans()
+    ),
     max_size=5,
-)  # fmt: skip
+)
 optional_time = st.none() | st.integers(0, 3)
 
 
@@ -163,20 +191,37 @@ optional_time = st.none() | st.integers(0, 3)
 def health_rows(draw: st.DrawFn) -> Row:
     """A partition's health facts from small domains, so that equal rows are frequent."""
     return {
-        "leader": draw(brokers), "leader_epoch": draw(st.integers(0, 2)),
-        "replicas": tuple(draw(broker_lists)), "isr": tuple(draw(broker_lists)),
+        "leader": draw(brokers),
+        "leader_epoch": draw(st.integers(0, 2)),
+        "replicas": tuple(draw(broker_lists)),
+        "isr": tuple(draw(broker_lists)),
         "flags": tuple(draw(st.lists(st.booleans(), min_size=5, max_size=5))),
-        "metadata_state": draw(st.integers(0, 2)), "stale_brokers": draw(broker_lists),
-        "blackout": (draw(optional_time), draw(optional_time)), "slots": draw(slots),
-        "as_of_ms": draw(st.integers(0, 10)), "high_watermark": draw(st.integers(0, 10)),
+        "metadata_state": draw(st.integers(0, 2)),
+        "stale_brokers": draw(broker_lists),
+        "blackout": (draw(optional_time), draw(optional_time)),
+        "slots": draw(slots),
+        "as_of_ms": draw(st.integers(0, 10)),
+        "high_watermark": draw(st.integers(0, 10)),
         "leader_leo": draw(st.integers(0, 10)),
         "lag": (draw(st.integers(0, 10)), draw(st.integers(0, 10))),
-    }  # fmt: skip
+    }
 
 
-FIELDS = ("leader", "leader_epoch", "replicas", "isr", "flags", "metadata_state",
-          "stale_brokers", "blackout", "slots", "as_of_ms", "high_watermark", "leader_leo",
-          "lag")  # fmt: skip
+FIELDS = (
+    "leader",
+    "leader_epoch",
+    "replicas",
+    "isr",
+    "flags",
+    "metadata_state",
+    "stale_brokers",
+    "blackout",
+    "slots",
+    "as_of_ms",
+    "high_watermark",
+    "leader_leo",
+    "lag",
+)
 
 
 @st.composite

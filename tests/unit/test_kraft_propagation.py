@@ -62,24 +62,34 @@ def test_observed_window(
     assert kraft_observed_window(10_000, 2_000, behind_ms, next_report_ms) == window
 
 
-def progress(ts: int, offsets: dict[int, int], caught_up: dict[int, int] | None = None,
-             interval_ms: int = 10_000) -> MetadataLogProgress:  # fmt: skip
+def progress(
+    ts: int,
+    offsets: dict[int, int],
+    caught_up: dict[int, int] | None = None,
+    interval_ms: int = 10_000,
+) -> MetadataLogProgress:
     caught_up = caught_up or {}
     return MetadataLogProgress(
-        ts=ts, high_watermark=max(offsets.values()), fetch_timeout_ms=2_000,
+        ts=ts,
+        high_watermark=max(offsets.values()),
+        fetch_timeout_ms=2_000,
         interval_ms=interval_ms,
-        replicas=tuple(ReplicaProgress(broker=b, log_end_offset=o,
-                                       last_caught_up_ms=caught_up.get(b))
-                       for b, o in offsets.items()),
-    )  # fmt: skip
+        replicas=tuple(
+            ReplicaProgress(broker=b, log_end_offset=o, last_caught_up_ms=caught_up.get(b))
+            for b, o in offsets.items()
+        ),
+    )
 
 
 def kraft_model() -> ReplicationModel:
     """t-0 on [1, 2, 3], ISR [1, 2, 3] (record 100); every broker past it at 1 000."""
     m = model(**KRAFT)
-    apply(m, brokers(0, (1, 10), (2, 20), (3, 30)),
-          replace(leader_and_isr(0), metadata_offset=100),
-          progress(1_000, {1: 101, 2: 101, 3: 101}))  # fmt: skip
+    apply(
+        m,
+        brokers(0, (1, 10), (2, 20), (3, 30)),
+        replace(leader_and_isr(0), metadata_offset=100),
+        progress(1_000, {1: 101, 2: 101, 3: 101}),
+    )
     return m
 
 
@@ -97,8 +107,9 @@ def test_a_change_is_pending_at_every_broker_until_a_report_shows_it_applied() -
 def test_a_broker_reported_behind_after_the_deadline_is_overdue() -> None:
     m = kraft_model()
     apply(m, replace(isr_change(5_000, (1, 2, 3), (1, 2)), metadata_offset=150))
-    report = apply(m, progress(11_000, {1: 151, 2: 151, 3: 140},
-                               caught_up={1: 5_500, 2: 10_990, 3: 4_000}))  # fmt: skip
+    report = apply(
+        m, progress(11_000, {1: 151, 2: 151, 3: 140}, caught_up={1: 5_500, 2: 10_990, 3: 4_000})
+    )
     assert report.propagation_delays_ms == []
     meta = health(m, 11_000)["metadata"]
     assert meta["stale_brokers"] == [3]
@@ -113,8 +124,9 @@ def test_a_broker_reported_behind_after_the_deadline_is_overdue() -> None:
 def test_all_applied_in_one_report_gives_the_latest_catch_up_as_the_delay() -> None:
     m = kraft_model()
     apply(m, replace(isr_change(5_000, (1, 2, 3), (1, 2)), metadata_offset=150))
-    done = apply(m, progress(6_000, {1: 151, 2: 151, 3: 151},
-                             caught_up={1: 5_100, 2: 5_300, 3: 4_900}))  # fmt: skip
+    done = apply(
+        m, progress(6_000, {1: 151, 2: 151, 3: 151}, caught_up={1: 5_100, 2: 5_300, 3: 4_900})
+    )
     # 1 and 2 had it at their catch-ups (5 100, 5 300); 3 caught up before the change,
     # so only the report (6 000) proves it: complete at 6 000, 1 000 after the change
     assert done.propagation_delays_ms == [1_000]
@@ -123,8 +135,11 @@ def test_all_applied_in_one_report_gives_the_latest_catch_up_as_the_delay() -> N
 
 def test_a_fenced_broker_behind_is_not_counted() -> None:
     m = kraft_model()
-    apply(m, replace(isr_change(5_000, (1, 2, 3), (1, 2)), metadata_offset=150),
-          brokers(5_100, (1, 10), (2, 20)))  # fmt: skip
+    apply(
+        m,
+        replace(isr_change(5_000, (1, 2, 3), (1, 2)), metadata_offset=150),
+        brokers(5_100, (1, 10), (2, 20)),
+    )
     apply(m, progress(11_000, {1: 151, 2: 151, 3: 140}))
     assert health(m, 11_000)["metadata"]["state"] == "CONSISTENT"
 
@@ -143,8 +158,11 @@ def test_a_report_older_than_the_change_event_that_shows_it_applied() -> None:
     """Reports and changes come from two collectors: a report taken after the change may
     arrive first; the change is then applied at once where the report says so."""
     m = model(**KRAFT)
-    apply(m, brokers(0, (1, 10), (2, 20)), replace(leader_and_isr(0, isr=(1, 2), replicas=(1, 2)),
-                                                   metadata_offset=100))  # fmt: skip
+    apply(
+        m,
+        brokers(0, (1, 10), (2, 20)),
+        replace(leader_and_isr(0, isr=(1, 2), replicas=(1, 2)), metadata_offset=100),
+    )
     apply(m, progress(6_000, {1: 151, 2: 140}))
     apply(m, replace(isr_change(5_000, (1, 2), (1,)), metadata_offset=150))
     assert health(m, 6_000)["metadata"]["stale_brokers"] == [2]

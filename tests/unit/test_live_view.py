@@ -38,8 +38,17 @@ def test_the_view_shows_the_follower_against_its_deadline() -> None:
     text = text_of(render(health.snapshot(), "header", []))
     lines = text.splitlines()
     heading = lines.index("Predicted shrinks: Kafka removes these followers from the ISR (1)")
-    assert lines[heading + 1].split() == ["partition", "follower", "leader", "removed", "in",
-                                          "lag", "time", "lag", "msgs"]  # fmt: skip
+    assert lines[heading + 1].split() == [
+        "partition",
+        "follower",
+        "leader",
+        "removed",
+        "in",
+        "lag",
+        "time",
+        "lag",
+        "msgs",
+    ]
     # shrink by last caught up (B, the election) + 1.5 x 10 s: 3 s from now; lag 12 s
     assert lines[heading + 2].split()[:5] == ["t-0", "2", "1", "3.0s", "12.0s"]
     assert "predicted 1" in text

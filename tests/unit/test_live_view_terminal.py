@@ -40,9 +40,13 @@ def screen_of(rows: int, columns: int, log: Path) -> list[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES")}
     env |= {"TERM": "xterm-256color", "ISRWATCH_VIEW_LOG": str(log)}
     child: pexpect.spawn[bytes] = pexpect.spawn(
-        sys.executable, ["-m", "tests.unit.live_view_screens"], cwd=str(ROOT), env=env,
-        dimensions=(rows, columns), timeout=60,
-    )  # fmt: skip
+        sys.executable,
+        ["-m", "tests.unit.live_view_screens"],
+        cwd=str(ROOT),
+        env=env,
+        dimensions=(rows, columns),
+        timeout=60,
+    )
     output = child.read()
     child.close()
     assert child.exitstatus == 0, output.decode(errors="replace")
@@ -77,9 +81,13 @@ def test_80x24_shows_what_matters_first(tmp_path: Path) -> None:
     screen = screen_of(24, 80, log)
     assert_only_the_view(screen, log)
     assert headings(screen) == [
-        f"{PREDICTED} (2)", f"{OVERDUE} (1)", f"{OFFLINE} (1)", f"{UNDER_MIN_ISR} (1)",
-        f"{URP} (2 of 6)", f"{OTHERS} (1 of 9)",
-    ]  # fmt: skip
+        f"{PREDICTED} (2)",
+        f"{OVERDUE} (1)",
+        f"{OFFLINE} (1)",
+        f"{UNDER_MIN_ISR} (1)",
+        f"{URP} (2 of 6)",
+        f"{OTHERS} (1 of 9)",
+    ]
     predicted = f"{PREDICTED} (2)"
     # soonest deadline first: NOW + 2 000, then NOW + 7 300
     assert row_after(screen, predicted) == ["orders-1", "3", "1", "2.0s", "43.0s", "800"]
@@ -98,9 +106,14 @@ def test_120x40_shows_everything_and_the_last_facts(tmp_path: Path) -> None:
     screen = screen_of(40, 120, log)
     assert_only_the_view(screen, log)
     assert headings(screen) == [
-        f"{PREDICTED} (2)", f"{OVERDUE} (1)", f"{OFFLINE} (1)", f"{UNDER_MIN_ISR} (1)",
-        f"{URP} (6)", f"{OTHERS} (9)", FACTS,
-    ]  # fmt: skip
+        f"{PREDICTED} (2)",
+        f"{OVERDUE} (1)",
+        f"{OFFLINE} (1)",
+        f"{UNDER_MIN_ISR} (1)",
+        f"{URP} (6)",
+        f"{OTHERS} (9)",
+        FACTS,
+    ]
     others = f"{OTHERS} (9)"
     assert row_after(screen, others, 9)[:6] == ["orders-4", "3", "1", "CATCHING_UP", "4.0s", "40"]
     # 9 s of T = 30 s on 24 cells for 0 .. 60 s: 4 filled, T at cell 12, 1.5 T at 18

@@ -59,8 +59,13 @@ def test_the_model_sees_a_controlled_shutdown_in_its_leader_and_isr() -> None:
 
     model = ReplicationModel(RuleSettings())
     live = tuple(BrokerRegistration(id=b, epoch=e) for b, e in LIVE.items())
-    model.apply([(0, BrokerChange(ts=0, live=live)), (1, leader_and_isr(0)),
-                 (2, leader_and_isr(5_000, epoch=1, isr=(1, 3)))])  # fmt: skip
+    model.apply(
+        [
+            (0, BrokerChange(ts=0, live=live)),
+            (1, leader_and_isr(0)),
+            (2, leader_and_isr(5_000, epoch=1, isr=(1, 3))),
+        ]
+    )
     assert model.maintenance.at(6_000, GRACE, MAX) == {
         2: Maintenance(MaintenanceState.SHUTTING_DOWN, 5_000)
     }

@@ -36,10 +36,14 @@ def first_batches() -> list[bytes]:
     """Offsets 0-3: leader change, topic t with one partition on [1, 2], a shrink to [1]."""
     return [
         syn.leader_change_batch(0, 1, T0, leader=1, voters=[1]),
-        syn.batch(1, 1, T0 + 10, [syn.topic_record("t", T),
-                                  syn.partition_record(0, T, 0, [1, 2], [1, 2], 1)]),
+        syn.batch(
+            1,
+            1,
+            T0 + 10,
+            [syn.topic_record("t", T), syn.partition_record(0, T, 0, [1, 2], [1, 2], 1)],
+        ),
         syn.batch(3, 1, T0 + 20, [syn.partition_change_record(0, T, 0, isr=[1])]),
-    ]  # fmt: skip
+    ]
 
 
 def expand(offset: int, ts: int) -> bytes:
@@ -53,8 +57,9 @@ def shrink(offset: int, ts: int) -> bytes:
 def collector(
     directory: Path, publisher: Recorder, state: Path | None, **kwargs: int
 ) -> MetadataLogCollector:
-    return MetadataLogCollector([directory], publisher, CollectorMetrics("metadata-log"), state,
-                                **kwargs)  # fmt: skip
+    return MetadataLogCollector(
+        [directory], publisher, CollectorMetrics("metadata-log"), state, **kwargs
+    )
 
 
 def drain(c: MetadataLogCollector) -> None:
@@ -145,8 +150,9 @@ def test_deleted_segment_resyncs_from_the_newest_snapshot(tmp_path: Path) -> Non
 
 
 def test_starts_from_a_snapshot_when_offset_zero_is_gone(tmp_path: Path) -> None:
-    snapshot = syn.batch(0, 2, T0, [
-        syn.topic_record("t", T), syn.partition_record(0, T, 0, [1, 2], [2], 2, 4, 9)])  # fmt: skip
+    snapshot = syn.batch(
+        0, 2, T0, [syn.topic_record("t", T), syn.partition_record(0, T, 0, [1, 2], [2], 2, 4, 9)]
+    )
     (tmp_path / "00000000000000000100-0000000002.checkpoint").write_bytes(snapshot)
     syn.write_segment(tmp_path, 100, [expand(100, T0 + 5)])
     out = Recorder()

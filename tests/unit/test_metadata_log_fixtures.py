@@ -72,11 +72,16 @@ def collected(name: str) -> tuple[MetadataLogCollector, list[InputRecord]]:
 
 def final_partitions(image_json: dict[str, Any]) -> dict[tuple[str, int], tuple[Any, ...]]:
     return {
-        (topic, int(p)): (s["leader"], s["leaderEpoch"], s["isr"], s["replicas"],
-                          s["partitionEpoch"])
+        (topic, int(p)): (
+            s["leader"],
+            s["leaderEpoch"],
+            s["isr"],
+            s["replicas"],
+            s["partitionEpoch"],
+        )
         for topic, t in image_json["topics"].items()
         for p, s in t["partitions"].items()
-    }  # fmt: skip
+    }
 
 
 def partitions_of(collector: MetadataLogCollector) -> dict[tuple[str, int], tuple[Any, ...]]:
@@ -118,11 +123,17 @@ def test_every_partition_change_has_kafkas_epochs(name: str) -> None:
         r = dict(zip(columns, row, strict=True))
         event = by_offset[r["offset"]]
         assert (event["topic"], event["partition"], event["ts"]) == (
-            r["topic"], r["partition"], r["timestamp"])  # fmt: skip
+            r["topic"],
+            r["partition"],
+            r["timestamp"],
+        )
         isr = event["isr"] if event["type"] == "LeaderAndIsr" else event["new_isr"]
         assert (isr, event["leader"], event["leader_epoch"], event["partition_epoch"]) == (
-            r["isr_after"], r["leader_after"], r["leaderEpoch_after"], r["partitionEpoch_after"]
-        ), r  # fmt: skip
+            r["isr_after"],
+            r["leader_after"],
+            r["leaderEpoch_after"],
+            r["partitionEpoch_after"],
+        ), r
         if event["type"] == "IsrChange":
             assert event["old_isr"] == r["isr_before"]
 
@@ -178,8 +189,11 @@ def test_every_record_of_every_type_and_version_is_decoded(name: str) -> None:
 def test_deleted_topic_is_announced() -> None:
     """ichwansh03: Kafka's controller log prints the RemoveTopicRecord of first_topic."""
     _, events = collected("ichwansh03-kafka-3.9.0-with-controller-log")
-    deleted = [e.value["deleted"] for e in events if e.value["type"] == "TopicChange"
-               and e.value["deleted"]]  # fmt: skip
+    deleted = [
+        e.value["deleted"]
+        for e in events
+        if e.value["type"] == "TopicChange" and e.value["deleted"]
+    ]
     assert deleted == [["first_topic"]]
 
 
@@ -198,7 +212,9 @@ def test_quorum_state_leader_is_the_last_controller_change(name: str) -> None:
         if state.get("leaderId", -1) < 0:
             continue
         assert (changes[-1]["controller_id"], changes[-1]["controller_epoch"]) == (
-            state["leaderId"], state["leaderEpoch"])  # fmt: skip
+            state["leaderId"],
+            state["leaderEpoch"],
+        )
         checked += 1
     # the 311-byte cut has no quorum-state; ftmhxp's shows an election in progress
     no_leader = {"codecrafters-kafka-tester-challenge-311", "ftmhxp-pipeline-cp7.8.0-3brokers"}
@@ -213,8 +229,10 @@ def test_events_follow_the_contract() -> None:
         assert collector.records  # something was decoded
 
 
-SNAPSHOT_FIXTURES = ["ftmhxp-pipeline-cp7.8.0-3brokers",
-                     "greenlemonT-kafka-temp-cp7.5.1-3brokers-flapping"]  # fmt: skip
+SNAPSHOT_FIXTURES = [
+    "ftmhxp-pipeline-cp7.8.0-3brokers",
+    "greenlemonT-kafka-temp-cp7.5.1-3brokers-flapping",
+]
 
 
 def position_of(log: bytes, offset: int) -> int:

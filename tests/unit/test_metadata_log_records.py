@@ -111,13 +111,19 @@ def test_broker_registration_change_versions(version: int) -> None:
 def test_small_records() -> None:
     assert decode_metadata_value(syn.remove_topic_record(TOPIC_ID)).fields == {"TopicId": TOPIC_ID}
     assert decode_metadata_value(syn.unregister_broker_record(5, 9)).fields == {
-        "BrokerId": 5, "BrokerEpoch": 9}  # fmt: skip
+        "BrokerId": 5,
+        "BrokerEpoch": 9,
+    }
     fence = decode_metadata_value(syn.fence_broker_record(1, 6, fence=True))
     unfence = decode_metadata_value(syn.fence_broker_record(1, 6, fence=False))
     assert (fence.name, unfence.name) == ("FenceBrokerRecord", "UnfenceBrokerRecord")
     config = decode_metadata_value(syn.config_record(2, "t", "min.insync.replicas", "2"))
-    assert config.fields == {"ResourceType": 2, "ResourceName": "t",
-                             "Name": "min.insync.replicas", "Value": "2"}  # fmt: skip
+    assert config.fields == {
+        "ResourceType": 2,
+        "ResourceName": "t",
+        "Name": "min.insync.replicas",
+        "Value": "2",
+    }
     deleted = decode_metadata_value(syn.config_record(2, "t", "min.insync.replicas", None))
     assert deleted.fields["Value"] is None
 

@@ -36,17 +36,27 @@ def test_topic_creation_is_a_topic_change_then_leader_and_isr() -> None:
     assert [e["type"] for e in out] == ["TopicChange", "LeaderAndIsr"]
     assert out[0]["created"] == {"t": {"0": [1, 2]}}
     assert out[1] == {
-        "type": "LeaderAndIsr", "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0,
-        "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0, "ts": T0,
-        "controller_epoch": 5, "controller_id": 3, "metadata_offset": 2,
-    }  # fmt: skip
+        "type": "LeaderAndIsr",
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 0,
+        "isr": [1, 2],
+        "replicas": [1, 2],
+        "partition_epoch": 0,
+        "ts": T0,
+        "controller_epoch": 5,
+        "controller_id": 3,
+        "metadata_offset": 2,
+    }
 
 
 def test_isr_only_change_keeps_the_leader_epoch_and_bumps_the_partition_epoch() -> None:
     replayer = MetadataReplayer()
     created(replayer)
-    (shrink,) = values(replayer, batch(3, syn.partition_change_record(0, T, 0, isr=[1, 3]),
-                                       ts=T0 + 50))  # fmt: skip
+    (shrink,) = values(
+        replayer, batch(3, syn.partition_change_record(0, T, 0, isr=[1, 3]), ts=T0 + 50)
+    )
     assert shrink["type"] == "IsrChange"
     assert (shrink["old_isr"], shrink["new_isr"], shrink["leader"]) == ([1, 2, 3], [1, 3], 1)
     assert (shrink["leader_epoch"], shrink["partition_epoch"]) == (0, 1)
@@ -68,8 +78,9 @@ def test_new_leader_and_no_leader() -> None:
     replayer = MetadataReplayer()
     created(replayer)
     values(replayer, batch(3, syn.partition_change_record(0, T, 0, leader=2)))
-    (offline,) = values(replayer, batch(4, syn.partition_change_record(0, T, 0, isr=[2],
-                                                                       leader=-1)))  # fmt: skip
+    (offline,) = values(
+        replayer, batch(4, syn.partition_change_record(0, T, 0, isr=[2], leader=-1))
+    )
     assert (offline["type"], offline["leader"], offline["isr"]) == ("LeaderAndIsr", -1, [2])
     assert (offline["leader_epoch"], offline["partition_epoch"]) == (2, 2)
 
@@ -86,18 +97,25 @@ def test_isr_change_of_a_leaderless_partition_is_a_leader_and_isr() -> None:
 def test_reassignment_replaces_the_replicas() -> None:
     replayer = MetadataReplayer()
     created(replayer)
-    (event,) = values(replayer, batch(3, syn.partition_change_record(
-        0, T, 0, replicas=[1, 2, 4], isr=[1, 2], leader=1)))  # fmt: skip
+    (event,) = values(
+        replayer,
+        batch(3, syn.partition_change_record(0, T, 0, replicas=[1, 2, 4], isr=[1, 2], leader=1)),
+    )
     assert (event["replicas"], event["isr"], event["leader_epoch"]) == ([1, 2, 4], [1, 2], 1)
 
 
 def test_a_change_that_moves_only_directories_still_counts_the_partition_epoch() -> None:
     replayer = MetadataReplayer()
     created(replayer)
-    (event,) = values(replayer, batch(3, syn.partition_change_record(
-        1, T, 0, directories=["AAAAAAAAAAAAAAAAAAAAAQ"] * 3)))  # fmt: skip
+    (event,) = values(
+        replayer,
+        batch(3, syn.partition_change_record(1, T, 0, directories=["AAAAAAAAAAAAAAAAAAAAAQ"] * 3)),
+    )
     assert (event["type"], event["leader_epoch"], event["partition_epoch"]) == (
-        "LeaderAndIsr", 0, 1)  # fmt: skip
+        "LeaderAndIsr",
+        0,
+        1,
+    )
 
 
 def test_change_of_unknown_partition_is_counted() -> None:
@@ -117,13 +135,16 @@ def test_topic_removal() -> None:
 def test_broker_registration_fencing_and_epochs() -> None:
     replayer = MetadataReplayer()
     assert values(replayer, batch(10, syn.register_broker_record(3, 1, 10))) == []  # fenced
-    (unfenced,) = values(replayer, batch(11, syn.broker_registration_change_record(
-        0, 1, 10, fenced=-1)))  # fmt: skip
+    (unfenced,) = values(
+        replayer, batch(11, syn.broker_registration_change_record(0, 1, 10, fenced=-1))
+    )
     assert unfenced["live"] == [{"id": 1, "epoch": 10}]
     assert unfenced["metadata_offset"] == 11
     values(replayer, batch(12, syn.register_broker_record(2, 2, 12, fenced=False)))
-    (fenced,) = values(replayer, batch(13, syn.broker_registration_change_record(
-        1, 1, 10, fenced=1, controlled_shutdown=1)))  # fmt: skip
+    (fenced,) = values(
+        replayer,
+        batch(13, syn.broker_registration_change_record(1, 1, 10, fenced=1, controlled_shutdown=1)),
+    )
     assert fenced["live"] == [{"id": 2, "epoch": 12}]
     (back,) = values(replayer, batch(20, syn.register_broker_record(3, 1, 20, fenced=False)))
     assert back["live"] == [{"id": 1, "epoch": 20}, {"id": 2, "epoch": 12}]  # a new epoch
@@ -148,15 +169,18 @@ def test_configs_topic_own_value_over_cluster_default() -> None:
     lag = syn.config_record(4, "", "replica.lag.time.max.ms", "10000")
     out = values(replayer, batch(5, min_isr, lag))
     assert [(e["type"], e.get("topic", e.get("broker"))) for e in out] == [
-        ("TopicConfig", "t"), ("BrokerConfig", 1)]  # fmt: skip
+        ("TopicConfig", "t"),
+        ("BrokerConfig", 1),
+    ]
     assert (out[0]["min_insync_replicas"], out[1]["replica_lag_time_max_ms"]) == (2, 10000)
     (own,) = values(replayer, batch(7, syn.config_record(2, "t", "min.insync.replicas", "3")))
     assert own["min_insync_replicas"] == 3
     assert values(replayer, batch(8, syn.config_record(2, "t", "retention.ms", "1"))) == []
     (back,) = values(replayer, batch(9, syn.config_record(2, "t", "min.insync.replicas", None)))
     assert back["min_insync_replicas"] == 2  # the cluster default again
-    (per_broker,) = values(replayer, batch(10, syn.config_record(
-        4, "1", "replica.lag.time.max.ms", "5000")))  # fmt: skip
+    (per_broker,) = values(
+        replayer, batch(10, syn.config_record(4, "1", "replica.lag.time.max.ms", "5000"))
+    )
     assert (per_broker["broker"], per_broker["replica_lag_time_max_ms"]) == (1, 5000)
 
 
@@ -174,8 +198,14 @@ def test_transaction_takes_effect_at_its_end() -> None:
 
 def test_aborted_transaction_leaves_nothing() -> None:
     replayer = MetadataReplayer()
-    replayer.replay(batch(1, syn.begin_transaction_record(), syn.topic_record("t", T),
-                          syn.partition_record(0, T, 0, [1], [1], 1)))  # fmt: skip
+    replayer.replay(
+        batch(
+            1,
+            syn.begin_transaction_record(),
+            syn.topic_record("t", T),
+            syn.partition_record(0, T, 0, [1], [1], 1),
+        )
+    )
     assert values(replayer, batch(4, syn.abort_transaction_record())) == []
     assert replayer.image.topic_names == {}
     assert replayer.dropped["aborted_transaction"] == 1
@@ -183,10 +213,21 @@ def test_aborted_transaction_leaves_nothing() -> None:
 
 def test_leader_change_is_a_controller_change_and_stamps_later_events() -> None:
     replayer = MetadataReplayer()
-    out = [dict(e.value) for e in replayer.replay(parse_batch(
-        syn.leader_change_batch(0, 7, T0, leader=2, voters=[1, 2, 3])))]  # fmt: skip
-    assert out == [{"type": "ControllerChange", "ts": T0, "controller_id": 2,
-                    "controller_epoch": 7, "metadata_offset": 0}]  # fmt: skip
+    out = [
+        dict(e.value)
+        for e in replayer.replay(
+            parse_batch(syn.leader_change_batch(0, 7, T0, leader=2, voters=[1, 2, 3]))
+        )
+    ]
+    assert out == [
+        {
+            "type": "ControllerChange",
+            "ts": T0,
+            "controller_id": 2,
+            "controller_epoch": 7,
+            "metadata_offset": 0,
+        }
+    ]
     created(replayer)  # written in epoch 5, not 7: no controller id is claimed
     (event,) = values(replayer, batch(3, syn.partition_change_record(0, T, 0, isr=[1]), epoch=7))
     assert (event["controller_id"], event["controller_epoch"]) == (2, 7)
@@ -194,7 +235,11 @@ def test_leader_change_is_a_controller_change_and_stamps_later_events() -> None:
 
 def test_no_op_records_give_nothing() -> None:
     replayer = MetadataReplayer()
-    assert replayer.replay(batch(1, syn.no_op_record(), syn.feature_level_record(
-        "metadata.version", 21))) == []  # fmt: skip
+    assert (
+        replayer.replay(
+            batch(1, syn.no_op_record(), syn.feature_level_record("metadata.version", 21))
+        )
+        == []
+    )
     assert replayer.image.features == {"metadata.version": 21}
     assert replayer.records["NoOpRecord v0"] == 1

@@ -19,38 +19,71 @@ from streaming.tools.embedded_broker import free_port
 
 def shard_stats(shard: int, **overrides: Any) -> ShardStats:
     stats: dict[str, Any] = {
-        "shard": shard, "applied": {"FetchResponse": 10, "IsrChange": 1},
-        "applied_total": {"FetchResponse": 100}, "rejected": {}, "late": 0, "duplicates": 0,
-        "fetch_error_responses": 0, "fetch_error_responses_total": 0,
+        "shard": shard,
+        "applied": {"FetchResponse": 10, "IsrChange": 1},
+        "applied_total": {"FetchResponse": 100},
+        "rejected": {},
+        "late": 0,
+        "duplicates": 0,
+        "fetch_error_responses": 0,
+        "fetch_error_responses_total": 0,
         "isr_transitions": [["orders", 1, "shrink", False]],
-        "propagation_delays_ms": [5_500], "bounced_brokers": [], "clock_ms": 1_700_000_000_000,
-        "now_ms": 1_700_000_000_000, "partitions": 2,
-        "topics": {"orders": {
-            "partitions": 2, "under_replicated": 1, "under_min_isr": 0, "at_min_isr": 1,
-            "offline": 0, "predicted_under_replicated": 0,
-            "followers": {"IN_SYNC": 3, "LAGGING": 1},
-            "metadata_stale_expected": 1, "metadata_stale_overdue": 0}},
-        "brokers": {"1": {"followers": {}, "leads": {"partitions": 2, "under_replicated": 1}},
-                    "3": {"followers": {"IN_SYNC": 1, "LAGGING": 1}, "leads": {}}},
+        "propagation_delays_ms": [5_500],
+        "bounced_brokers": [],
+        "clock_ms": 1_700_000_000_000,
+        "now_ms": 1_700_000_000_000,
+        "partitions": 2,
+        "topics": {
+            "orders": {
+                "partitions": 2,
+                "under_replicated": 1,
+                "under_min_isr": 0,
+                "at_min_isr": 1,
+                "offline": 0,
+                "predicted_under_replicated": 0,
+                "followers": {"IN_SYNC": 3, "LAGGING": 1},
+                "metadata_stale_expected": 1,
+                "metadata_stale_overdue": 0,
+            }
+        },
+        "brokers": {
+            "1": {"followers": {}, "leads": {"partitions": 2, "under_replicated": 1}},
+            "3": {"followers": {"IN_SYNC": 1, "LAGGING": 1}, "leads": {}},
+        },
         "unhealthy": [],
-    }  # fmt: skip
+    }
     return msgspec.convert({**stats, **overrides}, ShardStats)
 
 
 def unhealthy_record(partition: int) -> dict[str, Any]:
     return {
-        "topic": "orders", "partition": partition, "leader": 1, "under_replicated": True,
-        "under_min_isr": False, "at_min_isr": True, "offline": False,
-        "predicted_under_replicated": False, "high_watermark": 5_000, "leader_leo": 5_100,
+        "topic": "orders",
+        "partition": partition,
+        "leader": 1,
+        "under_replicated": True,
+        "under_min_isr": False,
+        "at_min_isr": True,
+        "offline": False,
+        "predicted_under_replicated": False,
+        "high_watermark": 5_000,
+        "leader_leo": 5_100,
         "replica_lag_time_max_ms": 30_000,
         "followers": [
             {"broker": 2, "status": "IN_SYNC", "lag_time_ms": 0, "lag_messages": 0},
-            {"broker": 3, "status": "SHRINK_ELIGIBLE", "lag_time_ms": 32_000,
-             "lag_messages": 1_100, "shrink_by_ms": 1_700_000_025_000},
+            {
+                "broker": 3,
+                "status": "SHRINK_ELIGIBLE",
+                "lag_time_ms": 32_000,
+                "lag_messages": 1_100,
+                "shrink_by_ms": 1_700_000_025_000,
+            },
         ],
-        "metadata": {"state": "STALE_EXPECTED", "blackout_earliest_ms": 1_700_000_001_000,
-                     "blackout_latest_ms": 1_700_000_003_500},
-    }  # fmt: skip
+        "metadata": {
+            "state": "STALE_EXPECTED",
+            "blackout_earliest_ms": 1_700_000_001_000,
+            "blackout_latest_ms": 1_700_000_003_500,
+        },
+    }
 
 
 def samples(exporter: HealthExporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -104,14 +137,20 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, unhealthy=[unhealthy_record(7)])], {}, 0.1)
     got = samples(exporter)
-    follower = (("broker", "3"), ("leader", "1"), ("partition", "7"),
-                ("status", "SHRINK_ELIGIBLE"), ("topic", "orders"))  # fmt: skip
+    follower = (
+        ("broker", "3"),
+        ("leader", "1"),
+        ("partition", "7"),
+        ("status", "SHRINK_ELIGIBLE"),
+        ("topic", "orders"),
+    )
     assert got[("isrwatch_follower_status", follower)] == 1
     assert got[("isrwatch_follower_lag_time_seconds", follower)] == 32
     assert got[("isrwatch_follower_lag_messages", follower)] == 1_100
     assert got[("isrwatch_follower_shrink_deadline_seconds", follower)] == 1_700_000_025
-    conditions = {dict(labels)["condition"] for name, labels in got
-                  if name == "isrwatch_partition_condition"}  # fmt: skip
+    conditions = {
+        dict(labels)["condition"] for name, labels in got if name == "isrwatch_partition_condition"
+    }
     assert conditions == {"under_replicated", "metadata_stale_expected"}
     partition = (("partition", "7"), ("topic", "orders"))
     assert got[("isrwatch_partition_high_watermark", partition)] == 5_000
@@ -130,11 +169,21 @@ def test_a_follower_without_lag_time_has_a_status_and_no_time_series() -> None:
     record = unhealthy_record(7)
     record["followers"] = [
         {"broker": 3, "status": "OUT_OF_SYNC", "lag_time_ms": None, "lag_messages": None},
-        {"broker": 2, "status": "SHRINK_OVERDUE", "lag_time_ms": None, "lag_messages": 40,
-         "shrink_by_ms": 1_700_000_025_000},
-        {"broker": 4, "status": "SHRINK_OVERDUE", "lag_time_ms": None, "lag_messages": 40,
-         "shrink_by_ms": None},
-    ]  # fmt: skip
+        {
+            "broker": 2,
+            "status": "SHRINK_OVERDUE",
+            "lag_time_ms": None,
+            "lag_messages": 40,
+            "shrink_by_ms": 1_700_000_025_000,
+        },
+        {
+            "broker": 4,
+            "status": "SHRINK_OVERDUE",
+            "lag_time_ms": None,
+            "lag_messages": 40,
+            "shrink_by_ms": None,
+        },
+    ]
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, unhealthy=[record])], {}, 0.1)
     got = samples(exporter)
@@ -149,18 +198,25 @@ def test_a_follower_without_lag_time_has_a_status_and_no_time_series() -> None:
         ("4", "SHRINK_OVERDUE"): 1,
     }
     assert not [key for key in got if key[0] == "isrwatch_follower_lag_time_seconds"]
-    deadlines = [dict(labels)["broker"] for name, labels in got
-                 if name == "isrwatch_follower_shrink_deadline_seconds"]  # fmt: skip
+    deadlines = [
+        dict(labels)["broker"]
+        for name, labels in got
+        if name == "isrwatch_follower_shrink_deadline_seconds"
+    ]
     assert deadlines == ["2"]
-    messages = [dict(labels)["broker"] for name, labels in got
-                if name == "isrwatch_follower_lag_messages"]  # fmt: skip
+    messages = [
+        dict(labels)["broker"] for name, labels in got if name == "isrwatch_follower_lag_messages"
+    ]
     assert sorted(messages) == ["2", "4"]
 
 
 def test_no_blackout_series_without_a_predicted_window() -> None:
     record = unhealthy_record(7)
-    record["metadata"] = {"state": "CONSISTENT", "blackout_earliest_ms": None,
-                          "blackout_latest_ms": None}  # fmt: skip
+    record["metadata"] = {
+        "state": "CONSISTENT",
+        "blackout_earliest_ms": None,
+        "blackout_latest_ms": None,
+    }
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, unhealthy=[record])], {}, 0.1)
     names = {name for name, _ in samples(exporter)}
@@ -172,10 +228,17 @@ def test_source_health_comes_from_the_readers_status_file(tmp_path: Path) -> Non
     status = tmp_path / "source-status.json"
     exporter = HealthExporter(source_status=status)
     assert not [k for k in samples(exporter) if k[0].startswith("isrwatch_source_")]
-    status.write_text(json.dumps({
-        "consecutive_failures": 4, "failures_total": 9, "last_error": "NoBrokersAvailable",
-        "last_error_at": 1_700_000_100.0, "last_success_at": 1_700_000_000.0,
-    }))  # fmt: skip
+    status.write_text(
+        json.dumps(
+            {
+                "consecutive_failures": 4,
+                "failures_total": 9,
+                "last_error": "NoBrokersAvailable",
+                "last_error_at": 1_700_000_100.0,
+                "last_success_at": 1_700_000_000.0,
+            }
+        )
+    )
     got = samples(exporter)
     assert got[("isrwatch_source_up", ())] == 0
     assert got[("isrwatch_source_consecutive_failures", ())] == 4
@@ -192,8 +255,11 @@ def test_counters_start_at_zero_for_label_values_known_in_advance() -> None:
     assert got[("isrwatch_events_total", errors)] == 0
     assert not [k for k in got if k[0] == "isrwatch_broker_bounces_total"]
     exporter.record_batch([shard_stats(0)], {}, 0.1)  # brokers 1 and 3 are known now
-    bounces = {dict(labels)["broker"]: value for (name, labels), value in samples(exporter).items()
-               if name == "isrwatch_broker_bounces_total"}  # fmt: skip
+    bounces = {
+        dict(labels)["broker"]: value
+        for (name, labels), value in samples(exporter).items()
+        if name == "isrwatch_broker_bounces_total"
+    }
     assert bounces == {"1": 0, "3": 0}
     exporter.record_batch([shard_stats(0, bounced_brokers=[3])], {}, 0.1)
     assert samples(exporter)[("isrwatch_broker_bounces_total", (("broker", "3"),))] == 1
@@ -230,19 +296,22 @@ def test_the_cause_of_a_failing_connection_is_a_labelled_series_while_it_fails(
     status = tmp_path / "source-status.json"
     exporter = HealthExporter(source_status=status)
     failing = {
-        "bootstrap_servers": ["k1:9093", "k2:9093"], "consecutive_failures": 2,
-        "failures_total": 2, "last_error": "authentication failed connecting to Kafka at ...",
-        "last_error_reason": "authentication", "last_error_at": 1_700_000_100.0,
+        "bootstrap_servers": ["k1:9093", "k2:9093"],
+        "consecutive_failures": 2,
+        "failures_total": 2,
+        "last_error": "authentication failed connecting to Kafka at ...",
+        "last_error_reason": "authentication",
+        "last_error_at": 1_700_000_100.0,
         "last_success_at": None,
-    }  # fmt: skip
+    }
     status.write_text(json.dumps(failing))
-    errors = {k: v for k, v in samples(exporter).items()
-              if k[0] == "isrwatch_source_connection_error"}  # fmt: skip
+    errors = {
+        k: v for k, v in samples(exporter).items() if k[0] == "isrwatch_source_connection_error"
+    }
     labels = (("bootstrap_servers", "k1:9093,k2:9093"), ("reason", "authentication"))
     assert errors == {("isrwatch_source_connection_error", labels): 1}
     # Connected again: no series at all (the reader clears the reason with the failures).
-    status.write_text(json.dumps({**failing, "consecutive_failures": 0,
-                                  "last_error_reason": None}))  # fmt: skip
+    status.write_text(json.dumps({**failing, "consecutive_failures": 0, "last_error_reason": None}))
     assert not [k for k in samples(exporter) if k[0] == "isrwatch_source_connection_error"]
     # A failure that is not about connecting (no reason): down, but no cause to show.
     status.write_text(json.dumps({**failing, "last_error_reason": None}))

@@ -19,22 +19,40 @@ from tests.unit.test_metrics import samples, shard_stats
 
 
 def lagging(partition: int, broker: int, status: str = "LAGGING") -> dict[str, Any]:
-    return {"topic": "orders", "partition": partition, "leader": 1, "isr": [1, broker],
-            "offline": False, "under_replicated": status != "LAGGING",
-            "followers": [{"broker": broker, "status": status}],
-            "metadata": {"state": "CONSISTENT", "stale_brokers": []}}  # fmt: skip
+    return {
+        "topic": "orders",
+        "partition": partition,
+        "leader": 1,
+        "isr": [1, broker],
+        "offline": False,
+        "under_replicated": status != "LAGGING",
+        "followers": [{"broker": broker, "status": status}],
+        "metadata": {"state": "CONSISTENT", "stale_brokers": []},
+    }
 
 
 def test_cause_planned_maintenance_and_flapping_series() -> None:
     # broker 3 lags on 2 of its 3 replicas (from leader 1 only: its fetcher); broker 2 is
     # catching up after a restart (planned) in partition 5, under-replicated
-    shape = ClusterShape.from_json({
-        "pairs": [[3, 1, 3], [2, 1, 3]], "led": [[1, 6]], "live": [1, 2, 3],
-        "maintenance": [[2, "restarted", 1_700_000_000_000]],
-    })  # fmt: skip
+    shape = ClusterShape.from_json(
+        {
+            "pairs": [[3, 1, 3], [2, 1, 3]],
+            "led": [[1, 6]],
+            "live": [1, 2, 3],
+            "maintenance": [[2, "restarted", 1_700_000_000_000]],
+        }
+    )
     records = [lagging(0, 3), lagging(1, 3), lagging(5, 2, "OUT_OF_SYNC")]
-    flap = {"topic": "orders", "partition": 4, "broker": 3, "leader": 1, "shrinks": 3,
-            "expands": 2, "period_ms": 4_500, "last_shrink_ms": 1_700_000_000_000}  # fmt: skip
+    flap = {
+        "topic": "orders",
+        "partition": 4,
+        "broker": 3,
+        "leader": 1,
+        "shrinks": 3,
+        "expands": 2,
+        "period_ms": 4_500,
+        "last_shrink_ms": 1_700_000_000_000,
+    }
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, flapping=[flap])], {}, 0.1)
     exporter.record_causes(attribute(UnhealthyPartitions.of(records), shape))
@@ -75,8 +93,10 @@ def test_the_sink_writes_causes_and_rewrites_a_record_whose_cause_changed(
     def batch(unhealthy: list[dict[str, Any]], health_keys: list[int]) -> dict[str, Any]:
         stats = shard_stats(0, unhealthy=unhealthy, cause_shape=shape)
         rows = [{"kind": STATS, "key": "0", "value": encode(stats)}]
-        rows += [{"kind": HEALTH, "key": f"orders:{p}", "value": json.dumps(lagging(p, 3))}
-                 for p in health_keys]  # fmt: skip
+        rows += [
+            {"kind": HEALTH, "key": f"orders:{p}", "value": json.dumps(lagging(p, 3))}
+            for p in health_keys
+        ]
         before = out.path.read_text().splitlines() if out.path.exists() else []
         sink.write(next(batch_ids), pd.DataFrame(rows), time.monotonic())
         written = [json.loads(line) for line in out.path.read_text().splitlines()[len(before) :]]

@@ -49,12 +49,21 @@ def partial_leader(ts: int, leader: int, partition: int = 0, topic: str = TOPIC)
 
 
 def committed(
-    ts: int, new: tuple[int, ...], partition_epoch: int | None = None, leader: int = 1,
+    ts: int,
+    new: tuple[int, ...],
+    partition_epoch: int | None = None,
+    leader: int = 1,
     partition: int = 0,
-) -> IsrChange:  # fmt: skip
+) -> IsrChange:
     """A Kafka 2.8+ ``ISR updated to ...`` line with nothing before it: no old_isr."""
-    return IsrChange(ts=ts, topic=TOPIC, partition=partition, leader=leader, new_isr=new,
-                     partition_epoch=partition_epoch)  # fmt: skip
+    return IsrChange(
+        ts=ts,
+        topic=TOPIC,
+        partition=partition,
+        leader=leader,
+        new_isr=new,
+        partition_epoch=partition_epoch,
+    )
 
 
 def parsed(record: dict[str, Any]) -> object:
@@ -80,10 +89,19 @@ def test_the_schema_accepts_the_partial_forms() -> None:
     assert isinstance(leaderless, LeaderAndIsr)
     assert leaderless.is_partial
     assert leaderless.leader == -1
-    change = parsed({"type": "IsrChange", "ts": 6, **TP, "leader": 1, "new_isr": [2, 1, 3],
-                     "partition_epoch": 18})  # fmt: skip
-    assert change == IsrChange(ts=6, topic="t", partition=2, leader=1, new_isr=(2, 1, 3),
-                               partition_epoch=18)  # fmt: skip
+    change = parsed(
+        {
+            "type": "IsrChange",
+            "ts": 6,
+            **TP,
+            "leader": 1,
+            "new_isr": [2, 1, 3],
+            "partition_epoch": 18,
+        }
+    )
+    assert change == IsrChange(
+        ts=6, topic="t", partition=2, leader=1, new_isr=(2, 1, 3), partition_epoch=18
+    )
     assert isinstance(change, IsrChange)
     assert change.old_isr is None
     assert parsed({"type": "ControllerChange", "ts": 7, "controller_id": 0}) == ControllerChange(
@@ -112,13 +130,19 @@ def _some(*names: str) -> dict[str, Any]:
         (_some() | {"leader": -2}, R.INVALID_VALUE, "leader must be >= -1"),
         ({"type": "IsrChange", "ts": 6, **TP, "leader": 1}, R.MISSING_FIELD, "field new_isr"),
         ({"type": "IsrChange", "ts": 6, **TP, "new_isr": [1]}, R.MISSING_FIELD, "field leader"),
-        ({"type": "IsrChange", "ts": 6, **TP, "leader": 1, "new_isr": [1], "old_isr": None},
-         R.WRONG_TYPE, "old_isr must be array, not null"),  # absent, not null
+        (
+            {"type": "IsrChange", "ts": 6, **TP, "leader": 1, "new_isr": [1], "old_isr": None},
+            R.WRONG_TYPE,
+            "old_isr must be array, not null",
+        ),  # absent, not null
         ({"type": "ControllerChange", "ts": 7}, R.MISSING_FIELD, "field controller_id"),
-        ({"type": "ControllerChange", "ts": 7, "controller_id": 0, "controller_epoch": None},
-         R.WRONG_TYPE, "controller_epoch must be integer, not null"),
+        (
+            {"type": "ControllerChange", "ts": 7, "controller_id": 0, "controller_epoch": None},
+            R.WRONG_TYPE,
+            "controller_epoch must be integer, not null",
+        ),
     ],
-)  # fmt: skip
+)
 def test_a_partial_event_missing_a_required_field_is_a_dead_letter(
     record: dict[str, Any], reason: DeadLetterReason, detail: str
 ) -> None:
@@ -156,8 +180,12 @@ def test_an_isr_change_without_the_old_isr_changes_the_isr_the_model_holds() -> 
     assert shrink.applied["IsrChange"] == 1
     [t] = shrink.isr_transitions
     assert (t.kind, t.by_controller, t.removed, t.added, t.ts) == (
-        IsrChangeKind.SHRINK, False, (2,), (), 1_000
-    )  # fmt: skip
+        IsrChangeKind.SHRINK,
+        False,
+        (2,),
+        (),
+        1_000,
+    )
     row = m.table.live_row_of(TOPIC, 0)
     assert (m.table.isr[row], int(m.table.partition_epoch[row])) == ((1, 3), 11)
     assert int(m.table.isr_changed_ms[row]) == 1_000
@@ -182,9 +210,12 @@ def test_an_isr_change_without_the_old_isr_is_fenced_as_the_full_form() -> None:
         IsrChange(ts=1_000, topic=TOPIC, partition=0, leader=1, new_isr=(1,), leader_epoch=4),
     )
     assert report.rejected_reasons == [
-        R.STALE_PARTITION_EPOCH, R.NOT_LEADER, R.UNKNOWN_PARTITION,
-        R.STALE_LEADER_EPOCH, R.UNKNOWN_LEADER_EPOCH,
-    ]  # fmt: skip
+        R.STALE_PARTITION_EPOCH,
+        R.NOT_LEADER,
+        R.UNKNOWN_PARTITION,
+        R.STALE_LEADER_EPOCH,
+        R.UNKNOWN_LEADER_EPOCH,
+    ]
     assert health(m, 1_000)["isr"] == [1, 2, 3]
     # the boundary: the partition epoch held (10) is not older, so it applies
     report = apply(m, committed(1_500, (1, 2), partition_epoch=10))
@@ -337,8 +368,9 @@ def test_a_partial_event_is_routed_like_its_full_form(partition: int) -> None:
     change = committed(1, (1, 2), partition=partition)
     owner = shard_of(TOPIC, partition, 4)
     assert [(p.shard, p.counted) for p in split_for_shards(change, 4)] == [
-        (owner, True), *((s, False) for s in range(4) if s != owner)
-    ]  # fmt: skip
+        (owner, True),
+        *((s, False) for s in range(4) if s != owner),
+    ]
 
 
 def _envelope(value: dict[str, Any]) -> dict[str, Any]:
@@ -349,19 +381,43 @@ def partial_story() -> list[dict[str, Any]]:
     """t-0..t-5 elected (leader 1, epoch 2); t-1 and t-4 change leader with no epoch; t-0
     commits ISR 1,2 with no ISR before it; a stale LeaderAndIsr of t-1; a LeaderAndIsr of
     t-5 with a leader epoch and nothing else."""
-    base = {"type": "LeaderAndIsr", "topic": "t", "leader": 1, "leader_epoch": 2,
-            "isr": [1, 2, 3], "replicas": [1, 2, 3], "partition_epoch": 2}  # fmt: skip
+    base = {
+        "type": "LeaderAndIsr",
+        "topic": "t",
+        "leader": 1,
+        "leader_epoch": 2,
+        "isr": [1, 2, 3],
+        "replicas": [1, 2, 3],
+        "partition_epoch": 2,
+    }
     return [
         *(_envelope({**base, "ts": 100, "partition": p}) for p in range(6)),
         _envelope({"type": "LeaderAndIsr", "ts": 200, "topic": "t", "partition": 1, "leader": 2}),
         _envelope({"type": "LeaderAndIsr", "ts": 210, "topic": "t", "partition": 4, "leader": 3}),
-        _envelope({"type": "IsrChange", "ts": 300, "topic": "t", "partition": 0, "leader": 1,
-                   "new_isr": [1, 2], "partition_epoch": 3}),
+        _envelope(
+            {
+                "type": "IsrChange",
+                "ts": 300,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "new_isr": [1, 2],
+                "partition_epoch": 3,
+            }
+        ),
         _envelope({**base, "ts": 400, "partition": 1}),  # epoch 2 again: stale now
-        _envelope({"type": "LeaderAndIsr", "ts": 500, "topic": "t", "partition": 5, "leader": 2,
-                   "leader_epoch": 3}),
+        _envelope(
+            {
+                "type": "LeaderAndIsr",
+                "ts": 500,
+                "topic": "t",
+                "partition": 5,
+                "leader": 2,
+                "leader_epoch": 3,
+            }
+        ),
         _envelope({"type": "ControllerChange", "ts": 600, "controller_id": 1}),
-    ]  # fmt: skip
+    ]
 
 
 STORY_LEADERS = {"t:0": 1, "t:1": 2, "t:2": 1, "t:3": 1, "t:4": 3, "t:5": 1}
@@ -391,8 +447,9 @@ def test_replay_applies_partial_events() -> None:
         STORY_LEADERS
     )
     assert [(line, letter.reason) for line, letter in result.dead_letters] == [
-        (10, R.STALE_LEADER_EPOCH), (11, R.MISSING_FIELD),
-    ]  # fmt: skip
+        (10, R.STALE_LEADER_EPOCH),
+        (11, R.MISSING_FIELD),
+    ]
     assert result.report.applied["LeaderAndIsr"] == 8  # 6 elections, 2 partial changes
     assert result.report.applied["IsrChange"] == 1
     assert result.report.applied["ControllerChange"] == 1

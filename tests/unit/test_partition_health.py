@@ -70,19 +70,41 @@ def test_record_has_every_field_of_the_contract() -> None:
     apply(m, leader_and_isr(0), fetch(1_000, follower=2, offset=5, leader_leo=10, hw=5))
     record = health(m, 1_000)
     assert list(record) == [
-        "topic", "partition", "as_of_ms", "leader", "leader_epoch", "replicas", "isr",
-        "min_insync_replicas", "high_watermark", "leader_leo", "under_replicated",
-        "under_min_isr", "at_min_isr", "offline", "predicted_under_replicated", "followers",
+        "topic",
+        "partition",
+        "as_of_ms",
+        "leader",
+        "leader_epoch",
+        "replicas",
+        "isr",
+        "min_insync_replicas",
+        "high_watermark",
+        "leader_leo",
+        "under_replicated",
+        "under_min_isr",
+        "at_min_isr",
+        "offline",
+        "predicted_under_replicated",
+        "followers",
         "metadata",
-    ]  # fmt: skip
+    ]
     assert record["min_insync_replicas"] == 1  # no TopicConfig: the configured default
     assert list(record["followers"][0]) == [
-        "broker", "in_isr", "fetch_offset", "last_caught_up_ms", "lag_time_ms",
-        "lag_time_unknown", "lag_messages", "status",
-    ]  # fmt: skip
+        "broker",
+        "in_isr",
+        "fetch_offset",
+        "last_caught_up_ms",
+        "lag_time_ms",
+        "lag_time_unknown",
+        "lag_messages",
+        "status",
+    ]
     assert list(record["metadata"]) == [
-        "stale_brokers", "state", "blackout_earliest_ms", "blackout_latest_ms",
-    ]  # fmt: skip
+        "stale_brokers",
+        "state",
+        "blackout_earliest_ms",
+        "blackout_latest_ms",
+    ]
 
 
 def test_records_are_sorted_by_topic_then_partition() -> None:

@@ -58,8 +58,9 @@ def test_a_deleted_row_holds_the_fills_of_a_new_one_but_its_identity() -> None:
     fresh = PartitionTable(partition_capacity=2, replica_capacity=2)
     table.delete(0)
     for column in CLEARED:
-        np.testing.assert_array_equal(getattr(table, column.name)[0],
-                                      getattr(fresh, column.name)[0])  # fmt: skip
+        np.testing.assert_array_equal(
+            getattr(table, column.name)[0], getattr(fresh, column.name)[0]
+        )
     for listed in LIST_COLUMNS:
         assert getattr(table, listed.name)[0] == getattr(fresh, listed.name)[0]
     assert (int(table.topic_id[0]), int(table.partition[0])) == (0, 0)

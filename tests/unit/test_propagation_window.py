@@ -101,9 +101,11 @@ def test_propagation_freezes_the_window_and_update_metadata_ends_staleness() -> 
     assert report.propagation_delays_ms == []
     report = apply(m, update_metadata(25_500, 3, (1, 2)))
     assert health(m, 25_500)["metadata"] == {
-        "stale_brokers": [], "state": "CONSISTENT",
-        "blackout_earliest_ms": None, "blackout_latest_ms": None,
-    }  # fmt: skip
+        "stale_brokers": [],
+        "state": "CONSISTENT",
+        "blackout_earliest_ms": None,
+        "blackout_latest_ms": None,
+    }
     assert report.propagation_delays_ms == [5_500]  # 25 500 - 20 000
 
 
@@ -150,20 +152,27 @@ def test_controller_change_in_zk_mode_is_sent_with_update_metadata() -> None:
     apply(m, leader_and_isr(50_000, leader=2, epoch=1, isr=(2, 3)))
     meta = health(m, 52_000)["metadata"]
     assert (meta["state"], meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (
-        "STALE_EXPECTED", 50_000, 50_000,
-    )  # fmt: skip
+        "STALE_EXPECTED",
+        50_000,
+        50_000,
+    )
     assert health(m, 52_001)["metadata"]["state"] == "STALE_OVERDUE"
 
 
 def test_kraft_mode_window_is_the_change_plus_the_configured_bound() -> None:
-    kraft = {"propagation": PropagationSettings(mode=PropagationMode.KRAFT,
-                                                kraft_propagation_max_ms=1_000)}  # fmt: skip
+    kraft = {
+        "propagation": PropagationSettings(
+            mode=PropagationMode.KRAFT, kraft_propagation_max_ms=1_000
+        )
+    }
     m = consistent_model(**kraft)
     apply(m, isr_change(20_000, (1, 2, 3), (1, 2)))
     meta = health(m, 23_000)["metadata"]
     assert (meta["state"], meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (
-        "STALE_EXPECTED", 20_000, 21_000,
-    )  # fmt: skip
+        "STALE_EXPECTED",
+        20_000,
+        21_000,
+    )
     assert health(m, 23_001)["metadata"]["state"] == "STALE_OVERDUE"  # 21 000 + 2 000 slack
 
 
@@ -191,9 +200,11 @@ def test_a_change_left_pending_does_not_make_later_changes_overdue() -> None:
     # a = c = 300 000 and p unknown: d = 305 000, window (305 000, 307 500].
     meta = health(m, 300_000, partition=1)["metadata"]
     assert meta == {
-        "stale_brokers": [1], "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": 305_000, "blackout_latest_ms": 307_500,
-    }  # fmt: skip
+        "stale_brokers": [1],
+        "state": "STALE_EXPECTED",
+        "blackout_earliest_ms": 305_000,
+        "blackout_latest_ms": 307_500,
+    }
 
 
 def test_expired_pending_change_is_judged_against_its_own_window() -> None:

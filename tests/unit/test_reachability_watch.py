@@ -42,9 +42,12 @@ from streaming.tools.probe import Check, assess, read_exposition
     ],
 )
 def test_timing_rule_boundaries(
-    trigger_ms: int, request_timeout_ms: int, timeout_ms: float, interval_ms: float,
+    trigger_ms: int,
+    request_timeout_ms: int,
+    timeout_ms: float,
+    interval_ms: float,
     bound_s: float,
-) -> None:  # fmt: skip
+) -> None:
     timing = watch_timing(trigger_ms, request_timeout_ms)
     assert (timing.timeout_ms, timing.interval_ms) == (timeout_ms, interval_ms)
     assert timing.detection_bound_s == pytest.approx(bound_s)
@@ -120,18 +123,28 @@ TRIGGER_1S = watch_timing(1000, 5000)  # timeout 500 ms, interval 250 ms
 def test_down_on_the_first_failed_check_and_up_on_the_first_answer() -> None:
     # checks end at 0.0, 0.75, 1.5 (no answer), 2.25 (refused), 3.0 (answer)
     watch, made = scripted_watch(
-        [(answered, []), (answered, []), (no_answer, []), (failed(-195, "refused"), [-195]),
-         (answered, [])],
-        [0.0, 0.75, 1.5, 2.25, 3.0], TRIGGER_1S,
-    )  # fmt: skip
+        [
+            (answered, []),
+            (answered, []),
+            (no_answer, []),
+            (failed(-195, "refused"), [-195]),
+            (answered, []),
+        ],
+        [0.0, 0.75, 1.5, 2.25, 3.0],
+        TRIGGER_1S,
+    )
     states = [watch.check() for _ in range(5)]
     assert [s.reachable for s in states] == [True, True, False, False, True]
     assert [s.checked_at for s in states] == [0.0, 0.75, 1.5, 2.25, 3.0]
     # the last answer is kept through the failures
     assert [s.answered_at for s in states] == [0.0, 0.75, 0.75, 0.75, 3.0]
     assert [s.problem.reason if s.problem else None for s in states] == [
-        None, None, ConnectionFailure.UNREACHABLE, ConnectionFailure.UNREACHABLE, None,
-    ]  # fmt: skip
+        None,
+        None,
+        ConnectionFailure.UNREACHABLE,
+        ConnectionFailure.UNREACHABLE,
+        None,
+    ]
     assert states[2].problem is not None
     assert states[2].problem.detail == "no answer within 0.5 s"
     assert len(made) == 1, "one long-lived client"
@@ -166,10 +179,13 @@ def test_the_client_has_the_jobs_settings_and_the_watchs_deadlines() -> None:
     settings = dict(made[0].settings)
     assert callable(settings.pop("error_cb"))
     assert settings == {
-        "bootstrap.servers": "b:9092", "security.protocol": "SSL",
-        "socket.timeout.ms": 500, "reconnect.backoff.ms": 100,
-        "reconnect.backoff.max.ms": 250, "log_level": 0,
-    }  # fmt: skip
+        "bootstrap.servers": "b:9092",
+        "security.protocol": "SSL",
+        "socket.timeout.ms": 500,
+        "reconnect.backoff.ms": 100,
+        "reconnect.backoff.max.ms": 250,
+        "log_level": 0,
+    }
 
 
 def test_the_thread_checks_until_stopped() -> None:
@@ -214,19 +230,27 @@ def test_a_real_client_finds_nothing_listening_unreachable() -> None:
 def source_samples(exporter: HealthExporter) -> dict[tuple[str, str], float]:
     return {
         (sample.name, sample.labels.get("reason", "")): sample.value
-        for family in exporter.collect() for sample in family.samples
+        for family in exporter.collect()
+        for sample in family.samples
         if sample.name.startswith("isrwatch_source_")
-    }  # fmt: skip
+    }
 
 
 def planner_status(
     path: Path, failures: int, reason: str | None = None, failed_at: float | None = None
 ) -> None:
-    path.write_text(json.dumps({
-        "bootstrap_servers": ["b:9092"], "consecutive_failures": failures,
-        "failures_total": failures, "last_error_reason": reason, "last_error_at": failed_at,
-        "last_success_at": 100.0,
-    }))  # fmt: skip
+    path.write_text(
+        json.dumps(
+            {
+                "bootstrap_servers": ["b:9092"],
+                "consecutive_failures": failures,
+                "failures_total": failures,
+                "last_error_reason": reason,
+                "last_error_at": failed_at,
+                "last_success_at": 100.0,
+            }
+        )
+    )
 
 
 def test_source_up_needs_both_the_planner_and_the_watch(tmp_path: Path) -> None:
@@ -235,8 +259,9 @@ def test_source_up_needs_both_the_planner_and_the_watch(tmp_path: Path) -> None:
     exporter = HealthExporter(source_status=status)
     watch, _ = scripted_watch(
         [(answered, []), (no_answer, []), (answered, []), (answered, [])],
-        [200.0, 201.0, 202.0, 203.0], TRIGGER_1S,
-    )  # fmt: skip
+        [200.0, 201.0, 202.0, 203.0],
+        TRIGGER_1S,
+    )
     exporter.watch = watch
     # before the watch's first check: the planner alone, no reachability series
     got = source_samples(exporter)
@@ -299,12 +324,16 @@ def test_a_refused_handshake_makes_the_next_check_use_a_fresh_client() -> None:
     # unreachable keeps the client; tls drops it (a CA file fixed on disk is read again)
     watch, made = scripted_watch(
         [(no_answer, []), (no_answer, [-181]), (answered, []), (answered, [])],
-        [1.0, 2.0, 3.0, 4.0], TRIGGER_1S,
-    )  # fmt: skip
+        [1.0, 2.0, 3.0, 4.0],
+        TRIGGER_1S,
+    )
     reasons = [watch.check().problem for _ in range(4)]
     assert [p.reason if p else None for p in reasons] == [
-        ConnectionFailure.UNREACHABLE, ConnectionFailure.TLS, None, None,
-    ]  # fmt: skip
+        ConnectionFailure.UNREACHABLE,
+        ConnectionFailure.TLS,
+        None,
+        None,
+    ]
     assert [len(admin.asked_with) for admin in made] == [2, 2]
 
 

@@ -30,8 +30,11 @@ def scrape(exporter: HealthExporter, accept: str = "", encoding: str = "") -> tu
     def start_response(status: str, headers: list[tuple[str, str]]) -> None:
         answer.update(status=status, headers=dict(headers))
 
-    body = b"".join(exporter.exposition(
-        {"HTTP_ACCEPT": accept, "HTTP_ACCEPT_ENCODING": encoding}, start_response))  # fmt: skip
+    body = b"".join(
+        exporter.exposition(
+            {"HTTP_ACCEPT": accept, "HTTP_ACCEPT_ENCODING": encoding}, start_response
+        )
+    )
     assert answer["status"] == "200 OK"
     return answer["headers"].get("Content-Encoding", ""), body
 
@@ -39,14 +42,17 @@ def scrape(exporter: HealthExporter, accept: str = "", encoding: str = "") -> tu
 def samples(families: Iterable[Any]) -> Samples:
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
-        for family in families for s in family.samples if s.name not in CLOCKED
-    }  # fmt: skip
+        for family in families
+        for s in family.samples
+        if s.name not in CLOCKED
+    }
 
 
 def exporter_with(partitions: list[int]) -> HealthExporter:
     exporter = HealthExporter()
-    exporter.record_batch([shard_stats(0, unhealthy=[unhealthy_record(p) for p in partitions])],
-                          {}, 0.5)  # fmt: skip
+    exporter.record_batch(
+        [shard_stats(0, unhealthy=[unhealthy_record(p) for p in partitions])], {}, 0.5
+    )
     return exporter
 
 
@@ -59,11 +65,24 @@ def test_served_samples_are_the_registrys_in_text_format() -> None:
     registry = samples(text_string_to_metric_families(generate_latest(exporter.registry).decode()))
     assert served.keys() == registry.keys()
     assert {k: v for k, v in served.items() if k[0] != "isrwatch_isr_changes_total"} == {
-        k: v for k, v in registry.items() if k[0] != "isrwatch_isr_changes_total"}  # fmt: skip
+        k: v for k, v in registry.items() if k[0] != "isrwatch_isr_changes_total"
+    }
     # the per-partition series are there: 2 partitions, one lagging follower each
-    assert served[("isrwatch_follower_status", (
-        ("broker", "3"), ("leader", "1"), ("partition", "1"), ("status", "SHRINK_ELIGIBLE"),
-        ("topic", "orders")))] == 1.0  # fmt: skip
+    assert (
+        served[
+            (
+                "isrwatch_follower_status",
+                (
+                    ("broker", "3"),
+                    ("leader", "1"),
+                    ("partition", "1"),
+                    ("status", "SHRINK_ELIGIBLE"),
+                    ("topic", "orders"),
+                ),
+            )
+        ]
+        == 1.0
+    )
 
 
 def test_the_unhealthy_series_are_rendered_once_per_batch() -> None:
@@ -76,8 +95,12 @@ def test_the_unhealthy_series_are_rendered_once_per_batch() -> None:
     _, body = scrape(exporter)
     scrape(exporter)
     assert rendered.renderings == 2
-    partitions = {s.labels["partition"] for f in text_string_to_metric_families(body.decode())
-                  if f.name == "isrwatch_partition_high_watermark" for s in f.samples}  # fmt: skip
+    partitions = {
+        s.labels["partition"]
+        for f in text_string_to_metric_families(body.decode())
+        if f.name == "isrwatch_partition_high_watermark"
+        for s in f.samples
+    }
     assert partitions == {"7"}  # the new batch's, not the cached ones of the batch before
 
 

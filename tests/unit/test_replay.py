@@ -63,9 +63,11 @@ def test_shrink_then_propagation_window_then_consistent() -> None:
     assert after_shrink["under_replicated"] is True
     assert follower(after_shrink, 3)["status"] == "OUT_OF_SYNC"
     assert after_shrink["metadata"] == {
-        "stale_brokers": [1, 2, 3], "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": B + 50_000, "blackout_latest_ms": B + 52_500,
-    }  # fmt: skip
+        "stale_brokers": [1, 2, 3],
+        "state": "STALE_EXPECTED",
+        "blackout_earliest_ms": B + 50_000,
+        "blackout_latest_ms": B + 52_500,
+    }
     mid_update = records_at(52_630)["orders-0"]["metadata"]
     assert (mid_update["stale_brokers"], mid_update["state"]) == ([2, 3], "STALE_EXPECTED")
     assert records_at(53_000)["orders-0"]["metadata"]["state"] == "CONSISTENT"
@@ -85,8 +87,10 @@ def test_leader_change_resets_the_followers() -> None:
     for broker in (3, 2):
         f = follower(payments, broker)
         assert (f["fetch_offset"], f["last_caught_up_ms"], f["status"]) == (
-            None, B + 80_050, "IN_SYNC",
-        )  # fmt: skip
+            None,
+            B + 80_050,
+            "IN_SYNC",
+        )
 
 
 def test_end_of_capture() -> None:
@@ -99,9 +103,11 @@ def test_end_of_capture() -> None:
     assert (orders1["isr"], orders1["under_replicated"]) == ([2, 3], True)
     assert follower(orders1, 1)["status"] == "OUT_OF_SYNC"  # 5 110 below the HW 9 130
     assert orders1["metadata"] == {
-        "stale_brokers": [1, 2, 3], "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": B + 101_000, "blackout_latest_ms": B + 103_500,
-    }  # fmt: skip
+        "stale_brokers": [1, 2, 3],
+        "state": "STALE_EXPECTED",
+        "blackout_earliest_ms": B + 101_000,
+        "blackout_latest_ms": B + 103_500,
+    }
     payments = records["payments-0"]
     assert (payments["under_min_isr"], payments["at_min_isr"]) == (False, False)
 
@@ -113,8 +119,10 @@ def test_cli_prints_sorted_records_and_counts_dead_letters(tmp_path: Path) -> No
     assert result.exit_code == 0, result.output
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(r["topic"], r["partition"]) for r in lines] == [
-        ("orders", 0), ("orders", 1), ("payments", 0),
-    ]  # fmt: skip
+        ("orders", 0),
+        ("orders", 1),
+        ("payments", 0),
+    ]
     assert "1 dead letters (stale_leader_epoch: 1)" in result.stderr
     (letter,) = [json.loads(line) for line in dead.read_text().splitlines()]
     assert (letter["source"], letter["reason"]) == ("fetch-responses", "stale_leader_epoch")
@@ -124,20 +132,28 @@ def test_cli_prints_sorted_records_and_counts_dead_letters(tmp_path: Path) -> No
 def test_bad_lines_are_dead_letters_and_replay_goes_on(tmp_path: Path) -> None:
     capture = tmp_path / "bad.jsonl"
     good = SAMPLE.read_text().splitlines()[:12]
-    capture.write_text("\n".join([
-        "not json",
-        '{"source": "elsewhere", "value": {}}',
-        '{"value": {}}',
-        '{"source": "fetch-responses", "value": {"ts": "soon", "topic": "orders", '
-        '"partition": 0, "leader": 1, "follower": 2, "leader_epoch": 0, "fetch_offset": 1, '
-        '"leader_leo": 1, "high_watermark": 1}}',
-        *good,
-    ]) + "\n")  # fmt: skip
+    capture.write_text(
+        "\n".join(
+            [
+                "not json",
+                '{"source": "elsewhere", "value": {}}',
+                '{"value": {}}',
+                '{"source": "fetch-responses", "value": {"ts": "soon", "topic": "orders", '
+                '"partition": 0, "leader": 1, "follower": 2, "leader_epoch": 0, "fetch_offset": 1, '
+                '"leader_leo": 1, "high_watermark": 1}}',
+                *good,
+            ]
+        )
+        + "\n"
+    )
     with capture.open() as lines:
         result = replay(lines, RuleSettings(), None)
     assert [(line, d.reason.value) for line, d in result.dead_letters] == [
-        (1, "invalid_json"), (2, "invalid_value"), (3, "missing_field"), (4, "wrong_type"),
-    ]  # fmt: skip
+        (1, "invalid_json"),
+        (2, "invalid_value"),
+        (3, "missing_field"),
+        (4, "wrong_type"),
+    ]
     assert result.events == 12
     assert len(result.records) == 3
 

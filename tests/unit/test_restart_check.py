@@ -27,11 +27,23 @@ from tests.unit.test_metrics import shard_stats
 START_MS = 1_700_000_000_000
 
 
-def record(isr: list[int], minimum: int, statuses: dict[int, str] | None = None,
-           leader: int = 1, partition: int = 0) -> dict[str, Any]:  # fmt: skip
+def record(
+    isr: list[int],
+    minimum: int,
+    statuses: dict[int, str] | None = None,
+    leader: int = 1,
+    partition: int = 0,
+) -> dict[str, Any]:
     followers = [{"broker": b, "status": s} for b, s in (statuses or {}).items()]
-    return {"topic": "t", "partition": partition, "as_of_ms": 5, "leader": leader, "isr": isr,
-            "min_insync_replicas": minimum, "followers": followers}  # fmt: skip
+    return {
+        "topic": "t",
+        "partition": partition,
+        "as_of_ms": 5,
+        "leader": leader,
+        "isr": isr,
+        "min_insync_replicas": minimum,
+        "followers": followers,
+    }
 
 
 @pytest.mark.parametrize(
@@ -68,8 +80,10 @@ def test_what_stopping_a_broker_does_to_a_partition(
 
 def replayed(scenario: str, at_s: int, overrides: dict[str, object] | None = None) -> list[Any]:
     sim = ClusterSimulator(load_scenario(scenario, overrides), seed=7, start_ms=START_MS)
-    lines = [json.dumps({"source": r.source.value, "value": r.value})
-             for r in sim.events(START_MS + at_s * 1000)]  # fmt: skip
+    lines = [
+        json.dumps({"source": r.source.value, "value": r.value})
+        for r in sim.events(START_MS + at_s * 1000)
+    ]
     return replay(lines, RuleSettings(), None).records
 
 
@@ -127,8 +141,9 @@ def test_command_reads_a_file_prints_json_and_exits_by_the_answer(tmp_path: Path
     assert first["becomes"] == "under_min_isr"
     assert 1 in first["isr"]
     assert 1 not in first["isr_after"]
-    missing = runner.invoke(main, ["check", "restart", "--broker", "1", "--from",
-                                   str(tmp_path / "nope.jsonl")])  # fmt: skip
+    missing = runner.invoke(
+        main, ["check", "restart", "--broker", "1", "--from", str(tmp_path / "nope.jsonl")]
+    )
     assert missing.exit_code == 2
 
 
@@ -181,8 +196,9 @@ def test_the_exporter_answers_over_http_from_the_shards_fragile_partitions() -> 
         assert status == 409
         assert body["safe"] is False
         assert [(b["partition"], b["becomes"]) for b in body["would_break"]] == [
-            (0, "under_min_isr"), (1, "under_min_isr")
-        ]  # fmt: skip
+            (0, "under_min_isr"),
+            (1, "under_min_isr"),
+        ]
         status, body = get(f"{base}/check/restart?broker=3")
         assert (status, body["safe"], body["fragile_partitions"]) == (200, True, 2)
         assert get(f"{base}/check/restart")[0] == 400

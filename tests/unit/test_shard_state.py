@@ -40,9 +40,17 @@ def kafka_records(envelopes: list[dict[str, Any]]) -> pd.DataFrame:
         value = envelope["value"]
         raw = value if isinstance(value, bytes) else json.dumps(value).encode()
         ts = value.get("ts", 0) if isinstance(value, dict) else 0
-        rows.append({"key": None, "value": raw, "topic": topic, "partition": 0,
-                     "offset": offsets[topic], "timestamp": pd.Timestamp(ts, unit="ms"),
-                     "timestampType": 0})  # fmt: skip
+        rows.append(
+            {
+                "key": None,
+                "value": raw,
+                "topic": topic,
+                "partition": 0,
+                "offset": offsets[topic],
+                "timestamp": pd.Timestamp(ts, unit="ms"),
+                "timestampType": 0,
+            }
+        )
         offsets[topic] += 1
     return pd.DataFrame(rows)
 
@@ -62,11 +70,18 @@ class Job:
         for shard in range(self.settings.shards):
             rows = None if routed is None else routed[routed["shard"] == shard]
             snapshot = (
-                restore_snapshot(self.states[shard], self.settings.rules) if shard in self.states
+                restore_snapshot(self.states[shard], self.settings.rules)
+                if shard in self.states
                 else ShardSnapshot(_model(self.settings, shard))
-            )  # fmt: skip
-            outputs.append(process(snapshot, rows if rows is not None and len(rows) else None,
-                                   self.stream_clock, self.settings))  # fmt: skip
+            )
+            outputs.append(
+                process(
+                    snapshot,
+                    rows if rows is not None and len(rows) else None,
+                    self.stream_clock,
+                    self.settings,
+                )
+            )
             self.states[shard] = write_snapshot(snapshot)
         if routed is not None and len(routed):
             self.stream_clock = max(self.stream_clock, int(routed["ts"].max()))
@@ -92,8 +107,9 @@ def sample_envelopes() -> list[dict[str, Any]]:
 def test_flushed_job_equals_replay(shards: int) -> None:
     envelopes = sample_envelopes()
     with SAMPLE.open() as lines:
-        expected = {f"{r['topic']}:{r['partition']}": r
-                    for r in replay(lines, RuleSettings(), None).records}  # fmt: skip
+        expected = {
+            f"{r['topic']}:{r['partition']}": r for r in replay(lines, RuleSettings(), None).records
+        }
     job = Job(shards)
     first = job.batch(kafka_records(envelopes[:70]))
     second = job.batch(kafka_records(envelopes[70:]))
@@ -135,13 +151,35 @@ def test_only_changed_partitions_are_emitted_while_running() -> None:
 def test_silent_follower_moves_by_time_alone() -> None:
     job = Job(2, snapshot_when_idle=False)
     start = [
-        {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 1,
-            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}},
-        {"source": "fetch-responses", "value": {
-            "ts": B + 1_000, "topic": "t", "partition": 0, "leader": 1, "follower": 2,
-            "leader_epoch": 0, "fetch_offset": 10, "leader_leo": 20, "high_watermark": 10}},
-    ]  # fmt: skip
+        {
+            "source": "controller-events",
+            "value": {
+                "type": "LeaderAndIsr",
+                "ts": B,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "leader_epoch": 0,
+                "isr": [1, 2],
+                "replicas": [1, 2],
+                "partition_epoch": 0,
+            },
+        },
+        {
+            "source": "fetch-responses",
+            "value": {
+                "ts": B + 1_000,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "follower": 2,
+                "leader_epoch": 0,
+                "fetch_offset": 10,
+                "leader_leo": 20,
+                "high_watermark": 10,
+            },
+        },
+    ]
     job.batch(kafka_records(start))
     statuses = []
     for now in (B + 15_001, B + 30_001, B + 45_001):
@@ -154,14 +192,36 @@ def test_silent_follower_moves_by_time_alone() -> None:
 
 def test_bad_late_and_duplicate_records_are_dead_letters_counted_once() -> None:
     job = Job(3, snapshot_when_idle=False)
-    election = {"source": "controller-events", "value": {
-        "type": "LeaderAndIsr", "ts": B + 100_000, "topic": "t", "partition": 0, "leader": 1,
-        "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}}  # fmt: skip
+    election = {
+        "source": "controller-events",
+        "value": {
+            "type": "LeaderAndIsr",
+            "ts": B + 100_000,
+            "topic": "t",
+            "partition": 0,
+            "leader": 1,
+            "leader_epoch": 0,
+            "isr": [1, 2],
+            "replicas": [1, 2],
+            "partition_epoch": 0,
+        },
+    }
     bad = {"source": "fetch-responses", "value": b"{not json"}
     first = job.batch(kafka_records([election, bad]))
-    late_fetch = {"source": "fetch-responses", "value": {
-        "ts": B, "topic": "t", "partition": 0, "leader": 1, "follower": 2, "leader_epoch": 0,
-        "fetch_offset": 1, "leader_leo": 1, "high_watermark": 1}}  # fmt: skip
+    late_fetch = {
+        "source": "fetch-responses",
+        "value": {
+            "ts": B,
+            "topic": "t",
+            "partition": 0,
+            "leader": 1,
+            "follower": 2,
+            "leader_epoch": 0,
+            "fetch_offset": 1,
+            "leader_leo": 1,
+            "high_watermark": 1,
+        },
+    }
     second = job.batch(kafka_records([election, late_fetch]))  # election again: a duplicate
     letters = [json.loads(v) for out in (first, second) for v in out[out["kind"] == DEAD]["value"]]
     assert sorted(d["reason"] for d in letters) == ["duplicate", "invalid_json", "late"]
@@ -175,9 +235,15 @@ def test_deleted_topic_leaves_a_tombstone() -> None:
     job = Job(1, snapshot_when_idle=False)
     envelopes = sample_envelopes()
     job.batch(kafka_records(envelopes))
-    deletion = {"source": "controller-events", "value": {
-        "type": "TopicChange", "ts": B + 100_000, "created": {}, "deleted": ["payments"],
-    }}  # fmt: skip
+    deletion = {
+        "source": "controller-events",
+        "value": {
+            "type": "TopicChange",
+            "ts": B + 100_000,
+            "created": {},
+            "deleted": ["payments"],
+        },
+    }
     out = job.batch(kafka_records([deletion]))
     assert list(out[out["kind"] == TOMBSTONE]["key"]) == ["payments:0"]
 
@@ -186,21 +252,72 @@ def follower_behind_a_short_t() -> list[dict[str, Any]]:
     """t:0's follower 2 is 12 s behind its leader 1, whose T is 10 s (SHRINK_ELIGIBLE until
     15 s after the election at B); t:1 is in sync (default T)."""
     return [
-        {"source": "controller-events", "value": {
-            "type": "BrokerConfig", "ts": B, "broker": 1, "replica_lag_time_max_ms": 10_000}},
-        {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 0, "leader": 1,
-            "leader_epoch": 0, "isr": [1, 2], "replicas": [1, 2], "partition_epoch": 0}},
-        {"source": "controller-events", "value": {
-            "type": "LeaderAndIsr", "ts": B, "topic": "t", "partition": 1, "leader": 2,
-            "leader_epoch": 0, "isr": [2, 1], "replicas": [2, 1], "partition_epoch": 0}},
-        {"source": "fetch-responses", "value": {
-            "ts": B + 12_000, "topic": "t", "partition": 0, "leader": 1, "follower": 2,
-            "leader_epoch": 0, "fetch_offset": 10, "leader_leo": 20, "high_watermark": 10}},
-        {"source": "fetch-responses", "value": {
-            "ts": B + 12_000, "topic": "t", "partition": 1, "leader": 2, "follower": 1,
-            "leader_epoch": 0, "fetch_offset": 20, "leader_leo": 20, "high_watermark": 20}},
-    ]  # fmt: skip
+        {
+            "source": "controller-events",
+            "value": {
+                "type": "BrokerConfig",
+                "ts": B,
+                "broker": 1,
+                "replica_lag_time_max_ms": 10_000,
+            },
+        },
+        {
+            "source": "controller-events",
+            "value": {
+                "type": "LeaderAndIsr",
+                "ts": B,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "leader_epoch": 0,
+                "isr": [1, 2],
+                "replicas": [1, 2],
+                "partition_epoch": 0,
+            },
+        },
+        {
+            "source": "controller-events",
+            "value": {
+                "type": "LeaderAndIsr",
+                "ts": B,
+                "topic": "t",
+                "partition": 1,
+                "leader": 2,
+                "leader_epoch": 0,
+                "isr": [2, 1],
+                "replicas": [2, 1],
+                "partition_epoch": 0,
+            },
+        },
+        {
+            "source": "fetch-responses",
+            "value": {
+                "ts": B + 12_000,
+                "topic": "t",
+                "partition": 0,
+                "leader": 1,
+                "follower": 2,
+                "leader_epoch": 0,
+                "fetch_offset": 10,
+                "leader_leo": 20,
+                "high_watermark": 10,
+            },
+        },
+        {
+            "source": "fetch-responses",
+            "value": {
+                "ts": B + 12_000,
+                "topic": "t",
+                "partition": 1,
+                "leader": 2,
+                "follower": 1,
+                "leader_epoch": 0,
+                "fetch_offset": 20,
+                "leader_leo": 20,
+                "high_watermark": 20,
+            },
+        },
+    ]
 
 
 def test_unhealthy_partitions_in_the_stats_carry_their_leaders_lag_time_max() -> None:
@@ -209,6 +326,7 @@ def test_unhealthy_partitions_in_the_stats_carry_their_leaders_lag_time_max() ->
     out = job.batch(kafka_records(events))
     (stats,) = [json.loads(v) for v in out[out["kind"] == STATS]["value"]]
     # t:0's follower 2 is 12 s behind its leader's T of 10 s; t:1 is in sync (default T).
-    assert [(r["topic"], r["partition"], r["replica_lag_time_max_ms"])
-            for r in stats["unhealthy"]] == [("t", 0, 10_000)]  # fmt: skip
+    assert [
+        (r["topic"], r["partition"], r["replica_lag_time_max_ms"]) for r in stats["unhealthy"]
+    ] == [("t", 0, 10_000)]
     assert stats["unhealthy"][0]["followers"][0]["status"] == "SHRINK_ELIGIBLE"

@@ -238,8 +238,10 @@ def test_controller_adding_a_follower_to_the_isr_starts_its_entry_time() -> None
     )
     f = follower(health(m, 95_000), 2)
     assert (f["last_caught_up_ms"], f["status"], f["shrink_by_ms"]) == (
-        CAUGHT_UP, "SHRINK_ELIGIBLE", 95_000,
-    )  # fmt: skip
+        CAUGHT_UP,
+        "SHRINK_ELIGIBLE",
+        95_000,
+    )
     assert follower(health(m, 95_001), 2)["status"] == "SHRINK_OVERDUE"
     # Later ISR changes that keep follower 2 in the ISR do not move its entry time.
     apply(m, leader_and_isr(90_000, isr=(1, 2), partition_epoch=2))
@@ -265,8 +267,10 @@ def test_re_entry_counts_from_the_isr_change_or_from_the_monitors_isr() -> None:
     )
     f = follower(health(m, 95_000), 2)
     assert (f["last_caught_up_ms"], f["status"], f["shrink_by_ms"]) == (
-        CAUGHT_UP, "SHRINK_ELIGIBLE", 95_000,
-    )  # fmt: skip
+        CAUGHT_UP,
+        "SHRINK_ELIGIBLE",
+        95_000,
+    )
     assert follower(health(m, 95_001), 2)["status"] == "SHRINK_OVERDUE"
     apply(
         m,
@@ -277,6 +281,8 @@ def test_re_entry_counts_from_the_isr_change_or_from_the_monitors_isr() -> None:
     )
     f = follower(health(m, 100_000), 3)
     assert (f["last_caught_up_ms"], f["status"], f["shrink_by_ms"]) == (
-        CAUGHT_UP, "SHRINK_ELIGIBLE", 100_000,
-    )  # fmt: skip
+        CAUGHT_UP,
+        "SHRINK_ELIGIBLE",
+        100_000,
+    )
     assert follower(health(m, 100_001), 3)["status"] == "SHRINK_OVERDUE"

@@ -195,8 +195,9 @@ def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str,
             if metadata["state"] != "CONSISTENT":
                 assert metadata["state"] == "STALE_EXPECTED"
                 assert (metadata["blackout_earliest_ms"], metadata["blackout_latest_ms"]) == (
-                    window.earliest_ms, window.latest_ms,
-                )  # fmt: skip
+                    window.earliest_ms,
+                    window.latest_ms,
+                )
     if run.sim.truth.count("isr_shrink") or run.sim.truth.count("isr_expand"):
         assert seen_propagating
 
@@ -228,9 +229,10 @@ def followers_of(run: MonitorRun, broker: int, leader: int | None = None) -> set
     return {
         tp
         for tp, p in run.sim.partitions.items()
-        if broker in p.replicas and p.replicas[0] != broker
+        if broker in p.replicas
+        and p.replicas[0] != broker
         and (leader is None or p.replicas[0] == leader)
-    }  # fmt: skip
+    }
 
 
 @every_seed
@@ -287,10 +289,11 @@ def test_a_slow_controller_makes_metadata_staleness_overdue() -> None:
             # the caches got the change only at the last UpdateMetadata arrival (truth), 20 s
             # after the propagation; overdue from the first evaluation past latest + slack
             fixed = max(
-                a["ts"] for a in arrivals
+                a["ts"]
+                for a in arrivals
                 if a["ts"] > propagation["ts"]
                 and any((m["topic"], m["partition"]) == tp for m in a["partitions"])
-            )  # fmt: skip
+            )
             assert fixed - propagation["ts"] >= 20_000
             assert first is not None
             assert propagation["ts"] + slack < first < fixed

@@ -26,11 +26,17 @@ NOBODY = "127.0.0.1:1"  # nothing listens on port 1
 def rows() -> pd.DataFrame:
     """Two health rows and a tombstone (no stats row: no shard reported)."""
     record = '{"topic": "t", "partition": 0, "followers": []}'
-    return pd.DataFrame([
-        {"kind": HEALTH, "key": "t:0", "value": record},
-        {"kind": HEALTH, "key": "t:1", "value": record.replace('"partition": 0', '"partition": 1')},
-        {"kind": TOMBSTONE, "key": "t:2", "value": None},
-    ])  # fmt: skip
+    return pd.DataFrame(
+        [
+            {"kind": HEALTH, "key": "t:0", "value": record},
+            {
+                "kind": HEALTH,
+                "key": "t:1",
+                "value": record.replace('"partition": 0', '"partition": 1'),
+            },
+            {"kind": TOMBSTONE, "key": "t:2", "value": None},
+        ]
+    )
 
 
 class Factory:
@@ -41,10 +47,13 @@ class Factory:
         self.made: list[Producer] = []
 
     def __call__(self) -> Producer:
-        producer = Producer({
-            "bootstrap.servers": NOBODY, "message.timeout.ms": self.message_timeout_ms,
-            "log_level": 0,
-        })  # fmt: skip
+        producer = Producer(
+            {
+                "bootstrap.servers": NOBODY,
+                "message.timeout.ms": self.message_timeout_ms,
+                "log_level": 0,
+            }
+        )
         self.made.append(producer)
         return producer
 
@@ -81,8 +90,10 @@ def test_a_batch_with_nothing_to_write_makes_no_producer() -> None:
 def test_dead_letters_are_written_too() -> None:
     factory = Factory(message_timeout_ms=300)
     sink = BatchSink(factory, "health", "dead", HealthExporter())
-    letter = ('{"source": "fetch-responses", "reason": "malformed", "detail": "x", "raw": "{",'
-              ' "topic": "fetch-responses", "partition": 0, "offset": 7}')  # fmt: skip
+    letter = (
+        '{"source": "fetch-responses", "reason": "malformed", "detail": "x", "raw": "{",'
+        ' "topic": "fetch-responses", "partition": 0, "offset": 7}'
+    )
     dead = pd.DataFrame([{"kind": DEAD, "key": "fetch-responses:0:7", "value": letter}])
     with pytest.raises(DeliveryError, match="1 of 1 records not written"):
         sink.write(0, dead, time.monotonic())
@@ -92,18 +103,27 @@ def test_the_producer_takes_the_clients_settings() -> None:
     """TLS and SASL reach librdkafka under its own names (a producer is made, so
     librdkafka accepted every setting); acks=all for at least once."""
     kafka = KafkaSettings(
-        bootstrap_servers="b1:9093,b2:9093", client_id="isrwatch-test",
-        security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
-        sasl_username="monitor", sasl_password="s3cret", ssl_check_hostname=False,
-    )  # fmt: skip
+        bootstrap_servers="b1:9093,b2:9093",
+        client_id="isrwatch-test",
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_username="monitor",
+        sasl_password="s3cret",
+        ssl_check_hostname=False,
+    )
     options: dict[str, Any] = kafka.librdkafka_options()
     assert options == {
-        "bootstrap.servers": "b1:9093,b2:9093", "socket.timeout.ms": 30000,
-        "client.id": "isrwatch-test", "security.protocol": "SASL_SSL",
-        "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "monitor",
-        "sasl.password": "s3cret", "retry.backoff.ms": 1000,
-        "reconnect.backoff.max.ms": 30000, "ssl.endpoint.identification.algorithm": "none",
-    }  # fmt: skip
+        "bootstrap.servers": "b1:9093,b2:9093",
+        "socket.timeout.ms": 30000,
+        "client.id": "isrwatch-test",
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "monitor",
+        "sasl.password": "s3cret",
+        "retry.backoff.ms": 1000,
+        "reconnect.backoff.max.ms": 30000,
+        "ssl.endpoint.identification.algorithm": "none",
+    }
     assert isinstance(kafka_producer(kafka), Producer)
 
 
@@ -131,7 +151,9 @@ def test_a_flush_that_waits_past_the_stall_time_marks_the_source_down(
     taken.write(2, rows(), time.monotonic())
     assert exporter.sink_stalled_since is None
     assert (gauge(exporter, "isrwatch_sink_stalled"), gauge(exporter, "isrwatch_source_up")) == (
-        0, 1)  # fmt: skip
+        0,
+        1,
+    )
 
 
 class Taken:

@@ -19,17 +19,25 @@ from streaming.tools.embedded_broker import free_port
 
 
 def settings(status: Path, port: int) -> SourceSettings:
-    return SourceSettings.from_options({
-        "kafka.bootstrap.servers": f"127.0.0.1:{port}", "subscribe": "t",
-        "statusFile": str(status), "readTimeoutMs": "4000",
-        "kafkaOptions": json.dumps({"request_timeout_ms": 2000}),
-    })  # fmt: skip
+    return SourceSettings.from_options(
+        {
+            "kafka.bootstrap.servers": f"127.0.0.1:{port}",
+            "subscribe": "t",
+            "statusFile": str(status),
+            "readTimeoutMs": "4000",
+            "kafkaOptions": json.dumps({"request_timeout_ms": 2000}),
+        }
+    )
 
 
 def source_samples(exporter: HealthExporter) -> dict[str, float]:
     families: list[Metric] = list(exporter.collect())
-    return {sample.name: sample.value for family in families for sample in family.samples
-            if sample.name.startswith("isrwatch_source_")}  # fmt: skip
+    return {
+        sample.name: sample.value
+        for family in families
+        for sample in family.samples
+        if sample.name.startswith("isrwatch_source_")
+    }
 
 
 def test_a_read_against_an_unreachable_broker_reports_its_partition_stalled(
@@ -58,8 +66,9 @@ def test_the_exporter_says_down_while_a_read_is_stalled_since_the_planners_succe
     tmp_path: Path,
 ) -> None:
     status = tmp_path / "source-status.json"
-    status.write_text(json.dumps({"consecutive_failures": 0, "failures_total": 0,
-                                  "last_success_at": 1_000.0}))  # fmt: skip
+    status.write_text(
+        json.dumps({"consecutive_failures": 0, "failures_total": 0, "last_success_at": 1_000.0})
+    )
     exporter = HealthExporter(source_status=status)
     assert source_samples(exporter)["isrwatch_source_up"] == 1
     reads = read_status_dir(status)

@@ -23,10 +23,12 @@ def test_every_exported_name_loads_from_its_module() -> None:
 def test_the_type_checkers_imports_name_what_the_loader_exports() -> None:
     tree = ast.parse(INIT.read_text(encoding="utf-8"))
     guarded = next(
-        node for node in tree.body
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name)
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
         and node.test.id == "TYPE_CHECKING"
-    )  # fmt: skip
+    )
     imported = {
         (node.module, alias.name)
         for node in guarded.body
@@ -45,8 +47,13 @@ def test_a_collector_importing_the_decoders_does_not_load_numba_or_pandas() -> N
         "import state.events\n"
         "print(sorted(m for m in ('numba', 'pandas') if m in sys.modules))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=INIT.parents[1]).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=INIT.parents[1],
+    ).stdout
     assert out.strip() == "[]"
 
 

@@ -112,11 +112,16 @@ def rich_events() -> list[Event]:
         TopicChange(ts=2_500, deleted=("gone",)),  # a deleted row, kept for reuse
         LeaderAndIsr(ts=2_600, topic="orders", partition=1, leader=3),  # an epoch floor
         MetadataLogProgress(
-            ts=2_700, high_watermark=40, fetch_timeout_ms=2_000, interval_ms=1_000,
-            replicas=(ReplicaProgress(broker=1, log_end_offset=40, last_caught_up_ms=2_650),
-                      ReplicaProgress(broker=2, log_end_offset=38)),
+            ts=2_700,
+            high_watermark=40,
+            fetch_timeout_ms=2_000,
+            interval_ms=1_000,
+            replicas=(
+                ReplicaProgress(broker=1, log_end_offset=40, last_caught_up_ms=2_650),
+                ReplicaProgress(broker=2, log_end_offset=38),
+            ),
         ),
-    ]  # fmt: skip
+    ]
 
 
 def rich_snapshot() -> ShardSnapshot:
@@ -124,9 +129,12 @@ def rich_snapshot() -> ShardSnapshot:
     report = model.apply(enumerate(rich_events()))
     assert not report.rejected_ids, report.rejections_by_reason()
     return snapshot_of(
-        model, 3_000, seen_controller_events={-(1 << 63): 2_000, (1 << 63) - 1: 2_100, 5: 2_200},
-        applied_total=Counter(report.applied), fetch_error_responses_total=3,
-    )  # fmt: skip
+        model,
+        3_000,
+        seen_controller_events={-(1 << 63): 2_000, (1 << 63) - 1: 2_100, 5: 2_200},
+        applied_total=Counter(report.applied),
+        fetch_error_responses_total=3,
+    )
 
 
 # ------------------------------------------------------- what the format keeps
@@ -155,9 +163,12 @@ def test_a_restored_snapshot_holds_everything_that_was_saved() -> None:
 
 def test_legacy_signatures_and_digests_keep_all_64_bits() -> None:
     model = ReplicationModel(RULES, Shard(2, 3))
-    snapshot = ShardSnapshot(model, signatures={"a:0": (1 << 64) - 1, "b:1": 1 << 63, "c:2": 0},
-                             seen_controller_events={-1: 7, -(1 << 63): 8},
-                             signature_scheme=LEGACY_SIGNATURES)  # fmt: skip
+    snapshot = ShardSnapshot(
+        model,
+        signatures={"a:0": (1 << 64) - 1, "b:1": 1 << 63, "c:2": 0},
+        seen_controller_events={-1: 7, -(1 << 63): 8},
+        signature_scheme=LEGACY_SIGNATURES,
+    )
     restored = read_snapshot(write_snapshot(snapshot), RULES)
     assert restored.signatures == {"a:0": (1 << 64) - 1, "b:1": 1 << 63, "c:2": 0}
     assert restored.seen_controller_events == {-1: 7, -(1 << 63): 8}
@@ -181,14 +192,22 @@ def test_the_restored_model_is_judged_by_the_rules_it_is_restored_with() -> None
 
 
 kraft_progress = st.builds(
-    MetadataLogProgress, ts=st.integers(0, 200_000), high_watermark=st.integers(0, 60),
-    replicas=st.lists(st.builds(ReplicaProgress, broker=st.sampled_from((1, 2, 3)),
-                                log_end_offset=st.integers(-1, 60),
-                                last_caught_up_ms=st.none() | st.integers(0, 200_000)),
-                      unique_by=lambda r: r.broker, max_size=3).map(tuple),
+    MetadataLogProgress,
+    ts=st.integers(0, 200_000),
+    high_watermark=st.integers(0, 60),
+    replicas=st.lists(
+        st.builds(
+            ReplicaProgress,
+            broker=st.sampled_from((1, 2, 3)),
+            log_end_offset=st.integers(-1, 60),
+            last_caught_up_ms=st.none() | st.integers(0, 200_000),
+        ),
+        unique_by=lambda r: r.broker,
+        max_size=3,
+    ).map(tuple),
     fetch_timeout_ms=st.none() | st.integers(1, 5_000),
     interval_ms=st.none() | st.integers(1, 5_000),
-)  # fmt: skip
+)
 
 
 @st.composite
@@ -199,11 +218,16 @@ def sequences(draw: st.DrawFn) -> list[Event]:
     for _ in range(draw(st.integers(0, 4))):
         sequence.insert(draw(st.integers(0, len(sequence))), draw(kraft_progress))
     return [
-        LeaderAndIsr(**{**{f: getattr(e, f) for f in e.__dataclass_fields__},
-                        "metadata_offset": draw(st.none() | st.integers(0, 60))})
-        if isinstance(e, LeaderAndIsr) and e.isr is not None else e
+        LeaderAndIsr(
+            **{
+                **{f: getattr(e, f) for f in e.__dataclass_fields__},
+                "metadata_offset": draw(st.none() | st.integers(0, 60)),
+            }
+        )
+        if isinstance(e, LeaderAndIsr) and e.isr is not None
+        else e
         for e in sequence
-    ]  # fmt: skip
+    ]
 
 
 @settings(max_examples=100, deadline=None)
@@ -248,8 +272,10 @@ def drift(golden: dict[str, Any], version: int, schema: Any) -> str | None:
     """Why ``schema`` may not be written as ``version``, if it may not."""
     described = golden["versions"].get(str(version))
     if described is None:
-        return (f"state format {version} is not described in tests/unit/data/state_format.json: "
-                "add its schema there (describe(STATE_SCHEMA))")  # fmt: skip
+        return (
+            f"state format {version} is not described in tests/unit/data/state_format.json: "
+            "add its schema there (describe(STATE_SCHEMA))"
+        )
     if described != describe(schema):
         return (
             f"the shard-state schema changed but its version is still {version}: bump the "
@@ -288,8 +314,9 @@ def test_every_older_version_has_a_migration_and_a_description() -> None:
 def test_a_list_column_the_format_does_not_know_stops_the_schema() -> None:
     from state.table_columns import ListColumn
 
-    wider = type("PartitionTable", (), {**vars(PartitionTable),
-                                        "notes": ListColumn[list[str]](list)})  # fmt: skip
+    wider = type(
+        "PartitionTable", (), {**vars(PartitionTable), "notes": ListColumn[list[str]](list)}
+    )
     with pytest.raises(StateFormatError, match=r"list columns \['notes'\]"):
         state_schema(wider)
 
@@ -341,8 +368,11 @@ def test_a_migration_that_does_not_move_forward_is_refused(monkeypatch: pytest.M
 def test_a_state_of_a_later_release_is_refused_by_version() -> None:
     batch = read_batch(write_snapshot(rich_snapshot()))
     later = write_batch(batch.replace_schema_metadata({VERSION_KEY: str(FORMAT_VERSION + 1)}))
-    with pytest.raises(StateFormatError, match=rf"state format {FORMAT_VERSION + 1}, written by a "
-                       r"later release.*reads formats up to"):  # fmt: skip
+    with pytest.raises(
+        StateFormatError,
+        match=rf"state format {FORMAT_VERSION + 1}, written by a "
+        r"later release.*reads formats up to",
+    ):
         read_snapshot(later, RULES)
 
 

@@ -40,27 +40,51 @@ def fetch(ts: int, follower: int, offset: int, leo: int) -> str:
     # the high watermark: held back at 100 by follower 2 until the leader removes it
     hw = 100 if 1_000 < ts < 13_000 else leo
     value = {
-        "ts": ts, "topic": "t", "partition": 0, "leader": 1, "follower": follower,
-        "leader_epoch": 0, "fetch_offset": offset, "leader_leo": leo, "high_watermark": hw,
-    }  # fmt: skip
+        "ts": ts,
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "follower": follower,
+        "leader_epoch": 0,
+        "fetch_offset": offset,
+        "leader_leo": leo,
+        "high_watermark": hw,
+    }
     return json.dumps({"source": "fetch-responses", "value": value})
 
 
 def metadata(ts: int, broker: int, isr: list[int]) -> str:
-    state = {"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 0, "isr": isr,
-             "replicas": [1, 2, 3], "offline_replicas": []}  # fmt: skip
-    return controller(ts, "UpdateMetadata", broker=broker, live_brokers=[1, 2, 3],
-                      partitions=[state])  # fmt: skip
+    state = {
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "leader_epoch": 0,
+        "isr": isr,
+        "replicas": [1, 2, 3],
+        "offline_replicas": [],
+    }
+    return controller(
+        ts, "UpdateMetadata", broker=broker, live_brokers=[1, 2, 3], partitions=[state]
+    )
 
 
 def capture() -> list[str]:
     lines = [
         controller(0, "BrokerChange", live=[{"id": b, "epoch": 10 + b} for b in (1, 2, 3)]),
         controller(0, "BrokerConfig", broker=1, replica_lag_time_max_ms=T),
-        controller(0, "LeaderAndIsr", topic="t", partition=0, leader=1, leader_epoch=0,
-                   isr=[1, 2, 3], replicas=[1, 2, 3], partition_epoch=0),
+        controller(
+            0,
+            "LeaderAndIsr",
+            topic="t",
+            partition=0,
+            leader=1,
+            leader_epoch=0,
+            isr=[1, 2, 3],
+            replicas=[1, 2, 3],
+            partition_epoch=0,
+        ),
         *(metadata(10, b, [1, 2, 3]) for b in (1, 2, 3)),
-    ]  # fmt: skip
+    ]
     leo = 0
     for ts in range(1_000, 30_001, 500):
         leo += 100
@@ -72,18 +96,47 @@ def capture() -> list[str]:
         else:
             lines.append(fetch(ts, 2, leo, leo))  # caught up again
         if ts == 13_000:
-            lines.append(controller(ts, "IsrChange", topic="t", partition=0, leader=1,
-                                    old_isr=[1, 2, 3], new_isr=[1, 3], leader_epoch=0,
-                                    partition_epoch=1))  # fmt: skip
+            lines.append(
+                controller(
+                    ts,
+                    "IsrChange",
+                    topic="t",
+                    partition=0,
+                    leader=1,
+                    old_isr=[1, 2, 3],
+                    new_isr=[1, 3],
+                    leader_epoch=0,
+                    partition_epoch=1,
+                )
+            )
         if ts == 18_500:
-            lines.append(controller(ts, "IsrChangePropagation", broker=1,
-                                    partitions=[{"topic": "t", "partition": 0}]))  # fmt: skip
-            lines += [metadata(18_600, 1, [1, 3]), metadata(18_600, 2, [1, 3]),
-                      metadata(18_650, 3, [1, 3])]  # fmt: skip
+            lines.append(
+                controller(
+                    ts,
+                    "IsrChangePropagation",
+                    broker=1,
+                    partitions=[{"topic": "t", "partition": 0}],
+                )
+            )
+            lines += [
+                metadata(18_600, 1, [1, 3]),
+                metadata(18_600, 2, [1, 3]),
+                metadata(18_650, 3, [1, 3]),
+            ]
         if ts == 25_000:
-            lines.append(controller(ts, "IsrChange", topic="t", partition=0, leader=1,
-                                    old_isr=[1, 3], new_isr=[1, 3, 2], leader_epoch=0,
-                                    partition_epoch=2))  # fmt: skip
+            lines.append(
+                controller(
+                    ts,
+                    "IsrChange",
+                    topic="t",
+                    partition=0,
+                    leader=1,
+                    old_isr=[1, 3],
+                    new_isr=[1, 3, 2],
+                    leader_epoch=0,
+                    partition_epoch=2,
+                )
+            )
     return lines
 
 
@@ -165,38 +218,67 @@ def test_capture_range_and_filters() -> None:
 
 def record(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any]:
     """A health record of t-0 as the job writes it; follower 2 is described by ``extra``."""
-    follower = {"broker": 2, "in_isr": 2 in isr, "status": status,
-                "last_caught_up_ms": 1_000, **extra.pop("follower", {})}  # fmt: skip
+    follower = {
+        "broker": 2,
+        "in_isr": 2 in isr,
+        "status": status,
+        "last_caught_up_ms": 1_000,
+        **extra.pop("follower", {}),
+    }
     return {
-        "topic": "t", "partition": 0, "as_of_ms": now, "leader": 1, "leader_epoch": 0,
-        "replicas": [1, 2, 3], "isr": isr, "under_replicated": len(isr) < 3,
-        "under_min_isr": False, "at_min_isr": False, "offline": False,
+        "topic": "t",
+        "partition": 0,
+        "as_of_ms": now,
+        "leader": 1,
+        "leader_epoch": 0,
+        "replicas": [1, 2, 3],
+        "isr": isr,
+        "under_replicated": len(isr) < 3,
+        "under_min_isr": False,
+        "at_min_isr": False,
+        "offline": False,
         "predicted_under_replicated": status in ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE"),
-        "followers": [follower, {"broker": 3, "in_isr": True, "status": "IN_SYNC",
-                                 "last_caught_up_ms": now}],
-        "metadata": extra.pop("metadata", {"state": "CONSISTENT", "stale_brokers": [],
-                                            "blackout_earliest_ms": None,
-                                            "blackout_latest_ms": None}),
+        "followers": [
+            follower,
+            {"broker": 3, "in_isr": True, "status": "IN_SYNC", "last_caught_up_ms": now},
+        ],
+        "metadata": extra.pop(
+            "metadata",
+            {
+                "state": "CONSISTENT",
+                "stale_brokers": [],
+                "blackout_earliest_ms": None,
+                "blackout_latest_ms": None,
+            },
+        ),
         **extra,
-    }  # fmt: skip
+    }
 
 
 SLOW = {"kind": "slow_follower", "broker": 2, "text": "broker 2 fetches slowly"}
 
 
 def health_lines() -> list[str]:
-    stale = {"state": "STALE_EXPECTED", "stale_brokers": [1, 2, 3],
-             "blackout_earliest_ms": 18_000, "blackout_latest_ms": 20_500}  # fmt: skip
+    stale = {
+        "state": "STALE_EXPECTED",
+        "stale_brokers": [1, 2, 3],
+        "blackout_earliest_ms": 18_000,
+        "blackout_latest_ms": 20_500,
+    }
     records = [
         record(5_000, [1, 2, 3], "IN_SYNC", cause=None),
         record(7_000, [1, 2, 3], "LAGGING", follower={"cause": SLOW}, cause=SLOW),
-        record(12_000, [1, 2, 3], "SHRINK_ELIGIBLE",
-               follower={"shrink_by_ms": 16_000, "cause": SLOW}, cause=SLOW),
-        record(14_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, metadata=stale,
-               cause=SLOW),
+        record(
+            12_000,
+            [1, 2, 3],
+            "SHRINK_ELIGIBLE",
+            follower={"shrink_by_ms": 16_000, "cause": SLOW},
+            cause=SLOW,
+        ),
+        record(14_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, metadata=stale, cause=SLOW),
         record(19_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, cause=SLOW),
         record(30_000, [1, 3, 2], "IN_SYNC", cause=None),
-    ]  # fmt: skip
+    ]
     no_time = {**records[0], "as_of_ms": "5000"}  # a time that is not a number: skipped
     return [json.dumps(r) for r in [*records, no_time]] + ["not json", json.dumps({"topic": "t"})]
 

@@ -48,11 +48,20 @@ def small() -> Timeline:
         StatusSpan(START + 80_000, START + 90_000, "IN_SYNC"),
     ]
     episode = FollowerEpisode(
-        "t", 0, 2, 1, START + 26_000, T, behind_since_ms=START + 10_000,
-        first_lagging_ms=START + 26_000, predicted_ms=START + 41_000,
-        removed_ms=START + 45_000, rejoined_ms=START + 80_000, end_ms=START + 80_000,
+        "t",
+        0,
+        2,
+        1,
+        START + 26_000,
+        T,
+        behind_since_ms=START + 10_000,
+        first_lagging_ms=START + 26_000,
+        predicted_ms=START + 41_000,
+        removed_ms=START + 45_000,
+        rejoined_ms=START + 80_000,
+        end_ms=START + 80_000,
         worst="OUT_OF_SYNC",
-    )  # fmt: skip
+    )
     return Timeline(
         start_ms=START,
         end_ms=START + 90_000,
@@ -96,9 +105,22 @@ def large(brokers: int = 12, partitions: int = 1_000) -> Timeline:
                 StatusSpan(START, START + 30_000, "IN_SYNC"),
                 StatusSpan(START + 30_000, end, status),
             ]
-    return Timeline(START, end, T, 2_000, lanes, {}, [], [], [
-        OverdueShrink("topic-0", 2, 3, 4, START + 29_000, START + 30_000),
-    ], [], [], [])  # fmt: skip
+    return Timeline(
+        START,
+        end,
+        T,
+        2_000,
+        lanes,
+        {},
+        [],
+        [],
+        [
+            OverdueShrink("topic-0", 2, 3, 4, START + 29_000, START + 30_000),
+        ],
+        [],
+        [],
+        [],
+    )
 
 
 def texts(figure: Figure) -> list[str]:
@@ -219,11 +241,23 @@ def test_the_command_writes_the_three_files(tmp_path: Path, capture_file: Path) 
     out = tmp_path / "out"
     health = tmp_path / "health.jsonl"
     health.write_text(json.dumps({"topic": "t"}) + "\n", encoding="utf-8")
-    result = CliRunner().invoke(main, [
-        "timeline", str(capture_file), "--out", str(out), "--health-out", str(health),
-        "--set", "rules.replica_lag_time_max_ms=10000", "--from", "1970-01-01T00:00:00",
-        "--to", "30000",
-    ])  # fmt: skip
+    result = CliRunner().invoke(
+        main,
+        [
+            "timeline",
+            str(capture_file),
+            "--out",
+            str(out),
+            "--health-out",
+            str(health),
+            "--set",
+            "rules.replica_lag_time_max_ms=10000",
+            "--from",
+            "1970-01-01T00:00:00",
+            "--to",
+            "30000",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "1 shrinks" in result.output
     report = (out / "timeline.md").read_text(encoding="utf-8")

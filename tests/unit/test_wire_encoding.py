@@ -67,8 +67,9 @@ broker_ids = ints(0, INT32_MAX)
 epochs = ints(0, INT32_MAX)
 partitions = ints(0, 999_999)
 leaders = ints(-2, INT32_MAX)
-topics = st.one_of(st.sampled_from(("t", "ü-topic", " ", "\x00", "😀", "a:b")),
-                   st.text(min_size=1, max_size=8))  # fmt: skip
+topics = st.one_of(
+    st.sampled_from(("t", "ü-topic", " ", "\x00", "😀", "a:b")), st.text(min_size=1, max_size=8)
+)
 broker_lists = st.lists(broker_ids, max_size=4).map(tuple)
 
 
@@ -78,9 +79,12 @@ def optional(strategy: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
 
 @st.composite
 def common(draw: st.DrawFn) -> dict[str, Any]:
-    return {"ts": draw(ts), "controller_id": draw(optional(broker_ids)),
-            "controller_epoch": draw(optional(epochs)),
-            "metadata_offset": draw(optional(offsets))}  # fmt: skip
+    return {
+        "ts": draw(ts),
+        "controller_id": draw(optional(broker_ids)),
+        "controller_epoch": draw(optional(epochs)),
+        "metadata_offset": draw(optional(offsets)),
+    }
 
 
 @st.composite
@@ -88,66 +92,115 @@ def leader_and_isr(draw: st.DrawFn) -> LeaderAndIsr:
     place: dict[str, Any] = {"topic": draw(topics), "partition": draw(partitions)}
     if draw(st.booleans()):  # the partial form: a leader or none (-1), no state
         return LeaderAndIsr(**draw(common()), **place, leader=draw(ints(-1, INT32_MAX)))
-    return LeaderAndIsr(**draw(common()), **place, leader=draw(leaders),
-                        leader_epoch=draw(epochs), isr=draw(broker_lists),
-                        replicas=draw(broker_lists), partition_epoch=draw(epochs))  # fmt: skip
+    return LeaderAndIsr(
+        **draw(common()),
+        **place,
+        leader=draw(leaders),
+        leader_epoch=draw(epochs),
+        isr=draw(broker_lists),
+        replicas=draw(broker_lists),
+        partition_epoch=draw(epochs),
+    )
 
 
 @st.composite
 def isr_change(draw: st.DrawFn) -> IsrChange:
-    return IsrChange(**draw(common()), topic=draw(topics), partition=draw(partitions),
-                     leader=draw(leaders), new_isr=draw(broker_lists),
-                     old_isr=draw(optional(broker_lists)), leader_epoch=draw(optional(epochs)),
-                     partition_epoch=draw(optional(epochs)))  # fmt: skip
+    return IsrChange(
+        **draw(common()),
+        topic=draw(topics),
+        partition=draw(partitions),
+        leader=draw(leaders),
+        new_isr=draw(broker_lists),
+        old_isr=draw(optional(broker_lists)),
+        leader_epoch=draw(optional(epochs)),
+        partition_epoch=draw(optional(epochs)),
+    )
 
 
 metadata_states = st.builds(
-    MetadataPartitionState, topic=topics, partition=partitions, leader=leaders,
-    leader_epoch=epochs, isr=broker_lists, replicas=broker_lists, offline_replicas=broker_lists,
-)  # fmt: skip
-created_maps = st.dictionaries(topics, st.dictionaries(partitions, broker_lists, max_size=3),
-                               max_size=3)  # fmt: skip
+    MetadataPartitionState,
+    topic=topics,
+    partition=partitions,
+    leader=leaders,
+    leader_epoch=epochs,
+    isr=broker_lists,
+    replicas=broker_lists,
+    offline_replicas=broker_lists,
+)
+created_maps = st.dictionaries(
+    topics, st.dictionaries(partitions, broker_lists, max_size=3), max_size=3
+)
 replica_progress = st.builds(
-    ReplicaProgress, broker=broker_ids, log_end_offset=ints(-1, INT64_MAX),
-    last_caught_up_ms=optional(ints(-1, INT64_MAX)), last_fetch_ms=optional(ints(-1, INT64_MAX)),
-)  # fmt: skip
+    ReplicaProgress,
+    broker=broker_ids,
+    log_end_offset=ints(-1, INT64_MAX),
+    last_caught_up_ms=optional(ints(-1, INT64_MAX)),
+    last_fetch_ms=optional(ints(-1, INT64_MAX)),
+)
 
 
 def controller_events() -> st.SearchStrategy[ControllerEvent]:
     def with_common(cls: type[ControllerEvent], **own: Any) -> st.SearchStrategy[Any]:
-        return common().flatmap(lambda c: st.builds(cls, **{k: st.just(v) for k, v in c.items()},
-                                                    **own))  # fmt: skip
+        return common().flatmap(
+            lambda c: st.builds(cls, **{k: st.just(v) for k, v in c.items()}, **own)
+        )
 
     return st.one_of(
         leader_and_isr(),
         isr_change(),
-        with_common(IsrChangePropagation, broker=broker_ids, partitions=st.lists(
-            st.builds(TopicPartition, topic=topics, partition=partitions), max_size=3).map(tuple)),
-        with_common(UpdateMetadata, broker=broker_ids,
-                    partitions=st.lists(metadata_states, max_size=3).map(tuple),
-                    live_brokers=optional(broker_lists)),
-        with_common(BrokerChange, live=st.lists(st.builds(
-            BrokerRegistration, id=broker_ids, epoch=ints(0, INT64_MAX)), max_size=3).map(tuple)),
+        with_common(
+            IsrChangePropagation,
+            broker=broker_ids,
+            partitions=st.lists(
+                st.builds(TopicPartition, topic=topics, partition=partitions), max_size=3
+            ).map(tuple),
+        ),
+        with_common(
+            UpdateMetadata,
+            broker=broker_ids,
+            partitions=st.lists(metadata_states, max_size=3).map(tuple),
+            live_brokers=optional(broker_lists),
+        ),
+        with_common(
+            BrokerChange,
+            live=st.lists(
+                st.builds(BrokerRegistration, id=broker_ids, epoch=ints(0, INT64_MAX)), max_size=3
+            ).map(tuple),
+        ),
         # ControllerChange requires its controller_id; its epoch may be absent (partial)
-        common().flatmap(lambda c: broker_ids.map(
-            lambda b: ControllerChange(**{**c, "controller_id": b}))),
-        with_common(TopicChange, created=created_maps,
-                    deleted=st.lists(topics, max_size=3).map(tuple)),
+        common().flatmap(
+            lambda c: broker_ids.map(lambda b: ControllerChange(**{**c, "controller_id": b}))
+        ),
+        with_common(
+            TopicChange, created=created_maps, deleted=st.lists(topics, max_size=3).map(tuple)
+        ),
         with_common(TopicConfig, topic=topics, min_insync_replicas=ints(1, INT32_MAX)),
         with_common(BrokerConfig, broker=broker_ids, replica_lag_time_max_ms=ints(1, INT32_MAX)),
-        with_common(MetadataLogProgress, high_watermark=offsets,
-                    replicas=st.lists(replica_progress, max_size=3).map(tuple),
-                    fetch_timeout_ms=optional(ints(1, INT32_MAX)),
-                    interval_ms=optional(ints(1, INT64_MAX))),
-    )  # fmt: skip
+        with_common(
+            MetadataLogProgress,
+            high_watermark=offsets,
+            replicas=st.lists(replica_progress, max_size=3).map(tuple),
+            fetch_timeout_ms=optional(ints(1, INT32_MAX)),
+            interval_ms=optional(ints(1, INT64_MAX)),
+        ),
+    )
 
 
 fetch_responses = st.builds(
-    FetchResponse, ts=ts, topic=topics, partition=partitions, leader=broker_ids,
-    follower=broker_ids, leader_epoch=epochs, fetch_offset=offsets, leader_leo=offsets,
-    high_watermark=offsets, log_start_offset=optional(ints(-1, INT64_MAX)),
-    error=st.sampled_from(("NONE", "NOT_LEADER_OR_FOLLOWER", "x")), bytes=optional(offsets),
-)  # fmt: skip
+    FetchResponse,
+    ts=ts,
+    topic=topics,
+    partition=partitions,
+    leader=broker_ids,
+    follower=broker_ids,
+    leader_epoch=epochs,
+    fetch_offset=offsets,
+    leader_leo=offsets,
+    high_watermark=offsets,
+    log_start_offset=optional(ints(-1, INT64_MAX)),
+    error=st.sampled_from(("NONE", "NOT_LEADER_OR_FOLLOWER", "x")),
+    bytes=optional(offsets),
+)
 events = st.one_of(controller_events(), fetch_responses)
 
 
@@ -223,8 +276,17 @@ def test_the_key_follows_the_contract(event: Event) -> None:
 def test_the_cheap_fetch_response_is_the_dataclass_s(event: FetchResponse) -> None:
     built = fetch_response(**{f.name: getattr(event, f.name) for f in fields(event)})
     assert (type(built), built, hash(built)) == (FetchResponse, event, hash(event))
-    defaults = fetch_response(ts=1, topic="t", partition=0, leader=1, follower=2, leader_epoch=0,
-                              fetch_offset=0, leader_leo=0, high_watermark=0)  # fmt: skip
+    defaults = fetch_response(
+        ts=1,
+        topic="t",
+        partition=0,
+        leader=1,
+        follower=2,
+        leader_epoch=0,
+        fetch_offset=0,
+        leader_leo=0,
+        high_watermark=0,
+    )
     assert (defaults.log_start_offset, defaults.error, defaults.bytes) == (None, "NONE", None)
     assert list(inspect.signature(fetch_response).parameters) == [f.name for f in fields(event)]
 
@@ -236,8 +298,11 @@ def test_fields_left_out_at_their_default_are_those_the_schema_lets_be_absent() 
     fetch = cast("dict[str, Any]", schema_validator(Source.FETCH_RESPONSES).schema)
     for cls in (*CONTROLLER_EVENT_TYPES.values(), FetchResponse):
         assert is_dataclass(cls)
-        required = set(fetch["required"] if cls is FetchResponse
-                       else controller["$defs"][cls.__name__].get("required", []))  # fmt: skip
+        required = set(
+            fetch["required"]
+            if cls is FetchResponse
+            else controller["$defs"][cls.__name__].get("required", [])
+        )
         for f in fields(cls):
             has_default = f.default is not MISSING or f.default_factory is not MISSING
             if has_default and f.default is not None:
@@ -250,123 +315,337 @@ def test_fields_left_out_at_their_default_are_those_the_schema_lets_be_absent() 
 
 T = 1_700_000_000_000
 TABLE: list[tuple[str, Event, str, dict[str, Any]]] = [
-    ("LeaderAndIsr full, KRaft",
-     LeaderAndIsr(ts=T, controller_id=3, controller_epoch=5, metadata_offset=12, topic="t",
-                  partition=0, leader=1, leader_epoch=4, isr=(1, 2), replicas=(1, 2, 3),
-                  partition_epoch=9),
-     "t:0",
-     {"type": "LeaderAndIsr", "ts": T, "controller_id": 3, "controller_epoch": 5,
-      "metadata_offset": 12, "topic": "t", "partition": 0, "leader": 1, "leader_epoch": 4,
-      "isr": [1, 2], "replicas": [1, 2, 3], "partition_epoch": 9}),
-    ("LeaderAndIsr deletion (-2), empty lists",
-     LeaderAndIsr(ts=0, topic="t", partition=999_999, leader=-2, leader_epoch=0, isr=(),
-                  replicas=(), partition_epoch=0),
-     "t:999999",
-     {"type": "LeaderAndIsr", "ts": 0, "topic": "t", "partition": 999_999, "leader": -2,
-      "leader_epoch": 0, "isr": [], "replicas": [], "partition_epoch": 0}),
-    ("LeaderAndIsr partial: the leader only",
-     LeaderAndIsr(ts=T, controller_id=0, topic="t", partition=3, leader=-1),
-     "t:3",
-     {"type": "LeaderAndIsr", "ts": T, "controller_id": 0, "topic": "t", "partition": 3,
-      "leader": -1}),
-    ("IsrChange full",
-     IsrChange(ts=T, topic="t", partition=1, leader=2, old_isr=(2, 1), new_isr=(2,),
-               leader_epoch=0, partition_epoch=7),
-     "t:1",
-     {"type": "IsrChange", "ts": T, "topic": "t", "partition": 1, "leader": 2,
-      "new_isr": [2], "old_isr": [2, 1], "leader_epoch": 0, "partition_epoch": 7}),
-    ("IsrChange partial: no old_isr, no epochs",
-     IsrChange(ts=T, topic="t", partition=1, leader=2, new_isr=(2, 3)),
-     "t:1",
-     {"type": "IsrChange", "ts": T, "topic": "t", "partition": 1, "leader": 2,
-      "new_isr": [2, 3]}),
-    ("IsrChangePropagation",
-     IsrChangePropagation(ts=T, broker=4, partitions=(TopicPartition("a", 0),
-                                                      TopicPartition("b", 2))),
-     "4",
-     {"type": "IsrChangePropagation", "ts": T, "broker": 4,
-      "partitions": [{"topic": "a", "partition": 0}, {"topic": "b", "partition": 2}]}),
-    ("UpdateMetadata with live brokers",
-     UpdateMetadata(ts=T, controller_id=1, controller_epoch=2, broker=3, live_brokers=(1, 3),
-                    partitions=(MetadataPartitionState(topic="t", partition=0, leader=1,
-                                                       leader_epoch=2, isr=(1,),
-                                                       replicas=(1, 3),
-                                                       offline_replicas=(3,)),)),
-     "3",
-     {"type": "UpdateMetadata", "ts": T, "controller_id": 1, "controller_epoch": 2,
-      "broker": 3, "live_brokers": [1, 3],
-      "partitions": [{"topic": "t", "partition": 0, "leader": 1, "leader_epoch": 2,
-                      "isr": [1], "replicas": [1, 3], "offline_replicas": [3]}]}),
-    ("UpdateMetadata without live brokers, no partitions",
-     UpdateMetadata(ts=T, broker=0, partitions=()),
-     "0",
-     {"type": "UpdateMetadata", "ts": T, "broker": 0, "partitions": []}),
-    ("BrokerChange of a KRaft log: metadata_offset, no controller known",
-     BrokerChange(ts=T, controller_epoch=7, metadata_offset=40,
-                  live=(BrokerRegistration(id=1, epoch=INT64_MAX),)),
-     NO_CONTROLLER_KEY,
-     {"type": "BrokerChange", "ts": T, "controller_epoch": 7, "metadata_offset": 40,
-      "live": [{"id": 1, "epoch": INT64_MAX}]}),
-    ("ControllerChange full",
-     ControllerChange(ts=T, controller_id=2, controller_epoch=8),
-     "2",
-     {"type": "ControllerChange", "ts": T, "controller_id": 2, "controller_epoch": 8}),
-    ("ControllerChange partial: no epoch",
-     ControllerChange(ts=T, controller_id=2),
-     "2",
-     {"type": "ControllerChange", "ts": T, "controller_id": 2}),
-    ("TopicChange created: partition numbers as strings, deleted written empty",
-     TopicChange(ts=T, controller_id=1, created={"t": {0: (1, 2), 10: (2,)}}),
-     "1",
-     {"type": "TopicChange", "ts": T, "controller_id": 1,
-      "created": {"t": {"0": [1, 2], "10": [2]}}, "deleted": []}),
-    ("TopicChange deleted: created written empty",
-     TopicChange(ts=T, deleted=("t", "u")),
-     "-1",
-     {"type": "TopicChange", "ts": T, "created": {}, "deleted": ["t", "u"]}),
-    ("TopicConfig",
-     TopicConfig(ts=T, controller_id=5, topic="t", min_insync_replicas=2),
-     "5",
-     {"type": "TopicConfig", "ts": T, "controller_id": 5, "topic": "t",
-      "min_insync_replicas": 2}),
-    ("BrokerConfig: keyed by its broker, not its controller",
-     BrokerConfig(ts=T, controller_id=5, broker=2, replica_lag_time_max_ms=30_000),
-     "2",
-     {"type": "BrokerConfig", "ts": T, "controller_id": 5, "broker": 2,
-      "replica_lag_time_max_ms": 30_000}),
-    ("MetadataLogProgress, a replica with and one without its times",
-     MetadataLogProgress(ts=T, controller_id=1, controller_epoch=3, high_watermark=100,
-                         replicas=(ReplicaProgress(broker=1, log_end_offset=100,
-                                                   last_caught_up_ms=T, last_fetch_ms=-1),
-                                   ReplicaProgress(broker=2, log_end_offset=-1)),
-                         interval_ms=1000),
-     "1",
-     {"type": "MetadataLogProgress", "ts": T, "controller_id": 1, "controller_epoch": 3,
-      "high_watermark": 100, "interval_ms": 1000,
-      "replicas": [{"broker": 1, "log_end_offset": 100, "last_caught_up_ms": T,
-                    "last_fetch_ms": -1},
-                   {"broker": 2, "log_end_offset": -1}]}),
-    ("FetchResponse: error NONE left out, the optional numbers written",
-     FetchResponse(ts=T, topic="t", partition=2, leader=1, follower=3, leader_epoch=4,
-                   fetch_offset=10, leader_leo=20, high_watermark=15, log_start_offset=0,
-                   bytes=0),
-     "t:2",
-     {"ts": T, "topic": "t", "partition": 2, "leader": 1, "follower": 3, "leader_epoch": 4,
-      "fetch_offset": 10, "leader_leo": 20, "high_watermark": 15, "log_start_offset": 0,
-      "bytes": 0}),
-    ("FetchResponse: an error written, the optional numbers absent",
-     FetchResponse(ts=T, topic="t", partition=2, leader=1, follower=3, leader_epoch=4,
-                   fetch_offset=10, leader_leo=20, high_watermark=15,
-                   error="NOT_LEADER_OR_FOLLOWER"),
-     "t:2",
-     {"ts": T, "topic": "t", "partition": 2, "leader": 1, "follower": 3, "leader_epoch": 4,
-      "fetch_offset": 10, "leader_leo": 20, "high_watermark": 15,
-      "error": "NOT_LEADER_OR_FOLLOWER"}),
-]  # fmt: skip
+    (
+        "LeaderAndIsr full, KRaft",
+        LeaderAndIsr(
+            ts=T,
+            controller_id=3,
+            controller_epoch=5,
+            metadata_offset=12,
+            topic="t",
+            partition=0,
+            leader=1,
+            leader_epoch=4,
+            isr=(1, 2),
+            replicas=(1, 2, 3),
+            partition_epoch=9,
+        ),
+        "t:0",
+        {
+            "type": "LeaderAndIsr",
+            "ts": T,
+            "controller_id": 3,
+            "controller_epoch": 5,
+            "metadata_offset": 12,
+            "topic": "t",
+            "partition": 0,
+            "leader": 1,
+            "leader_epoch": 4,
+            "isr": [1, 2],
+            "replicas": [1, 2, 3],
+            "partition_epoch": 9,
+        },
+    ),
+    (
+        "LeaderAndIsr deletion (-2), empty lists",
+        LeaderAndIsr(
+            ts=0,
+            topic="t",
+            partition=999_999,
+            leader=-2,
+            leader_epoch=0,
+            isr=(),
+            replicas=(),
+            partition_epoch=0,
+        ),
+        "t:999999",
+        {
+            "type": "LeaderAndIsr",
+            "ts": 0,
+            "topic": "t",
+            "partition": 999_999,
+            "leader": -2,
+            "leader_epoch": 0,
+            "isr": [],
+            "replicas": [],
+            "partition_epoch": 0,
+        },
+    ),
+    (
+        "LeaderAndIsr partial: the leader only",
+        LeaderAndIsr(ts=T, controller_id=0, topic="t", partition=3, leader=-1),
+        "t:3",
+        {
+            "type": "LeaderAndIsr",
+            "ts": T,
+            "controller_id": 0,
+            "topic": "t",
+            "partition": 3,
+            "leader": -1,
+        },
+    ),
+    (
+        "IsrChange full",
+        IsrChange(
+            ts=T,
+            topic="t",
+            partition=1,
+            leader=2,
+            old_isr=(2, 1),
+            new_isr=(2,),
+            leader_epoch=0,
+            partition_epoch=7,
+        ),
+        "t:1",
+        {
+            "type": "IsrChange",
+            "ts": T,
+            "topic": "t",
+            "partition": 1,
+            "leader": 2,
+            "new_isr": [2],
+            "old_isr": [2, 1],
+            "leader_epoch": 0,
+            "partition_epoch": 7,
+        },
+    ),
+    (
+        "IsrChange partial: no old_isr, no epochs",
+        IsrChange(ts=T, topic="t", partition=1, leader=2, new_isr=(2, 3)),
+        "t:1",
+        {
+            "type": "IsrChange",
+            "ts": T,
+            "topic": "t",
+            "partition": 1,
+            "leader": 2,
+            "new_isr": [2, 3],
+        },
+    ),
+    (
+        "IsrChangePropagation",
+        IsrChangePropagation(
+            ts=T, broker=4, partitions=(TopicPartition("a", 0), TopicPartition("b", 2))
+        ),
+        "4",
+        {
+            "type": "IsrChangePropagation",
+            "ts": T,
+            "broker": 4,
+            "partitions": [{"topic": "a", "partition": 0}, {"topic": "b", "partition": 2}],
+        },
+    ),
+    (
+        "UpdateMetadata with live brokers",
+        UpdateMetadata(
+            ts=T,
+            controller_id=1,
+            controller_epoch=2,
+            broker=3,
+            live_brokers=(1, 3),
+            partitions=(
+                MetadataPartitionState(
+                    topic="t",
+                    partition=0,
+                    leader=1,
+                    leader_epoch=2,
+                    isr=(1,),
+                    replicas=(1, 3),
+                    offline_replicas=(3,),
+                ),
+            ),
+        ),
+        "3",
+        {
+            "type": "UpdateMetadata",
+            "ts": T,
+            "controller_id": 1,
+            "controller_epoch": 2,
+            "broker": 3,
+            "live_brokers": [1, 3],
+            "partitions": [
+                {
+                    "topic": "t",
+                    "partition": 0,
+                    "leader": 1,
+                    "leader_epoch": 2,
+                    "isr": [1],
+                    "replicas": [1, 3],
+                    "offline_replicas": [3],
+                }
+            ],
+        },
+    ),
+    (
+        "UpdateMetadata without live brokers, no partitions",
+        UpdateMetadata(ts=T, broker=0, partitions=()),
+        "0",
+        {"type": "UpdateMetadata", "ts": T, "broker": 0, "partitions": []},
+    ),
+    (
+        "BrokerChange of a KRaft log: metadata_offset, no controller known",
+        BrokerChange(
+            ts=T,
+            controller_epoch=7,
+            metadata_offset=40,
+            live=(BrokerRegistration(id=1, epoch=INT64_MAX),),
+        ),
+        NO_CONTROLLER_KEY,
+        {
+            "type": "BrokerChange",
+            "ts": T,
+            "controller_epoch": 7,
+            "metadata_offset": 40,
+            "live": [{"id": 1, "epoch": INT64_MAX}],
+        },
+    ),
+    (
+        "ControllerChange full",
+        ControllerChange(ts=T, controller_id=2, controller_epoch=8),
+        "2",
+        {"type": "ControllerChange", "ts": T, "controller_id": 2, "controller_epoch": 8},
+    ),
+    (
+        "ControllerChange partial: no epoch",
+        ControllerChange(ts=T, controller_id=2),
+        "2",
+        {"type": "ControllerChange", "ts": T, "controller_id": 2},
+    ),
+    (
+        "TopicChange created: partition numbers as strings, deleted written empty",
+        TopicChange(ts=T, controller_id=1, created={"t": {0: (1, 2), 10: (2,)}}),
+        "1",
+        {
+            "type": "TopicChange",
+            "ts": T,
+            "controller_id": 1,
+            "created": {"t": {"0": [1, 2], "10": [2]}},
+            "deleted": [],
+        },
+    ),
+    (
+        "TopicChange deleted: created written empty",
+        TopicChange(ts=T, deleted=("t", "u")),
+        "-1",
+        {"type": "TopicChange", "ts": T, "created": {}, "deleted": ["t", "u"]},
+    ),
+    (
+        "TopicConfig",
+        TopicConfig(ts=T, controller_id=5, topic="t", min_insync_replicas=2),
+        "5",
+        {
+            "type": "TopicConfig",
+            "ts": T,
+            "controller_id": 5,
+            "topic": "t",
+            "min_insync_replicas": 2,
+        },
+    ),
+    (
+        "BrokerConfig: keyed by its broker, not its controller",
+        BrokerConfig(ts=T, controller_id=5, broker=2, replica_lag_time_max_ms=30_000),
+        "2",
+        {
+            "type": "BrokerConfig",
+            "ts": T,
+            "controller_id": 5,
+            "broker": 2,
+            "replica_lag_time_max_ms": 30_000,
+        },
+    ),
+    (
+        "MetadataLogProgress, a replica with and one without its times",
+        MetadataLogProgress(
+            ts=T,
+            controller_id=1,
+            controller_epoch=3,
+            high_watermark=100,
+            replicas=(
+                ReplicaProgress(
+                    broker=1, log_end_offset=100, last_caught_up_ms=T, last_fetch_ms=-1
+                ),
+                ReplicaProgress(broker=2, log_end_offset=-1),
+            ),
+            interval_ms=1000,
+        ),
+        "1",
+        {
+            "type": "MetadataLogProgress",
+            "ts": T,
+            "controller_id": 1,
+            "controller_epoch": 3,
+            "high_watermark": 100,
+            "interval_ms": 1000,
+            "replicas": [
+                {"broker": 1, "log_end_offset": 100, "last_caught_up_ms": T, "last_fetch_ms": -1},
+                {"broker": 2, "log_end_offset": -1},
+            ],
+        },
+    ),
+    (
+        "FetchResponse: error NONE left out, the optional numbers written",
+        FetchResponse(
+            ts=T,
+            topic="t",
+            partition=2,
+            leader=1,
+            follower=3,
+            leader_epoch=4,
+            fetch_offset=10,
+            leader_leo=20,
+            high_watermark=15,
+            log_start_offset=0,
+            bytes=0,
+        ),
+        "t:2",
+        {
+            "ts": T,
+            "topic": "t",
+            "partition": 2,
+            "leader": 1,
+            "follower": 3,
+            "leader_epoch": 4,
+            "fetch_offset": 10,
+            "leader_leo": 20,
+            "high_watermark": 15,
+            "log_start_offset": 0,
+            "bytes": 0,
+        },
+    ),
+    (
+        "FetchResponse: an error written, the optional numbers absent",
+        FetchResponse(
+            ts=T,
+            topic="t",
+            partition=2,
+            leader=1,
+            follower=3,
+            leader_epoch=4,
+            fetch_offset=10,
+            leader_leo=20,
+            high_watermark=15,
+            error="NOT_LEADER_OR_FOLLOWER",
+        ),
+        "t:2",
+        {
+            "ts": T,
+            "topic": "t",
+            "partition": 2,
+            "leader": 1,
+            "follower": 3,
+            "leader_epoch": 4,
+            "fetch_offset": 10,
+            "leader_leo": 20,
+            "high_watermark": 15,
+            "error": "NOT_LEADER_OR_FOLLOWER",
+        },
+    ),
+]
 
 
-@pytest.mark.parametrize(("event", "key", "expected"), [row[1:] for row in TABLE],
-                         ids=[row[0] for row in TABLE])  # fmt: skip
+@pytest.mark.parametrize(
+    ("event", "key", "expected"), [row[1:] for row in TABLE], ids=[row[0] for row in TABLE]
+)
 def test_the_wire_form_by_hand(event: Event, key: str, expected: dict[str, Any]) -> None:
     record = input_record(event)
     assert (record.key, record.value) == (key, expected)
@@ -387,21 +666,49 @@ def test_the_table_covers_every_event_type() -> None:
 def test_update_metadata_to_every_broker_writes_its_states_once() -> None:
     """A controller's states go to every live broker: the records of one tuple share its
     encoded list; another tuple, even right after, gets its own."""
-    state = MetadataPartitionState(topic="t", partition=0, leader=1, leader_epoch=2, isr=(1,),
-                                   replicas=(1, 2), offline_replicas=())  # fmt: skip
+    state = MetadataPartitionState(
+        topic="t",
+        partition=0,
+        leader=1,
+        leader_epoch=2,
+        isr=(1,),
+        replicas=(1, 2),
+        offline_replicas=(),
+    )
     states = (state,)
     one, two = (wire_value(UpdateMetadata(ts=T, broker=b, partitions=states)) for b in (1, 2))
     assert one["partitions"] is two["partitions"]
     assert (one["broker"], two["broker"]) == (1, 2)
-    deleted = (MetadataPartitionState(topic="t", partition=0, leader=-2, leader_epoch=0, isr=(),
-                                      replicas=(), offline_replicas=()),)  # fmt: skip
+    deleted = (
+        MetadataPartitionState(
+            topic="t",
+            partition=0,
+            leader=-2,
+            leader_epoch=0,
+            isr=(),
+            replicas=(),
+            offline_replicas=(),
+        ),
+    )
     assert wire_value(UpdateMetadata(ts=T, broker=1, partitions=deleted))["partitions"] == [
-        {"topic": "t", "partition": 0, "leader": -2, "leader_epoch": 0, "isr": [],
-         "replicas": [], "offline_replicas": []}]  # fmt: skip
+        {
+            "topic": "t",
+            "partition": 0,
+            "leader": -2,
+            "leader_epoch": 0,
+            "isr": [],
+            "replicas": [],
+            "offline_replicas": [],
+        }
+    ]
     for n in range(100):  # more tuples than are kept: each still gets its own states
         again = (replace(state, partition=n),)
-        assert wire_value(UpdateMetadata(ts=T, broker=1, partitions=again))["partitions"][0][
-            "partition"] == n  # fmt: skip
+        assert (
+            wire_value(UpdateMetadata(ts=T, broker=1, partitions=again))["partitions"][0][
+                "partition"
+            ]
+            == n
+        )
 
 
 def test_something_that_is_not_an_event_is_refused() -> None:

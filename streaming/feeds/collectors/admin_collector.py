@@ -48,10 +48,12 @@ class AdminCollector:
         self._publisher = publisher
         self._metrics = metrics
         self._state_file = state_file
-        self._options: dict[str, Any] = {"fetch_responses": fetch_responses,
-                                         "broker_changes": broker_changes,
-                                         "partition_events": partition_events,
-                                         "interval_ms": interval_ms}  # fmt: skip
+        self._options: dict[str, Any] = {
+            "fetch_responses": fetch_responses,
+            "broker_changes": broker_changes,
+            "partition_events": partition_events,
+            "interval_ms": interval_ms,
+        }
         self._committed: dict[str, Any] | None = (
             load_state(state_file) if state_file is not None else None
         )
@@ -86,9 +88,13 @@ class AdminCollector:
         return len(events)
 
     def run(
-        self, *, interval_ms: int, stop: threading.Event, once: bool = False,
+        self,
+        *,
+        interval_ms: int,
+        stop: threading.Event,
+        once: bool = False,
         on_poll: Callable[[int], None] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Poll every ``interval_ms`` until ``stop`` (or once). A failed poll is logged and
         retried at the next interval, unless ``once``."""
         while not stop.is_set():

@@ -112,14 +112,17 @@ class ClusterSnapshot:
             "controller_epoch": self.controller_epoch,
             "brokers": list(self.brokers),
             "partitions": {
-                topic: {str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
-                        for p, i in sorted(parts.items())}
+                topic: {
+                    str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
+                    for p, i in sorted(parts.items())
+                }
                 for topic, parts in sorted(self.partitions.items())
             },
             "min_insync_replicas": dict(sorted(self.min_insync_replicas.items())),
-            "replica_lag_time_max_ms": {str(b): v for b, v in
-                                        sorted(self.replica_lag_time_max_ms.items())},
-        }  # fmt: skip
+            "replica_lag_time_max_ms": {
+                str(b): v for b, v in sorted(self.replica_lag_time_max_ms.items())
+            },
+        }
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> ClusterSnapshot:
@@ -129,14 +132,15 @@ class ClusterSnapshot:
             controller_epoch=data["controller_epoch"],
             brokers=tuple(data["brokers"]),
             partitions={
-                topic: {int(p): PartitionInfo(leader, epoch, tuple(replicas), tuple(isr))
-                        for p, (leader, epoch, replicas, isr) in parts.items()}
+                topic: {
+                    int(p): PartitionInfo(leader, epoch, tuple(replicas), tuple(isr))
+                    for p, (leader, epoch, replicas, isr) in parts.items()
+                }
                 for topic, parts in data["partitions"].items()
             },
             min_insync_replicas=dict(data["min_insync_replicas"]),
-            replica_lag_time_max_ms={int(b): v for b, v in
-                                     data["replica_lag_time_max_ms"].items()},
-        )  # fmt: skip
+            replica_lag_time_max_ms={int(b): v for b, v in data["replica_lag_time_max_ms"].items()},
+        )
 
 
 class AdminPoller:
@@ -179,9 +183,16 @@ class AdminPoller:
             controller = None  # no controller (-1): the events name none
 
         def event(kind: type[ControllerEvent], **fields: Any) -> None:
-            out.append(input_record(kind(ts=snapshot.ts, controller_id=controller,
-                                         controller_epoch=snapshot.controller_epoch,
-                                         **fields)))  # fmt: skip
+            out.append(
+                input_record(
+                    kind(
+                        ts=snapshot.ts,
+                        controller_id=controller,
+                        controller_epoch=snapshot.controller_epoch,
+                        **fields,
+                    )
+                )
+            )
 
         if (
             snapshot.controller_epoch is not None
@@ -237,12 +248,20 @@ class AdminPoller:
             if info.leader_epoch is None:
                 self._skip("leader_and_isr_without_leader_epoch")
                 return None
-            return LeaderAndIsr, {**identity, "leader_epoch": info.leader_epoch,
-                                  "isr": info.isr, "replicas": info.replicas,
-                                  "partition_epoch": info.leader_epoch}  # fmt: skip
+            return LeaderAndIsr, {
+                **identity,
+                "leader_epoch": info.leader_epoch,
+                "isr": info.isr,
+                "replicas": info.replicas,
+                "partition_epoch": info.leader_epoch,
+            }
         if set(before.isr) != set(info.isr):
-            return IsrChange, {**identity, "old_isr": before.isr, "new_isr": info.isr,
-                               "leader_epoch": info.leader_epoch}  # fmt: skip
+            return IsrChange, {
+                **identity,
+                "old_isr": before.isr,
+                "new_isr": info.isr,
+                "leader_epoch": info.leader_epoch,
+            }
         return None
 
     def _quorum_progress(self, quorum: QuorumSnapshot) -> dict[str, Any]:
@@ -250,14 +269,18 @@ class AdminPoller:
         return {
             "high_watermark": max(quorum.high_watermark, 0),
             "replicas": tuple(
-                ReplicaProgress(broker=r.broker, log_end_offset=r.log_end_offset,
-                                last_caught_up_ms=r.last_caught_up_ms,
-                                last_fetch_ms=r.last_fetch_ms)
-                for r in quorum.replicas if r.broker >= 0 and r.log_end_offset >= -1
+                ReplicaProgress(
+                    broker=r.broker,
+                    log_end_offset=r.log_end_offset,
+                    last_caught_up_ms=r.last_caught_up_ms,
+                    last_fetch_ms=r.last_fetch_ms,
+                )
+                for r in quorum.replicas
+                if r.broker >= 0 and r.log_end_offset >= -1
             ),
             "fetch_timeout_ms": quorum.fetch_timeout_ms,
             "interval_ms": self._interval_ms,
-        }  # fmt: skip
+        }
 
     def _live(
         self, previous: ClusterSnapshot | None, snapshot: ClusterSnapshot
@@ -289,12 +312,21 @@ class AdminPoller:
                     fetch_offset = leos.get((topic, partition, follower))
                     if follower == info.leader or fetch_offset is None:
                         continue
-                    out.append(input_record(FetchResponse(
-                        ts=snapshot.offsets_ts, topic=topic, partition=partition,
-                        leader=info.leader, follower=follower,
-                        leader_epoch=info.leader_epoch, fetch_offset=fetch_offset,
-                        leader_leo=leader_leo, high_watermark=hw,
-                    )))  # fmt: skip
+                    out.append(
+                        input_record(
+                            FetchResponse(
+                                ts=snapshot.offsets_ts,
+                                topic=topic,
+                                partition=partition,
+                                leader=info.leader,
+                                follower=follower,
+                                leader_epoch=info.leader_epoch,
+                                fetch_offset=fetch_offset,
+                                leader_leo=leader_leo,
+                                high_watermark=hw,
+                            )
+                        )
+                    )
         return out
 
     def _skip(self, reason: str) -> None:
@@ -307,8 +339,7 @@ def _topic_changes(
     before = previous.partitions if previous is not None else {}
     created: dict[str, dict[int, tuple[int, ...]]] = {}
     for topic, parts in sorted(snapshot.partitions.items()):
-        new = {p: i.replicas for p, i in sorted(parts.items())
-               if p not in before.get(topic, {})}  # fmt: skip
+        new = {p: i.replicas for p, i in sorted(parts.items()) if p not in before.get(topic, {})}
         if new:
             created[topic] = new
     deleted = sorted(set(before) - set(snapshot.partitions))

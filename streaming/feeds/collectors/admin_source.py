@@ -134,8 +134,10 @@ class KafkaAdminSource:
         values = _config_values(found, MIN_INSYNC_REPLICAS)
         missing = set(partitions) - set(values)
         if missing:
-            self._gap("describe_topic_configs", LookupError(
-                f"no {MIN_INSYNC_REPLICAS} for {len(missing)} topic(s)"))  # fmt: skip
+            self._gap(
+                "describe_topic_configs",
+                LookupError(f"no {MIN_INSYNC_REPLICAS} for {len(missing)} topic(s)"),
+            )
         return values
 
     def _broker_configs(self, brokers: Iterable[int]) -> dict[int, int]:
@@ -150,8 +152,10 @@ class KafkaAdminSource:
         self._fetch_timeout_ms = min(timeouts) if timeouts else None
         if len(values) < len(resources):
             missing = len(resources) - len(values)
-            self._gap("describe_broker_configs", LookupError(
-                f"no {REPLICA_LAG_TIME_MAX_MS} for {missing} broker(s)"))  # fmt: skip
+            self._gap(
+                "describe_broker_configs",
+                LookupError(f"no {REPLICA_LAG_TIME_MAX_MS} for {missing} broker(s)"),
+            )
         return values
 
     def _log_offsets(
@@ -196,9 +200,10 @@ class KafkaAdminSource:
                 partition_type(partition_index=partition, timestamp=LATEST_OFFSET)
             )
         request = ListOffsetsRequest(
-            replica_id=replica_id, isolation_level=0,
+            replica_id=replica_id,
+            isolation_level=0,
             topics=[topic_type(name=name, partitions=parts) for name, parts in by_topic.items()],
-        )  # fmt: skip
+        )
         manager = self._admin._manager  # kafka-python has no public call for a chosen replica
 
         async def send() -> Any:
@@ -243,17 +248,19 @@ def quorum_snapshot(described: Mapping[str, Any]) -> QuorumSnapshot | None:
                 continue
             replicas = [
                 QuorumReplica(
-                    broker=int(r["replica_id"]), log_end_offset=int(r["log_end_offset"]),
+                    broker=int(r["replica_id"]),
+                    log_end_offset=int(r["log_end_offset"]),
                     last_caught_up_ms=_known_time(r.get("last_caught_up_timestamp")),
                     last_fetch_ms=_known_time(r.get("last_fetch_timestamp")),
                 )
                 for r in [*partition.get("current_voters", []), *partition.get("observers", [])]
-            ]  # fmt: skip
+            ]
             return QuorumSnapshot(
-                leader=int(partition.get("leader_id", -1)), epoch=epoch,
+                leader=int(partition.get("leader_id", -1)),
+                epoch=epoch,
                 high_watermark=int(partition.get("high_watermark", -1)),
                 replicas=tuple(sorted(replicas, key=lambda r: r.broker)),
-            )  # fmt: skip
+            )
     return None
 
 

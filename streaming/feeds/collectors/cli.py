@@ -18,10 +18,11 @@ from streaming.feeds.collectors.state_file import StateFileError
 from streaming.feeds.publisher import JsonLinesPublisher, KafkaPublisher, Publisher
 
 _dry_run_option = click.option(
-    "--dry-run", is_flag=True,
+    "--dry-run",
+    is_flag=True,
     help="Print the events as JSON lines ({source, key, value}) instead of producing them;"
     " no state is read or written.",
-)  # fmt: skip
+)
 
 
 def _stop_on_signals() -> threading.Event:
@@ -50,14 +51,16 @@ def _metrics(config: IsrwatchConfig, collector: str, port: int, serve: bool) -> 
 @click.group(name="collect")
 def collect() -> None:
     """Feed controller-events and fetch-responses from a real Kafka cluster."""
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")  # fmt: skip
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
     logging.getLogger("kafka").setLevel(logging.WARNING)  # its INFO is every connection
 
 
 @collect.command(name="logs")
-@click.argument("files", nargs=-1, required=True,
-                type=click.Path(dir_okay=False, path_type=Path))  # fmt: skip
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--follow", is_flag=True, help="Keep reading the files as they grow, until stopped.")
 @_dry_run_option
 @config_option
@@ -81,9 +84,12 @@ def logs_command(
     metrics = _metrics(config, "logs", settings.metrics_port, serve=follow)
     try:
         collector = LogCollector(
-            [str(path) for path in files], settings, _publisher(config, dry_run), metrics,
+            [str(path) for path in files],
+            settings,
+            _publisher(config, dry_run),
+            metrics,
             None if dry_run else Path(settings.state_file),
-        )  # fmt: skip
+        )
     except (StateFileError, ValueError) as error:
         raise click.ClickException(str(error)) from error
     stop = _stop_on_signals()
@@ -104,8 +110,12 @@ def logs_command(
 
 @collect.command(name="admin")
 @click.option("--bootstrap-servers", default=None, help="Kafka bootstrap servers (host:port,...).")
-@click.option("--interval-ms", type=click.IntRange(min=1), default=None,
-              help="Time between polls (default: collect.admin.poll_interval_ms).")  # fmt: skip
+@click.option(
+    "--interval-ms",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Time between polls (default: collect.admin.poll_interval_ms).",
+)
 @click.option("--once", is_flag=True, help="Poll once and exit.")
 @_dry_run_option
 @config_option
@@ -127,17 +137,20 @@ def admin_command(
     from streaming.feeds.collectors.admin_collector import AdminCollector
     from streaming.feeds.collectors.admin_source import KafkaAdminSource
 
-    config = load_or_exit(config_file, {
-        **overrides, "kafka.bootstrap_servers": bootstrap_servers,
-        "collect.admin.poll_interval_ms": interval_ms,
-    })  # fmt: skip
+    config = load_or_exit(
+        config_file,
+        {
+            **overrides,
+            "kafka.bootstrap_servers": bootstrap_servers,
+            "collect.admin.poll_interval_ms": interval_ms,
+        },
+    )
     settings = config.collect.admin
     metrics = _metrics(config, "admin", settings.metrics_port, serve=not once)
 
     def unavailable(api: str, error: Exception) -> None:
         metrics.unavailable.labels(api).inc()
-        metrics.warn_once(api, "the cluster did not answer %s (%s); polling without it", api,
-                          error)  # fmt: skip
+        metrics.warn_once(api, "the cluster did not answer %s (%s); polling without it", api, error)
 
     try:
         source = KafkaAdminSource(
@@ -148,11 +161,15 @@ def admin_command(
         raise click.ClickException(f"cannot connect to Kafka: {error}") from error
     try:
         collector = AdminCollector(
-            source, _publisher(config, dry_run), metrics,
+            source,
+            _publisher(config, dry_run),
+            metrics,
             None if dry_run else Path(settings.state_file),
-            fetch_responses=settings.fetch_responses, broker_changes=settings.broker_changes,
-            partition_events=settings.partition_events, interval_ms=settings.poll_interval_ms,
-        )  # fmt: skip
+            fetch_responses=settings.fetch_responses,
+            broker_changes=settings.broker_changes,
+            partition_events=settings.partition_events,
+            interval_ms=settings.poll_interval_ms,
+        )
     except (StateFileError, ValueError, click.ClickException) as error:
         source.close()
         metrics.close()
@@ -169,8 +186,9 @@ def admin_command(
 
 
 @collect.command(name="metadata-log")
-@click.argument("directories", nargs=-1, required=True,
-                type=click.Path(file_okay=False, path_type=Path))  # fmt: skip
+@click.argument(
+    "directories", nargs=-1, required=True, type=click.Path(file_okay=False, path_type=Path)
+)
 @click.option("--follow", is_flag=True, help="Keep reading the log as it grows, until stopped.")
 @_dry_run_option
 @config_option
@@ -196,10 +214,13 @@ def metadata_log_command(
     metrics = _metrics(config, "metadata-log", settings.metrics_port, serve=follow)
     try:
         collector = MetadataLogCollector(
-            directories, _publisher(config, dry_run), metrics,
+            directories,
+            _publisher(config, dry_run),
+            metrics,
             None if dry_run else Path(settings.state_file),
-            max_read_bytes=settings.max_read_bytes, poll_interval_ms=settings.poll_interval_ms,
-        )  # fmt: skip
+            max_read_bytes=settings.max_read_bytes,
+            poll_interval_ms=settings.poll_interval_ms,
+        )
     except (StateFileError, ValueError) as error:
         metrics.close()
         raise click.ClickException(str(error)) from error

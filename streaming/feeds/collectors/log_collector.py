@@ -116,8 +116,11 @@ class LogCollector:
         if counts.understood():
             log.info("%s", counts.summary(path))
         else:
-            log.warning("the layout of this log is not understood (collect.logs.layout names"
-                        " a custom one): %s", counts.summary(path))  # fmt: skip
+            log.warning(
+                "the layout of this log is not understood (collect.logs.layout names"
+                " a custom one): %s",
+                counts.summary(path),
+            )
 
     def report_all(self) -> list[str]:
         """Log the counts of every file not yet reported; all the summaries."""
@@ -145,9 +148,11 @@ class LogCollector:
             for line in batch.lines:
                 result = parser.parse(line)
                 self._recognised(
-                    batch.path, line, result,
+                    batch.path,
+                    line,
+                    result,
                     not isinstance(result, Continuation | Ignored | Unparseable),
-                )  # fmt: skip
+                )
                 if isinstance(result, Continuation):
                     label = "continuation"
                 elif isinstance(result, Ignored):
@@ -187,8 +192,11 @@ class LogCollector:
         return lines, len(events)
 
     def _commit(self) -> None:
-        state = {"version": STATE_VERSION, "files": self._follower.state(),
-                 "translator": self._translator.state()}  # fmt: skip
+        state = {
+            "version": STATE_VERSION,
+            "files": self._follower.state(),
+            "translator": self._translator.state(),
+        }
         if self._state_file is not None:
             save_state(self._state_file, state)
         self._committed = state
@@ -196,9 +204,15 @@ class LogCollector:
     def run(self, *, follow: bool, stop: threading.Event) -> None:
         """Read until every file is read to its end; with ``follow``, until ``stop``.
         Each time every file is read to its end, say how much was understood."""
-        read_until_stopped(lambda: self.read_once()[0], self._metrics, log,
-                           interval_ms=self._settings.poll_interval_ms, follow=follow,
-                           stop=stop, at_end=self.report_all)  # fmt: skip
+        read_until_stopped(
+            lambda: self.read_once()[0],
+            self._metrics,
+            log,
+            interval_ms=self._settings.poll_interval_ms,
+            follow=follow,
+            stop=stop,
+            at_end=self.report_all,
+        )
 
     def close(self) -> None:
         self._follower.close()

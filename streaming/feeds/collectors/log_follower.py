@@ -61,9 +61,12 @@ class _Cursor:
 
     def position(self) -> dict[str, Any]:
         return {
-            "device": self.device, "inode": self.inode, "offset": self.offset,
-            "fingerprint_length": self.fingerprint_length, "fingerprint": self.fingerprint,
-        }  # fmt: skip
+            "device": self.device,
+            "inode": self.inode,
+            "offset": self.offset,
+            "fingerprint_length": self.fingerprint_length,
+            "fingerprint": self.fingerprint,
+        }
 
 
 def _fingerprint(file: IO[bytes], length: int) -> str:
@@ -241,16 +244,18 @@ class LogFollower:
                 if current is not None:
                     current.file.close()
                 self._on_change(path, "rotated_while_stopped")
-                log.info("%s was rotated while stopped; reading the rest of %s first",
-                         path, rotated)  # fmt: skip
+                log.info(
+                    "%s was rotated while stopped; reading the rest of %s first", path, rotated
+                )
                 return _Cursor(file, *identity, offset, length, fingerprint)
             if file is not None:
                 file.close()
         self._on_change(path, "lost_while_stopped")
         log.warning(
             "%s was rotated while stopped and the old file is gone: lines written to it"
-            " after the saved position are lost", path,
-        )  # fmt: skip
+            " after the saved position are lost",
+            path,
+        )
         return current
 
     @staticmethod

@@ -139,11 +139,16 @@ def group_metadata_updates(records: Iterable[Record]) -> list[TranslatorInput]:
             out.append(record)
             continue
         entry: PartitionState | tuple[str, int] = (
-            record.state if isinstance(record, CachedLeaderInfo)
+            record.state
+            if isinstance(record, CachedLeaderInfo)
             else (record.topic, record.partition)
-        )  # fmt: skip
-        request = (record.broker, record.controller_id, record.controller_epoch,
-                   record.correlation_id)  # fmt: skip
+        )
+        request = (
+            record.broker,
+            record.controller_id,
+            record.controller_epoch,
+            record.correlation_id,
+        )
         last = out[-1] if out else None
         if (
             isinstance(last, MetadataUpdate)
@@ -270,10 +275,14 @@ class LogTranslator:
             else:
                 self.dropped["isr_proposal_superseded"] += 1
         self._pending[key] = {
-            "ts": item.ts, "broker": item.broker, "topic": item.topic,
-            "partition": item.partition, "old": list(item.old_isr), "new": list(item.new_isr),
+            "ts": item.ts,
+            "broker": item.broker,
+            "topic": item.topic,
+            "partition": item.partition,
+            "old": list(item.old_isr),
+            "new": list(item.new_isr),
             "logging": str(item.commit_logging),
-        }  # fmt: skip
+        }
         return out
 
     def _proposal_change(self, pending: Mapping[str, Any]) -> InputRecord:
@@ -282,9 +291,16 @@ class LogTranslator:
         key = partition_key(topic, partition)
         known = self._isr.get(key)
         self._isr[key] = [known[0] if known is not None else 0, list(pending["new"])]
-        return input_record(IsrChange(ts=int(pending["ts"]), topic=topic, partition=partition,
-            leader=int(pending["broker"]), old_isr=tuple(pending["old"]),
-            new_isr=tuple(pending["new"])))  # fmt: skip
+        return input_record(
+            IsrChange(
+                ts=int(pending["ts"]),
+                topic=topic,
+                partition=partition,
+                leader=int(pending["broker"]),
+                old_isr=tuple(pending["old"]),
+                new_isr=tuple(pending["new"]),
+            )
+        )
 
     def _translate(self, item: TranslatorInput) -> InputRecord | None:
         match item:
@@ -294,16 +310,27 @@ class LogTranslator:
                 return self._leader_and_isr_event(item)
             case ControllerElected():
                 self._controller_epochs[item.controller_id] = item.controller_epoch
-                return input_record(ControllerChange(ts=item.ts, controller_id=item.controller_id,
-                    controller_epoch=item.controller_epoch))  # fmt: skip
+                return input_record(
+                    ControllerChange(
+                        ts=item.ts,
+                        controller_id=item.controller_id,
+                        controller_epoch=item.controller_epoch,
+                    )
+                )
             case ControllerSeen():
                 # The partial form: the line names no epoch, and the epoch of an election
                 # this translator saw may be another one's (docs/event-contract.md).
                 return input_record(ControllerChange(ts=item.ts, controller_id=item.controller_id))
             case PreferredLeaderElected():
                 # The partial form: the new leader only (no epochs, ISR or replicas).
-                return self._controller_event(LeaderAndIsr, item.ts, item.controller_id,
-                    topic=item.topic, partition=item.partition, leader=item.leader)  # fmt: skip
+                return self._controller_event(
+                    LeaderAndIsr,
+                    item.ts,
+                    item.controller_id,
+                    topic=item.topic,
+                    partition=item.partition,
+                    leader=item.leader,
+                )
             case BrokerEpochsInitialized():
                 self._live = dict(item.epochs)
                 for broker, epoch in item.epochs.items():
@@ -312,20 +339,25 @@ class LogTranslator:
             case BrokerSetChanged():
                 return self._broker_set_changed(item)
             case BrokerRegistered():
-                self._registered[item.broker] = max(self._registered.get(item.broker, 0),
-                                                    item.epoch)  # fmt: skip
+                self._registered[item.broker] = max(
+                    self._registered.get(item.broker, 0), item.epoch
+                )
                 return None
             case TopicsCreated():
-                created = {topic: {p: tuple(replicas) for p, replicas in sorted(parts.items())}
-                           for topic, parts in item.assignment.items()}  # fmt: skip
+                created = {
+                    topic: {p: tuple(replicas) for p, replicas in sorted(parts.items())}
+                    for topic, parts in item.assignment.items()
+                }
                 if not created:
                     return None
-                return self._controller_event(TopicChange, item.ts, item.controller_id,
-                                              created=created)  # fmt: skip
+                return self._controller_event(
+                    TopicChange, item.ts, item.controller_id, created=created
+                )
             case TopicDeleted():
                 self._forget_topic(item.topic)
-                return self._controller_event(TopicChange, item.ts, item.controller_id,
-                                              deleted=(item.topic,))  # fmt: skip
+                return self._controller_event(
+                    TopicChange, item.ts, item.controller_id, deleted=(item.topic,)
+                )
         return None  # the records with no event were handled above
 
     # ------------------------------------------------------------------ per kind
@@ -334,18 +366,39 @@ class LogTranslator:
         partitions = []
         for state in item.states:
             if isinstance(state, PartitionState):
-                partitions.append(MetadataPartitionState(topic=state.topic,
-                    partition=state.partition, leader=state.leader, leader_epoch=state.leader_epoch,
-                    isr=tuple(state.isr), replicas=tuple(state.replicas),
-                    offline_replicas=tuple(state.offline_replicas)))  # fmt: skip
+                partitions.append(
+                    MetadataPartitionState(
+                        topic=state.topic,
+                        partition=state.partition,
+                        leader=state.leader,
+                        leader_epoch=state.leader_epoch,
+                        isr=tuple(state.isr),
+                        replicas=tuple(state.replicas),
+                        offline_replicas=tuple(state.offline_replicas),
+                    )
+                )
             else:
                 topic, partition = state
-                partitions.append(MetadataPartitionState(topic=topic, partition=partition,
-                    leader=LEADER_DURING_DELETE, leader_epoch=0, isr=(), replicas=(),
-                    offline_replicas=()))  # fmt: skip
-        return input_record(UpdateMetadata(ts=item.ts, controller_id=item.controller_id,
-            controller_epoch=item.controller_epoch, broker=item.broker,
-            partitions=tuple(partitions)))  # fmt: skip
+                partitions.append(
+                    MetadataPartitionState(
+                        topic=topic,
+                        partition=partition,
+                        leader=LEADER_DURING_DELETE,
+                        leader_epoch=0,
+                        isr=(),
+                        replicas=(),
+                        offline_replicas=(),
+                    )
+                )
+        return input_record(
+            UpdateMetadata(
+                ts=item.ts,
+                controller_id=item.controller_id,
+                controller_epoch=item.controller_epoch,
+                broker=item.broker,
+                partitions=tuple(partitions),
+            )
+        )
 
     def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> InputRecord | None:
         state = item.state
@@ -358,13 +411,20 @@ class LogTranslator:
             return None
         self._leader_and_isr[key] = epochs
         self._learn_isr(key, state.partition_epoch, state.isr)
-        return input_record(LeaderAndIsr(
-            ts=item.ts, controller_id=item.controller_id,
-            controller_epoch=item.controller_epoch, topic=state.topic,
-            partition=state.partition, leader=state.leader, leader_epoch=state.leader_epoch,
-            isr=tuple(state.isr), replicas=tuple(state.replicas),
-            partition_epoch=state.partition_epoch,
-        ))  # fmt: skip
+        return input_record(
+            LeaderAndIsr(
+                ts=item.ts,
+                controller_id=item.controller_id,
+                controller_epoch=item.controller_epoch,
+                topic=state.topic,
+                partition=state.partition,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=tuple(state.isr),
+                replicas=tuple(state.replicas),
+                partition_epoch=state.partition_epoch,
+            )
+        )
 
     def _isr_change(self, item: IsrCommitted) -> InputRecord | None:
         key = partition_key(item.topic, item.partition)
@@ -378,11 +438,17 @@ class LogTranslator:
             self.dropped["isr_update_unchanged"] += 1
             return None
         # old None: the partial form (the model's ISR is the old one)
-        return input_record(IsrChange(
-            ts=item.ts, topic=item.topic, partition=item.partition, leader=item.broker,
-            new_isr=tuple(item.isr), old_isr=None if old is None else tuple(old),
-            partition_epoch=item.partition_epoch,
-        ))  # fmt: skip
+        return input_record(
+            IsrChange(
+                ts=item.ts,
+                topic=item.topic,
+                partition=item.partition,
+                leader=item.broker,
+                new_isr=tuple(item.isr),
+                old_isr=None if old is None else tuple(old),
+                partition_epoch=item.partition_epoch,
+            )
+        )
 
     def _broker_set_changed(self, item: BrokerSetChanged) -> InputRecord:
         live: dict[int, int] = {}
@@ -399,17 +465,24 @@ class LogTranslator:
         return self._broker_change(item.ts, item.controller_id)
 
     def _broker_change(self, ts: int, controller_id: int) -> InputRecord:
-        live = tuple(BrokerRegistration(id=broker, epoch=epoch)
-                     for broker, epoch in sorted(self._live.items()))  # fmt: skip
+        live = tuple(
+            BrokerRegistration(id=broker, epoch=epoch)
+            for broker, epoch in sorted(self._live.items())
+        )
         return self._controller_event(BrokerChange, ts, controller_id, live=live)
 
     def _controller_event(
         self, kind: type[ControllerEvent], ts: int, controller_id: int, **fields: Any
     ) -> InputRecord:
         """An event of that controller, with the epoch of its last election seen if any."""
-        return input_record(kind(ts=ts, controller_id=controller_id,
-                                 controller_epoch=self._controller_epochs.get(controller_id),
-                                 **fields))  # fmt: skip
+        return input_record(
+            kind(
+                ts=ts,
+                controller_id=controller_id,
+                controller_epoch=self._controller_epochs.get(controller_id),
+                **fields,
+            )
+        )
 
     # ------------------------------------------------------------------ memory
 
@@ -433,9 +506,15 @@ def _upgrade_state(state: Mapping[str, Any]) -> dict[str, Any]:
     for key, old in state.get("pending", {}).items():
         broker, tp = key.split(" ", 1)
         topic, _, partition = tp.rpartition(":")
-        pending[key] = {"ts": 0, "broker": int(broker), "topic": topic,
-                        "partition": int(partition), "old": list(old), "new": [],
-                        "logging": str(CommitLogging.INFO)}  # fmt: skip
+        pending[key] = {
+            "ts": 0,
+            "broker": int(broker),
+            "topic": topic,
+            "partition": int(partition),
+            "old": list(old),
+            "new": [],
+            "logging": str(CommitLogging.INFO),
+        }
     return {**state, "version": STATE_VERSION, "pending": pending}
 
 

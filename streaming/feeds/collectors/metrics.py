@@ -20,62 +20,83 @@ class CollectorMetrics:
         self.registry = registry or CollectorRegistry()
         r = self.registry
         self.lines = Counter(
-            "isrwatch_collect_log_lines", "Log lines read, by file and result (a record kind,"
-            " ignored, continuation or unparseable)", ["file", "result"], registry=r,
-        )  # fmt: skip
+            "isrwatch_collect_log_lines",
+            "Log lines read, by file and result (a record kind,"
+            " ignored, continuation or unparseable)",
+            ["file", "result"],
+            registry=r,
+        )
         self.lines_read = Counter(
             "isrwatch_collect_log_lines_read", "Log lines read, by file", ["file"], registry=r
         )
         self.lines_recognised = Counter(
             "isrwatch_collect_log_lines_recognised",
             "Log lines in a layout the collector reads (an entry, or a continuation of one),"
-            " by file", ["file"], registry=r,
-        )  # fmt: skip
+            " by file",
+            ["file"],
+            registry=r,
+        )
         self.lines_unrecognised = Counter(
             "isrwatch_collect_log_lines_unrecognised",
             "Log lines in no layout the collector reads, by file (collect.logs.layout names"
-            " a custom one)", ["file"], registry=r,
-        )  # fmt: skip
+            " a custom one)",
+            ["file"],
+            registry=r,
+        )
         self.unparseable = Counter(
-            "isrwatch_collect_log_unparseable_lines", "Log lines not understood, by reason",
-            ["reason"], registry=r,
-        )  # fmt: skip
+            "isrwatch_collect_log_unparseable_lines",
+            "Log lines not understood, by reason",
+            ["reason"],
+            registry=r,
+        )
         self.dropped = Counter(
             "isrwatch_collect_log_records_dropped",
-            "Parsed records that gave no event, by reason", ["reason"], registry=r,
-        )  # fmt: skip
+            "Parsed records that gave no event, by reason",
+            ["reason"],
+            registry=r,
+        )
         self.file_changes = Counter(
             "isrwatch_collect_log_file_changes",
-            "Rotations, truncations and losses seen, by file and change", ["file", "change"],
+            "Rotations, truncations and losses seen, by file and change",
+            ["file", "change"],
             registry=r,
-        )  # fmt: skip
+        )
         self.events = Counter(
-            "isrwatch_collect_events", "Events produced, by collector, input topic and type",
-            ["collector", "source", "type"], registry=r,
-        )  # fmt: skip
+            "isrwatch_collect_events",
+            "Events produced, by collector, input topic and type",
+            ["collector", "source", "type"],
+            registry=r,
+        )
         self.invalid = Counter(
             "isrwatch_collect_invalid_events",
             "Events that broke the contract and were not sent, by collector and reason",
-            ["collector", "reason"], registry=r,
-        )  # fmt: skip
-        self.polls = Counter(
-            "isrwatch_collect_polls", "Reads (logs) or polls (admin) completed", ["collector"],
+            ["collector", "reason"],
             registry=r,
-        )  # fmt: skip
+        )
+        self.polls = Counter(
+            "isrwatch_collect_polls",
+            "Reads (logs) or polls (admin) completed",
+            ["collector"],
+            registry=r,
+        )
         self.poll_failures = Counter(
-            "isrwatch_collect_poll_failures", "Reads or polls that failed, by collector and stage",
-            ["collector", "stage"], registry=r,
-        )  # fmt: skip
+            "isrwatch_collect_poll_failures",
+            "Reads or polls that failed, by collector and stage",
+            ["collector", "stage"],
+            registry=r,
+        )
         self.last_success = Gauge(
             "isrwatch_collect_last_success_timestamp_seconds",
             "Unix time of the last read or poll whose events were all published",
-            ["collector"], registry=r,
-        )  # fmt: skip
+            ["collector"],
+            registry=r,
+        )
         self.unavailable = Counter(
             "isrwatch_collect_admin_unavailable",
             "Admin requests the cluster did not answer (the poll goes on without them), by API",
-            ["api"], registry=r,
-        )  # fmt: skip
+            ["api"],
+            registry=r,
+        )
         self.partitions = Gauge(
             "isrwatch_collect_admin_partitions", "Partitions in the last snapshot", registry=r
         )

@@ -37,8 +37,7 @@ def read_until_stopped(
             metrics.failed("publish")
             if not follow:
                 raise
-            log.error("cannot publish the events read; reading again in %.1f s: %s",
-                      wait, error)  # fmt: skip
+            log.error("cannot publish the events read; reading again in %.1f s: %s", wait, error)
             stop.wait(wait)
             wait = min(2 * wait, MAX_RETRY_WAIT_S)
             continue

@@ -25,8 +25,12 @@ def checked(events: Sequence[InputRecord], metrics: CollectorMetrics) -> list[In
         parsed = parse_json_line(event.source, dict(event.value))
         if isinstance(parsed, DeadLetter):
             metrics.invalid.labels(metrics.collector, parsed.reason.value).inc()
-            log.error("not sending an event that breaks the contract (%s: %s): %s",
-                      parsed.reason.value, parsed.detail, parsed.raw)  # fmt: skip
+            log.error(
+                "not sending an event that breaks the contract (%s: %s): %s",
+                parsed.reason.value,
+                parsed.detail,
+                parsed.raw,
+            )
             continue
         valid.append(event)
     return valid

@@ -56,8 +56,13 @@ class Timeline:
                 slowness = (action.fetch_delay_ms, action.max_records)
                 self._slow_follower(action.broker, action.leader, slowness)
                 if action.duration_s is not None:
-                    self._loop.schedule(self._later(action.duration_s), self._slow_follower,
-                                        action.broker, action.leader, None)  # fmt: skip
+                    self._loop.schedule(
+                        self._later(action.duration_s),
+                        self._slow_follower,
+                        action.broker,
+                        action.leader,
+                        None,
+                    )
             case CrashBroker():
                 brokers.crash(action.broker)
             case RestartBroker():
@@ -65,12 +70,14 @@ class Timeline:
             case ControlledShutdown():
                 cluster.controller.controlled_shutdown(action.broker, action.exit_after_ms)
                 if action.down_ms is not None:
-                    self._loop.schedule(self._loop.now + action.exit_after_ms + action.down_ms,
-                                        brokers.restart, action.broker)  # fmt: skip
+                    self._loop.schedule(
+                        self._loop.now + action.exit_after_ms + action.down_ms,
+                        brokers.restart,
+                        action.broker,
+                    )
             case BounceBroker():
                 brokers.crash(action.broker)
-                self._loop.schedule(self._loop.now + action.down_ms, brokers.restart,
-                                    action.broker)  # fmt: skip
+                self._loop.schedule(self._loop.now + action.down_ms, brokers.restart, action.broker)
             case ControllerFailover():
                 cluster.controller.move_to(action.to, action.zombie_events)
             case PreferredElection():
@@ -82,13 +89,13 @@ class Timeline:
             case StuckLeader():
                 self._set_stuck(action.broker, True)
                 if action.duration_s is not None:
-                    self._loop.schedule(self._later(action.duration_s), self._set_stuck,
-                                        action.broker, False)  # fmt: skip
+                    self._loop.schedule(
+                        self._later(action.duration_s), self._set_stuck, action.broker, False
+                    )
             case SlowController():
                 cluster.controller.delay_ms = action.delay_ms
                 if action.duration_s is not None:
-                    self._loop.schedule(self._later(action.duration_s),
-                                        self._controller_recovers)  # fmt: skip
+                    self._loop.schedule(self._later(action.duration_s), self._controller_recovers)
             case ProduceRate():
                 for (topic, _), p in cluster.partitions.items():
                     if topic == action.topic:

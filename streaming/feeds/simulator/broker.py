@@ -53,12 +53,20 @@ class BrokerTasks:
 
     def start(self, broker: Broker) -> None:
         expiration = max(1, broker.lag_time_max_ms // 2)
-        self._loop.schedule(self._loop.now + self._loop.random.randint(1, expiration),
-                            self._isr_expiration, broker.id, broker.generation)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + self._loop.random.randint(1, expiration),
+            self._isr_expiration,
+            broker.id,
+            broker.generation,
+        )
         if not self._loop.kraft:
             tick = self._loop.scenario.cluster.propagation_tick_ms
-            self._loop.schedule(self._loop.now + self._loop.random.randint(1, tick),
-                                self._isr_propagation, broker.id, broker.generation)  # fmt: skip
+            self._loop.schedule(
+                self._loop.now + self._loop.random.randint(1, tick),
+                self._isr_propagation,
+                broker.id,
+                broker.generation,
+            )
 
     # ------------------------------------------------------------------ ISR
 
@@ -82,8 +90,12 @@ class BrokerTasks:
             for p in list(self._cluster.partitions.values()):
                 if p.leader == broker_id:
                     self._maybe_shrink_isr(p, broker)
-        self._loop.schedule(self._loop.now + max(1, broker.lag_time_max_ms // 2),
-                            self._isr_expiration, broker_id, generation)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + max(1, broker.lag_time_max_ms // 2),
+            self._isr_expiration,
+            broker_id,
+            generation,
+        )
 
     def _maybe_shrink_isr(self, p: Partition, leader: Broker) -> None:
         """Partition.maybeShrinkIsr: remove the out-of-sync replicas, unless the leader's
@@ -97,11 +109,17 @@ class BrokerTasks:
             # ISR already out of sync (runs are T/2 apart)
             deadline = max(lcu + lag_max * 3 // 2, p.isr_since.get(f, 0) + lag_max // 2)
             self._loop.truth.add(
-                now, "shrink_failed" if leader.stuck else "isr_shrink",
-                topic=p.topic, partition=p.partition, leader=leader.id, follower=f,
-                last_caught_up_ms=lcu, lag_time_max_ms=lag_max, deadline_ms=deadline,
+                now,
+                "shrink_failed" if leader.stuck else "isr_shrink",
+                topic=p.topic,
+                partition=p.partition,
+                leader=leader.id,
+                follower=f,
+                last_caught_up_ms=lcu,
+                lag_time_max_ms=lag_max,
+                deadline_ms=deadline,
                 isr_since_ms=p.isr_since.get(f, 0),
-            )  # fmt: skip
+            )
         if not out or leader.stuck:
             return
         old = list(p.isr)
@@ -114,14 +132,28 @@ class BrokerTasks:
     ) -> None:
         """The leader's ISR write (ZooKeeper / AlterPartition) and its propagation."""
         p.partition_epoch += 1
-        self._loop.emit(IsrChange(
-            ts=self._loop.now, topic=p.topic, partition=p.partition, leader=p.leader,
-            old_isr=tuple(old), new_isr=tuple(p.isr), leader_epoch=p.leader_epoch,
-            partition_epoch=p.partition_epoch, metadata_offset=self._cluster.metadata.record(),
-        ))  # fmt: skip
+        self._loop.emit(
+            IsrChange(
+                ts=self._loop.now,
+                topic=p.topic,
+                partition=p.partition,
+                leader=p.leader,
+                old_isr=tuple(old),
+                new_isr=tuple(p.isr),
+                leader_epoch=p.leader_epoch,
+                partition_epoch=p.partition_epoch,
+                metadata_offset=self._cluster.metadata.record(),
+            )
+        )
         if truth_kind:
-            self._loop.truth.add(self._loop.now, truth_kind, topic=p.topic,
-                                 partition=p.partition, leader=p.leader, **facts)  # fmt: skip
+            self._loop.truth.add(
+                self._loop.now,
+                truth_kind,
+                topic=p.topic,
+                partition=p.partition,
+                leader=p.leader,
+                **facts,
+            )
         broker = self._cluster.brokers[p.leader]
         if not self._loop.kraft:
             broker.isr_change_set.setdefault((p.topic, p.partition), self._loop.now)
@@ -142,19 +174,28 @@ class BrokerTasks:
             changes = sorted(broker.isr_change_set.items())
             broker.isr_change_set.clear()
             broker.last_isr_propagation_ms = now
-            self._loop.emit(IsrChangePropagation(
-                ts=now, broker=broker_id,
-                partitions=tuple(TopicPartition(t, n) for (t, n), _ in changes),
-            ))  # fmt: skip
-            self._loop.truth.add(now, "propagation", broker=broker_id, changes=[
-                {"topic": t, "partition": n, "first_change_ms": first}
-                for (t, n), first in changes
-            ])  # fmt: skip
+            self._loop.emit(
+                IsrChangePropagation(
+                    ts=now,
+                    broker=broker_id,
+                    partitions=tuple(TopicPartition(t, n) for (t, n), _ in changes),
+                )
+            )
+            self._loop.truth.add(
+                now,
+                "propagation",
+                broker=broker_id,
+                changes=[
+                    {"topic": t, "partition": n, "first_change_ms": first}
+                    for (t, n), first in changes
+                ],
+            )
             partitions = self._cluster.partitions
             still = [partitions[tp] for tp, _ in changes if tp in partitions]
             self._cluster.metadata.send_update_metadata(still, refresh=True)
-        self._loop.schedule(now + spec.propagation_tick_ms, self._isr_propagation, broker_id,
-                            generation)  # fmt: skip
+        self._loop.schedule(
+            now + spec.propagation_tick_ms, self._isr_propagation, broker_id, generation
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -168,9 +209,12 @@ class BrokerTasks:
         broker.isr_change_set.clear()
         self._cluster.fetchers.broker_down(broker_id)
         self._loop.truth.add(self._loop.now, truth_kind, broker=broker_id, epoch=broker.epoch)
-        self._loop.schedule(self._loop.now + self._loop.scenario.cluster.session_timeout_ms,
-                            self._cluster.controller.session_expired, broker_id,
-                            broker.epoch)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + self._loop.scenario.cluster.session_timeout_ms,
+            self._cluster.controller.session_expired,
+            broker_id,
+            broker.epoch,
+        )
 
     def restart(self, broker_id: int) -> None:
         """The broker comes back with a new epoch and registers after a while."""
@@ -183,13 +227,15 @@ class BrokerTasks:
         broker.epoch = self._next_epoch
         self._next_epoch += 1
         broker.last_isr_propagation_ms = self._loop.now
-        self._loop.truth.add(self._loop.now, "broker_restart", broker=broker_id,
-                             epoch=broker.epoch)  # fmt: skip
+        self._loop.truth.add(self._loop.now, "broker_restart", broker=broker_id, epoch=broker.epoch)
         self.start(broker)
         self._cluster.metadata.catch_up(broker)  # before it serves
-        self._loop.schedule(self._loop.now + self._loop.scenario.cluster.registration_ms,
-                            self._cluster.controller.registered, broker_id,
-                            broker.epoch)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + self._loop.scenario.cluster.registration_ms,
+            self._cluster.controller.registered,
+            broker_id,
+            broker.epoch,
+        )
 
     def clean_exit(self, broker_id: int) -> None:
         """The broker exits; its session closes cleanly: the controller sees it at once."""

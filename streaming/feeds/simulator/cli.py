@@ -146,8 +146,9 @@ def _produce(
     try:
         publisher = KafkaPublisher(config)
     except KafkaError as error:
-        raise click.ClickException(f"cannot reach Kafka at {config.kafka.bootstrap_servers}: "
-                                   f"{error}") from error  # fmt: skip
+        raise click.ClickException(
+            f"cannot reach Kafka at {config.kafka.bootstrap_servers}: {error}"
+        ) from error
     try:
         publish_all(publisher, events, counts)
     except PublishError as error:

@@ -48,22 +48,38 @@ class Controller:
 
     def event(self, kind: type[ControllerEvent], **fields: Any) -> None:
         """A controller record; in KRaft it is also the next record of the metadata log."""
-        self._loop.emit(kind(
-            ts=self._loop.now, controller_id=self.id, controller_epoch=self.epoch, **fields,
-            metadata_offset=self._cluster.metadata.record(),
-        ))  # fmt: skip
+        self._loop.emit(
+            kind(
+                ts=self._loop.now,
+                controller_id=self.id,
+                controller_epoch=self.epoch,
+                **fields,
+                metadata_offset=self._cluster.metadata.record(),
+            )
+        )
 
     def leader_and_isr(self, p: Partition, reason: str) -> None:
         p.controller_isr = list(p.isr)
         self.event(
-            LeaderAndIsr, topic=p.topic, partition=p.partition, leader=p.leader,
-            leader_epoch=p.leader_epoch, isr=tuple(p.isr), replicas=tuple(p.replicas),
+            LeaderAndIsr,
+            topic=p.topic,
+            partition=p.partition,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            isr=tuple(p.isr),
+            replicas=tuple(p.replicas),
             partition_epoch=p.partition_epoch,
-        )  # fmt: skip
-        self._loop.truth.add(self._loop.now, "leader_and_isr", topic=p.topic,
-                             partition=p.partition, leader=p.leader,
-                             leader_epoch=p.leader_epoch, isr=list(p.isr),
-                             reason=reason)  # fmt: skip
+        )
+        self._loop.truth.add(
+            self._loop.now,
+            "leader_and_isr",
+            topic=p.topic,
+            partition=p.partition,
+            leader=p.leader,
+            leader_epoch=p.leader_epoch,
+            isr=list(p.isr),
+            reason=reason,
+        )
 
     def broker_change(self) -> None:
         live = tuple(BrokerRegistration(id=b, epoch=e) for b, e in sorted(self.live.items()))
@@ -107,9 +123,14 @@ class Controller:
                 if any(t == name for t, _ in partitions):
                     continue
                 # no controller fields, yet keyed by the controller (as since the start)
-                self._loop.emit(TopicConfig(
-                    ts=self._loop.now, topic=name, min_insync_replicas=spec.min_insync_replicas,
-                ), key=str(self.id))  # fmt: skip
+                self._loop.emit(
+                    TopicConfig(
+                        ts=self._loop.now,
+                        topic=name,
+                        min_insync_replicas=spec.min_insync_replicas,
+                    ),
+                    key=str(self.id),
+                )
                 assignment = (
                     [tuple(replicas) for replicas in spec.replica_assignment]
                     if spec.replica_assignment
@@ -132,8 +153,9 @@ class Controller:
             self.become_leader(p, live[0] if live else NO_LEADER)
             self.leader_and_isr(p, "topic created")
         for name in created:
-            self._loop.truth.add(self._loop.now, "topic_created", topic=name,
-                                 partitions=len(created[name]))  # fmt: skip
+            self._loop.truth.add(
+                self._loop.now, "topic_created", topic=name, partitions=len(created[name])
+            )
         self._cluster.metadata.send_update_metadata(new)
 
     def delete_topic(self, topic: str) -> None:
@@ -201,8 +223,7 @@ class Controller:
         if failover:
             self.fail_over(min(self.live))
         self.broker_change()
-        self._loop.truth.add(self._loop.now, "broker_change", dead=[broker_id], new=[],
-                             bounced=[])  # fmt: skip
+        self._loop.truth.add(self._loop.now, "broker_change", dead=[broker_id], new=[], bounced=[])
         self._on_broker_failure(broker_id)
         if failover:  # the new controller reads every partition and tells every broker
             self._cluster.metadata.send_update_metadata(
@@ -216,9 +237,13 @@ class Controller:
         bounced = broker_id in self.live
         self.live[broker_id] = epoch
         self.broker_change()
-        self._loop.truth.add(self._loop.now, "broker_change", dead=[],
-                             new=[] if bounced else [broker_id],
-                             bounced=[broker_id] if bounced else [])  # fmt: skip
+        self._loop.truth.add(
+            self._loop.now,
+            "broker_change",
+            dead=[],
+            new=[] if bounced else [broker_id],
+            bounced=[broker_id] if bounced else [],
+        )
         if bounced:  # KafkaController.onBrokerFailure then onBrokerStartup
             self._on_broker_failure(broker_id)
         self._on_broker_startup(broker_id)
@@ -246,8 +271,9 @@ class Controller:
             self.leader_and_isr(p, f"controlled shutdown of broker {broker_id}")
             changed.append(p)
         self._cluster.metadata.send_update_metadata(changed)
-        self._loop.schedule(self._loop.now + exit_after_ms, self._cluster.broker_tasks.clean_exit,
-                            broker_id)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + exit_after_ms, self._cluster.broker_tasks.clean_exit, broker_id
+        )
 
     def _on_broker_failure(self, broker_id: int) -> None:
         """KafkaController.onBrokerFailure: elect new leaders, drop the broker from ISRs."""
@@ -273,10 +299,7 @@ class Controller:
 
     def _on_broker_startup(self, broker_id: int) -> None:
         everything = list(self._cluster.partitions.values())
-        offline = [
-            p for p in everything
-            if p.leader == NO_LEADER and broker_id in p.isr
-        ]  # fmt: skip
+        offline = [p for p in everything if p.leader == NO_LEADER and broker_id in p.isr]
         for p in offline:
             self._elect(p, [broker_id], f"broker {broker_id} back")
         self._cluster.metadata.send_update_metadata(everything)
@@ -290,8 +313,12 @@ class Controller:
         self.id = new_controller
         self.epoch += 1
         self.event(ControllerChange)
-        self._loop.truth.add(self._loop.now, "controller_change", controller_id=new_controller,
-                             controller_epoch=self.epoch)  # fmt: skip
+        self._loop.truth.add(
+            self._loop.now,
+            "controller_change",
+            controller_id=new_controller,
+            controller_epoch=self.epoch,
+        )
 
     def move_to(self, new_controller: int, zombie_events: bool) -> None:
         """A controller failover on request: the new controller reads every partition and
@@ -313,12 +340,20 @@ class Controller:
         if not partitions:
             return
         p = partitions[min(partitions)]
-        self._loop.emit(LeaderAndIsr(
-            ts=self._loop.now, controller_id=old_controller, controller_epoch=old_epoch,
-            topic=p.topic, partition=p.partition, leader=p.leader,
-            leader_epoch=p.leader_epoch + 1, isr=tuple(p.isr), replicas=tuple(p.replicas),
-            partition_epoch=p.partition_epoch + 1,
-        ))  # fmt: skip
+        self._loop.emit(
+            LeaderAndIsr(
+                ts=self._loop.now,
+                controller_id=old_controller,
+                controller_epoch=old_epoch,
+                topic=p.topic,
+                partition=p.partition,
+                leader=p.leader,
+                leader_epoch=p.leader_epoch + 1,
+                isr=tuple(p.isr),
+                replicas=tuple(p.replicas),
+                partition_epoch=p.partition_epoch + 1,
+            )
+        )
         self._loop.truth.add(
             self._loop.now,
             "zombie_event",

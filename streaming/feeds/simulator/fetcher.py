@@ -66,8 +66,9 @@ class ReplicaFetchers:
         self._sessions[(follower, leader)] = self._tokens
         rtt = self._loop.between(self._loop.scenario.fetch.round_trip_ms)
         delay = self._cluster.brokers[follower].delay_to(leader)
-        self._loop.schedule(self._loop.now + rtt + delay, self._fetch_request, follower, leader,
-                            self._tokens)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + rtt + delay, self._fetch_request, follower, leader, self._tokens
+        )
 
     def _end_session(self, follower: int, leader: int) -> None:
         self._sessions.pop((follower, leader), None)
@@ -99,8 +100,9 @@ class ReplicaFetchers:
     # ------------------------------------------------------------------ fetches
 
     def _has_data(self, follower: int, leader: int) -> bool:
-        return any(p.logs[leader] > p.logs[follower]
-                   for p in self._pair_partitions(follower, leader))  # fmt: skip
+        return any(
+            p.logs[leader] > p.logs[follower] for p in self._pair_partitions(follower, leader)
+        )
 
     def wake(self, leader: int) -> None:
         """New data on the leader: it answers the held fetches it now has data for."""
@@ -116,8 +118,13 @@ class ReplicaFetchers:
             self._end_session(follower, leader)
             return
         if not brokers[leader].alive:  # connection refused: back off and retry
-            self._loop.schedule(self._loop.now + FETCH_RETRY_BACKOFF_MS, self._fetch_request,
-                                follower, leader, token)  # fmt: skip
+            self._loop.schedule(
+                self._loop.now + FETCH_RETRY_BACKOFF_MS,
+                self._fetch_request,
+                follower,
+                leader,
+                token,
+            )
             return
         has_data = self._read_follower_positions(follower, leader)
         if has_data:
@@ -125,9 +132,13 @@ class ReplicaFetchers:
         else:  # the leader holds an empty fetch until data arrives or wait_max passes
             self._holds += 1
             self._held[leader][follower] = (token, self._holds)
-            self._loop.schedule(self._loop.now + self._loop.scenario.fetch.wait_max_ms,
-                                self._fetch_timeout, follower, leader,
-                                (token, self._holds))  # fmt: skip
+            self._loop.schedule(
+                self._loop.now + self._loop.scenario.fetch.wait_max_ms,
+                self._fetch_timeout,
+                follower,
+                leader,
+                (token, self._holds),
+            )
 
     def _fetch_timeout(self, follower: int, leader: int, hold: tuple[int, int]) -> None:
         if self._held[leader].get(follower) == hold:  # not answered since, nor held anew
@@ -149,12 +160,21 @@ class ReplicaFetchers:
             p.remote[follower].update_fetch_state(offset, leader_leo, now)
             self._cluster.broker_tasks.maybe_expand_isr(p, follower, offset)
             p.maybe_increment_high_watermark()
-            self._loop.emit(fetch_response(
-                ts=now, topic=p.topic, partition=p.partition, leader=leader,
-                follower=follower, leader_epoch=p.leader_epoch, fetch_offset=offset,
-                leader_leo=leader_leo, high_watermark=p.high_watermark,
-                log_start_offset=0, bytes=returned * fetch.record_bytes,
-            ))  # fmt: skip
+            self._loop.emit(
+                fetch_response(
+                    ts=now,
+                    topic=p.topic,
+                    partition=p.partition,
+                    leader=leader,
+                    follower=follower,
+                    leader_epoch=p.leader_epoch,
+                    fetch_offset=offset,
+                    leader_leo=leader_leo,
+                    high_watermark=p.high_watermark,
+                    log_start_offset=0,
+                    bytes=returned * fetch.record_bytes,
+                )
+            )
         return has_data
 
     def _respond(self, follower: int, leader: int, token: int) -> None:
@@ -169,5 +189,6 @@ class ReplicaFetchers:
             p.logs[follower] += max(0, min(p.logs[leader] - p.logs[follower], max_records))
         rtt = self._loop.between(fetch.round_trip_ms)
         delay = broker.delay_to(leader)
-        self._loop.schedule(self._loop.now + rtt + delay, self._fetch_request, follower, leader,
-                            token)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + rtt + delay, self._fetch_request, follower, leader, token
+        )

@@ -60,8 +60,9 @@ class MetadataChannel:
 
     def _schedule_fetch(self, broker: Broker, log_end: int) -> None:
         apply_ms = self._loop.between(self._loop.scenario.cluster.kraft_apply_ms)
-        self._loop.schedule(self._loop.now + apply_ms, self._fetched_to, broker.id,
-                            broker.generation, log_end)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + apply_ms, self._fetched_to, broker.id, broker.generation, log_end
+        )
 
     def _fetched_to(self, broker_id: int, generation: int, log_end: int) -> None:
         broker = self._cluster.brokers[broker_id]
@@ -80,13 +81,19 @@ class MetadataChannel:
     def _progress(self) -> None:
         """What DescribeQuorum reports, as ``collect admin`` publishes it."""
         controller = self._cluster.controller
-        self._loop.emit(MetadataLogProgress(
-            ts=self._loop.now, controller_id=controller.id, controller_epoch=controller.epoch,
-            high_watermark=self._log_end,
-            interval_ms=self._loop.scenario.cluster.kraft_progress_interval_ms,
-            replicas=tuple(ReplicaProgress(broker=b, log_end_offset=end)
-                           for b, end in sorted(self._fetched.items())),
-        ))  # fmt: skip
+        self._loop.emit(
+            MetadataLogProgress(
+                ts=self._loop.now,
+                controller_id=controller.id,
+                controller_epoch=controller.epoch,
+                high_watermark=self._log_end,
+                interval_ms=self._loop.scenario.cluster.kraft_progress_interval_ms,
+                replicas=tuple(
+                    ReplicaProgress(broker=b, log_end_offset=end)
+                    for b, end in sorted(self._fetched.items())
+                ),
+            )
+        )
         self._schedule_progress()
 
     # ------------------------------------------------------------------ ZK
@@ -111,9 +118,14 @@ class MetadataChannel:
             )
         # the controller handles its events one at a time, in order (its event queue)
         send_at = self._last_send_ms = max(send_at, self._last_send_ms)
-        self._loop.schedule(send_at, self._sent, tuple(partitions),
-                            tuple(states) if states else None, refresh,
-                            controller.epoch)  # fmt: skip
+        self._loop.schedule(
+            send_at,
+            self._sent,
+            tuple(partitions),
+            tuple(states) if states else None,
+            refresh,
+            controller.epoch,
+        )
 
     def _sent(
         self,
@@ -130,10 +142,15 @@ class MetadataChannel:
                 p.controller_isr = list(p.isr)
         offline = set(self._cluster.brokers) - set(controller.live)
         current = self._cluster.partitions
-        snapshot = list(states) if states else [
-            p.metadata_state(offline) for p in partitions
-            if current.get((p.topic, p.partition)) is p  # not a deleted, re-created one
-        ]  # fmt: skip
+        snapshot = (
+            list(states)
+            if states
+            else [
+                p.metadata_state(offline)
+                for p in partitions
+                if current.get((p.topic, p.partition)) is p  # not a deleted, re-created one
+            ]
+        )
         if not snapshot:
             return
         live = tuple(sorted(controller.live))
@@ -148,8 +165,9 @@ class MetadataChannel:
             )
             self._last_arrival_ms[broker_id] = arrival
             for part in parts:
-                self._loop.schedule(arrival, self._arrives, broker_id, part, live,
-                                    controller.id, controller.epoch)  # fmt: skip
+                self._loop.schedule(
+                    arrival, self._arrives, broker_id, part, live, controller.id, controller.epoch
+                )
 
     def _arrives(
         self,
@@ -161,11 +179,22 @@ class MetadataChannel:
     ) -> None:
         if not self._cluster.brokers[broker_id].alive:
             return  # the request fails; the controller resends on the broker's return
-        self._loop.emit(UpdateMetadata(
-            ts=self._loop.now, controller_id=controller_id, controller_epoch=controller_epoch,
-            broker=broker_id, partitions=snapshot, live_brokers=live,
-        ))  # fmt: skip
-        self._loop.truth.add(self._loop.now, "update_metadata", broker=broker_id, partitions=[
-            {"topic": s.topic, "partition": s.partition, "isr": list(s.isr), "leader": s.leader}
-            for s in snapshot
-        ])  # fmt: skip
+        self._loop.emit(
+            UpdateMetadata(
+                ts=self._loop.now,
+                controller_id=controller_id,
+                controller_epoch=controller_epoch,
+                broker=broker_id,
+                partitions=snapshot,
+                live_brokers=live,
+            )
+        )
+        self._loop.truth.add(
+            self._loop.now,
+            "update_metadata",
+            broker=broker_id,
+            partitions=[
+                {"topic": s.topic, "partition": s.partition, "isr": list(s.isr), "leader": s.leader}
+                for s in snapshot
+            ],
+        )

@@ -75,11 +75,14 @@ class Partition:
 
     def metadata_state(self, offline: set[int]) -> MetadataPartitionState:
         return MetadataPartitionState(
-            topic=self.topic, partition=self.partition, leader=self.leader,
-            leader_epoch=self.leader_epoch, isr=tuple(self.controller_isr),
+            topic=self.topic,
+            partition=self.partition,
+            leader=self.leader,
+            leader_epoch=self.leader_epoch,
+            isr=tuple(self.controller_isr),
             replicas=tuple(self.replicas),
             offline_replicas=tuple(r for r in self.replicas if r in offline),
-        )  # fmt: skip
+        )
 
     def make_leader(self, leader: int, now: int) -> tuple[int, ...]:
         """Partition.makeLeader on the brokers, for a leader epoch the caller has set: the
@@ -99,9 +102,10 @@ class Partition:
             old = self.remote.get(replica)
             self.remote[replica] = RemoteReplica(
                 log_end_offset=old.log_end_offset if old and previous == leader else UNKNOWN_OFFSET,
-                last_fetch_time_ms=now, last_fetch_leader_leo=leo,
+                last_fetch_time_ms=now,
+                last_fetch_leader_leo=leo,
                 last_caught_up_ms=now if replica in self.isr else NEVER,
-            )  # fmt: skip
+            )
         return followers
 
     def out_of_sync_replicas(self, now: int, lag_time_max_ms: int) -> list[int]:
@@ -109,10 +113,12 @@ class Partition:
         leader's log end offset and have not been caught up for ``replica.lag.time.max.ms``
         (the leader's isr-expiration task removes them)."""
         return [
-            follower for follower in self.isr if follower != self.leader
+            follower
+            for follower in self.isr
+            if follower != self.leader
             and self.remote[follower].log_end_offset != self.leader_leo
             and now - self.remote[follower].last_caught_up_ms > lag_time_max_ms
-        ]  # fmt: skip
+        ]
 
     def needs_expand_isr(self, follower: int, fetch_offset: int) -> bool:
         """Partition.needsExpandIsr: a replica outside the ISR whose fetch reached the high

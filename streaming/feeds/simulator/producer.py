@@ -23,17 +23,20 @@ class Producers:
         self._loop = cluster.loop
 
     def start(self) -> None:
-        self._loop.schedule(self._loop.now + self._loop.scenario.fetch.produce_interval_ms,
-                            self._produce)  # fmt: skip
+        self._loop.schedule(
+            self._loop.now + self._loop.scenario.fetch.produce_interval_ms, self._produce
+        )
 
     def _produce(self) -> None:
         interval = self._loop.scenario.fetch.produce_interval_ms
         controller = self._cluster.controller
         active = [
-            p for p in self._cluster.partitions.values()
-            if p.leader != NO_LEADER and controller.serves_as_leader(p.leader)
+            p
+            for p in self._cluster.partitions.values()
+            if p.leader != NO_LEADER
+            and controller.serves_as_leader(p.leader)
             and p.produce_rate > 0
-        ]  # fmt: skip
+        ]
         if active:
             rates = np.fromiter((p.produce_rate for p in active), float, len(active))
             counts = self._loop.numpy.poisson(rates * interval / 1000.0)

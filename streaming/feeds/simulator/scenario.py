@@ -202,12 +202,20 @@ class ProduceRate(_Action):
 
 
 Action = Annotated[
-    SlowFollower | CrashBroker | RestartBroker | BounceBroker | ControlledShutdown
+    SlowFollower
+    | CrashBroker
+    | RestartBroker
+    | BounceBroker
+    | ControlledShutdown
     | ControllerFailover
-    | PreferredElection | CreateTopic | DeleteTopic | StuckLeader | SlowController
+    | PreferredElection
+    | CreateTopic
+    | DeleteTopic
+    | StuckLeader
+    | SlowController
     | ProduceRate,
     Field(discriminator="action"),
-]  # fmt: skip
+]
 
 
 class Scenario(BaseModel):

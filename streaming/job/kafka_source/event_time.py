@@ -101,8 +101,11 @@ def cut_partitions(
 ) -> list[str]:
     """The partitions read from ``start`` whose planned end is before their available end:
     the ones a limit cut."""
-    return [key for key, end in planned.items()
-            if key in start and start[key] <= end < available.get(key, end)]  # fmt: skip
+    return [
+        key
+        for key, end in planned.items()
+        if key in start and start[key] <= end < available.get(key, end)
+    ]
 
 
 #: How far before the end the search first looks: a capped partition's boundary is most
@@ -164,8 +167,9 @@ def align(
     cut_at = frontier(start, planned, available, times)
     if cut_at is None:
         return Alignment(dict(planned), None)
-    ranges = {key: (start[key], end) for key, end in planned.items()
-              if key in start and end > start[key]}  # fmt: skip
+    ranges = {
+        key: (start[key], end) for key, end in planned.items() if key in start and end > start[key]
+    }
     for time, widened in ((cut_at, False), (cut_at + 1, True)):
         ends = dict(planned)
         for key, (first, end) in ranges.items():

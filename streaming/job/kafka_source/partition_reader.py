@@ -84,8 +84,9 @@ class ReadStall:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             partial = self.path.with_name(self.path.name + ".tmp")
-            partial.write_text(json.dumps({"stalled_since": time.time(), "error": error}),
-                               encoding="utf-8")  # fmt: skip
+            partial.write_text(
+                json.dumps({"stalled_since": time.time(), "error": error}), encoding="utf-8"
+            )
             os.replace(partial, self.path)
         except OSError as problem:
             log.warning("%s: cannot write the read status %s: %s", SOURCE_NAME, self.path, problem)

@@ -109,8 +109,9 @@ def share_out(start: Mapping[str, int], end: Mapping[str, int], limit: int) -> d
     partition starves; the sum may pass ``limit`` by at most one per partition).
     Partitions with nothing to read (new, or going back to their beginning) are as in
     ``end``."""
-    sizes = {key: stop - start[key] for key, stop in end.items()
-             if key in start and stop > start[key]}  # fmt: skip
+    sizes = {
+        key: stop - start[key] for key, stop in end.items() if key in start and stop > start[key]
+    }
     total = sum(sizes.values())
     if total <= limit:
         return dict(end)

@@ -58,9 +58,10 @@ def _per_row(offsets: npt.NDArray[Any], values: npt.NDArray[Any]) -> list[list[A
     for length in lengths:
         rows = np.flatnonzero(counts == length).tolist()
         chunk: list[list[Any]] = (
-            [[] for _ in rows] if length == 0  # each row its own empty list
+            [[] for _ in rows]
+            if length == 0  # each row its own empty list
             else values[offsets[rows][:, None] + np.arange(length)].tolist()
-        )  # fmt: skip
+        )
         for row, items in zip(rows, chunk, strict=True):
             out[row] = items
     return out
@@ -79,8 +80,7 @@ def _tuples(array: Any) -> list[tuple[int, ...]]:
 
 def decode_snapshot(batch: Any, rules: RuleSettings) -> ShardSnapshot:
     kept = _record_of(batch, "snapshot")
-    shard = (None if kept["shard_index"] is None
-             else Shard(kept["shard_index"], kept["shard_count"]))  # fmt: skip
+    shard = None if kept["shard_index"] is None else Shard(kept["shard_index"], kept["shard_count"])
     model = ReplicationModel(rules, shard)
     model.table = table = _table_of(batch)
     model.caches = MetadataCaches(table)
@@ -91,11 +91,11 @@ def decode_snapshot(batch: Any, rules: RuleSettings) -> ShardSnapshot:
     for topic, partition, broker, leader, shrinks, expands in zip(
         *_fields(batch, "flap_followers"), strict=True
     ):
-        flaps._followers[(topic, partition, broker)] = _Follower(deque(shrinks), deque(expands),
-                                                                 leader)  # fmt: skip
+        flaps._followers[(topic, partition, broker)] = _Follower(
+            deque(shrinks), deque(expands), leader
+        )
     maintenance = model.maintenance
-    maintenance.registered_ms = dict(zip(*_fields(batch, "maintenance_registered_ms"),
-                                         strict=True))  # fmt: skip
+    maintenance.registered_ms = dict(zip(*_fields(batch, "maintenance_registered_ms"), strict=True))
     maintenance.shutdown_ms = dict(zip(*_fields(batch, "maintenance_shutdown_ms"), strict=True))
     floors = model.epoch_floors
     for topic, partition, epoch in zip(*_fields(batch, "epoch_floors"), strict=True):
@@ -130,8 +130,10 @@ def _table_of(batch: Any) -> PartitionTable:
         f.restore(table, values.reshape(size, replica_capacity))
     names, bases, capacities = _fields(batch, "topics")
     table.topic_names = names
-    table._topic_ids = {name: TopicSlots(i, base, capacity) for i, (name, base, capacity)
-                        in enumerate(zip(names, bases, capacities, strict=True))}  # fmt: skip
+    table._topic_ids = {
+        name: TopicSlots(i, base, capacity)
+        for i, (name, base, capacity) in enumerate(zip(names, bases, capacities, strict=True))
+    }
     slot_to_row = np.full(sizes["slot_count"], -1, dtype=np.int64)
     live = np.flatnonzero(table.exists[:size])
     slot_bases = np.asarray(bases, dtype=np.int64)
@@ -170,8 +172,7 @@ def _windows(batch: Any, rules: RuleSettings) -> PropagationWindows:
         windows.leaders[leader] = LeaderPropagationState({}, latest, last)
     for leader, topic, partition, ms in zip(*_fields(batch, "propagation_pending"), strict=True):
         windows.leaders[leader].pending[TopicPartition(topic, partition)] = ms
-    for report_ms, fetch_timeout_ms, next_report_ms in zip(*_fields(batch, "quorum"),
-                                                           strict=True):  # fmt: skip
+    for report_ms, fetch_timeout_ms, next_report_ms in zip(*_fields(batch, "quorum"), strict=True):
         windows.quorum = QuorumProgress(
             report_ms=report_ms,
             log_end_offsets=dict(zip(*_fields(batch, "quorum_log_end_offsets"), strict=True)),

@@ -83,10 +83,13 @@ def table_fields(owner: type = PartitionTable) -> tuple[list[TableField], list[T
     columns, listed = columns_of(owner)
     unknown = {c.name for c in listed} - {*LIST_FIELDS, CACHED_ISR}
     if unknown:
-        raise StateFormatError(f"PartitionTable's list columns {sorted(unknown)} are not in "
-                               "the state format: add them with a new format version")  # fmt: skip
-    names = {(f.column.name, f.index): name for name, f in vars(owner).items()
-             if isinstance(f, Field)}  # fmt: skip
+        raise StateFormatError(
+            f"PartitionTable's list columns {sorted(unknown)} are not in "
+            "the state format: add them with a new format version"
+        )
+    names = {
+        (f.column.name, f.index): name for name, f in vars(owner).items() if isinstance(f, Field)
+    }
     scopes: dict[Scope, list[TableField]] = {Scope.PARTITION: [], Scope.REPLICA: []}
     for column in columns:
         indexes: list[int | None] = list(range(column.record)) if column.record else [None]
@@ -106,62 +109,101 @@ def state_schema(owner: type = PartitionTable) -> Any:
     broker_ms = (_field("broker", I32), _field("ms", I64))
     partition_row = [_field(f.name, _arrow_type(f.column)) for f in partition_fields]
     partition_row += [_field(name, _int_list(I32)) for name in LIST_FIELDS]
-    partition_row += [_field("cached_isr_brokers", _int_list(I32)),
-                      _field("cached_isr_sets", _int_list(I32))]  # fmt: skip
+    partition_row += [
+        _field("cached_isr_brokers", _int_list(I32)),
+        _field("cached_isr_sets", _int_list(I32)),
+    ]
     topic_partition = (_field("topic", STR), _field("partition", I32))
-    return pa.schema([
-        _field("snapshot", _record(
-            _field("clock_ms", I64), _field("fetch_error_responses_total", I64),
-            _field("signature_scheme", STR),
-            _field("shard_index", I32, nullable=True), _field("shard_count", I32, nullable=True),
-        )),
-        # slot_count: the length of the table's slot_to_row, which the rows and topics
-        # give (each live row at its topic's slot_base + partition, -1 elsewhere).
-        _field("partition_table", _record(
-            _field("size", I64), _field("partition_capacity", I64),
-            _field("replica_capacity", I64), _field("slot_count", I64),
-        )),
-        _field("partitions", _table(*partition_row)),
-        # size x replica_capacity rows: the slots of row 0, then of row 1...
-        _field("replicas", _table(*(_field(f.name, _arrow_type(f.column))
-                                    for f in replica_fields))),
-        _field("topics", _table(_field("name", STR), _field("slot_base", I64),
-                                _field("slot_capacity", I64))),  # in topic_id order
-        _field("deleted_rows", _table(*topic_partition, _field("row", I64))),
-        _field("isr_sets", pa.list_(pa.field("set", _int_list(I32), nullable=False))),
-        _field("metadata_mismatched", _int_list(I64)),
-        _field("cluster", _record(
-            _field("controller_id", I32, nullable=True),
-            _field("controller_epoch", I32, nullable=True),
-            _field("live_brokers_known", BOOL),
-        )),
-        _field("live_brokers", _table(_field("broker", I32), _field("broker_epoch", I64))),
-        _field("lag_time_max_ms", _table(*broker_ms)),
-        _field("min_insync_replicas", _table(_field("topic", STR), _field("value", I32))),
-        _field("propagation_leaders", _table(
-            _field("leader", I32), _field("latest_change_ms", I64, nullable=True),
-            _field("last_propagation_ms", I64, nullable=True),
-        )),
-        _field("propagation_pending", _table(_field("leader", I32), *topic_partition,
-                                             _field("oldest_change_ms", I64))),
-        _field("quorum", _table(  # the newest DescribeQuorum report: none or one row
-            _field("report_ms", I64), _field("fetch_timeout_ms", I64),
-            _field("next_report_ms", I64),
-        )),
-        _field("quorum_log_end_offsets", _table(_field("broker", I32),
-                                                _field("log_end_offset", I64))),
-        _field("quorum_last_caught_up_ms", _table(*broker_ms)),
-        _field("flap_followers", _table(
-            *topic_partition, _field("broker", I32), _field("leader", I32),
-            _field("shrinks_ms", _int_list(I64)), _field("expands_ms", _int_list(I64)),
-        )),
-        _field("maintenance_registered_ms", _table(*broker_ms)),
-        _field("maintenance_shutdown_ms", _table(*broker_ms)),
-        _field("epoch_floors", _table(*topic_partition, _field("leader_epoch", I32))),
-        _field("signatures", _table(_field("key", STR), _field("signature", U64))),
-        _field("seen_controller_events", _table(_field("digest", I64), _field("ts", I64))),
-        _field("applied_total", _table(_field("event_type", STR), _field("count", I64))),
-    ], metadata={VERSION_KEY: str(FORMAT_VERSION).encode()})  # fmt: skip
+    return pa.schema(
+        [
+            _field(
+                "snapshot",
+                _record(
+                    _field("clock_ms", I64),
+                    _field("fetch_error_responses_total", I64),
+                    _field("signature_scheme", STR),
+                    _field("shard_index", I32, nullable=True),
+                    _field("shard_count", I32, nullable=True),
+                ),
+            ),
+            # slot_count: the length of the table's slot_to_row, which the rows and topics
+            # give (each live row at its topic's slot_base + partition, -1 elsewhere).
+            _field(
+                "partition_table",
+                _record(
+                    _field("size", I64),
+                    _field("partition_capacity", I64),
+                    _field("replica_capacity", I64),
+                    _field("slot_count", I64),
+                ),
+            ),
+            _field("partitions", _table(*partition_row)),
+            # size x replica_capacity rows: the slots of row 0, then of row 1...
+            _field(
+                "replicas", _table(*(_field(f.name, _arrow_type(f.column)) for f in replica_fields))
+            ),
+            _field(
+                "topics",
+                _table(_field("name", STR), _field("slot_base", I64), _field("slot_capacity", I64)),
+            ),  # in topic_id order
+            _field("deleted_rows", _table(*topic_partition, _field("row", I64))),
+            _field("isr_sets", pa.list_(pa.field("set", _int_list(I32), nullable=False))),
+            _field("metadata_mismatched", _int_list(I64)),
+            _field(
+                "cluster",
+                _record(
+                    _field("controller_id", I32, nullable=True),
+                    _field("controller_epoch", I32, nullable=True),
+                    _field("live_brokers_known", BOOL),
+                ),
+            ),
+            _field("live_brokers", _table(_field("broker", I32), _field("broker_epoch", I64))),
+            _field("lag_time_max_ms", _table(*broker_ms)),
+            _field("min_insync_replicas", _table(_field("topic", STR), _field("value", I32))),
+            _field(
+                "propagation_leaders",
+                _table(
+                    _field("leader", I32),
+                    _field("latest_change_ms", I64, nullable=True),
+                    _field("last_propagation_ms", I64, nullable=True),
+                ),
+            ),
+            _field(
+                "propagation_pending",
+                _table(_field("leader", I32), *topic_partition, _field("oldest_change_ms", I64)),
+            ),
+            _field(
+                "quorum",
+                _table(  # the newest DescribeQuorum report: none or one row
+                    _field("report_ms", I64),
+                    _field("fetch_timeout_ms", I64),
+                    _field("next_report_ms", I64),
+                ),
+            ),
+            _field(
+                "quorum_log_end_offsets",
+                _table(_field("broker", I32), _field("log_end_offset", I64)),
+            ),
+            _field("quorum_last_caught_up_ms", _table(*broker_ms)),
+            _field(
+                "flap_followers",
+                _table(
+                    *topic_partition,
+                    _field("broker", I32),
+                    _field("leader", I32),
+                    _field("shrinks_ms", _int_list(I64)),
+                    _field("expands_ms", _int_list(I64)),
+                ),
+            ),
+            _field("maintenance_registered_ms", _table(*broker_ms)),
+            _field("maintenance_shutdown_ms", _table(*broker_ms)),
+            _field("epoch_floors", _table(*topic_partition, _field("leader_epoch", I32))),
+            _field("signatures", _table(_field("key", STR), _field("signature", U64))),
+            _field("seen_controller_events", _table(_field("digest", I64), _field("ts", I64))),
+            _field("applied_total", _table(_field("event_type", STR), _field("count", I64))),
+        ],
+        metadata={VERSION_KEY: str(FORMAT_VERSION).encode()},
+    )
 
 
 STATE_SCHEMA = state_schema()

@@ -41,8 +41,9 @@ def _lists(kind: Any, lists: Sequence[Iterable[int]]) -> Any:
     counts = np.fromiter(map(len, lists), dtype=np.int32, count=len(lists))  # type: ignore[arg-type]
     offsets = np.zeros(len(lists) + 1, dtype=np.int32)
     np.cumsum(counts, out=offsets[1:])
-    values = np.fromiter(chain.from_iterable(lists), dtype=kind.value_type.to_pandas_dtype(),
-                         count=int(offsets[-1]))  # fmt: skip
+    values = np.fromiter(
+        chain.from_iterable(lists), dtype=kind.value_type.to_pandas_dtype(), count=int(offsets[-1])
+    )
     return pa.ListArray.from_arrays(pa.array(offsets), pa.array(values), type=kind)
 
 
@@ -52,9 +53,9 @@ def _one_list(kind: Any, values: Sequence[int] | npt.NDArray[Any]) -> Any:
     return pa.ListArray.from_arrays(pa.array([0, len(items)], I32), items, type=kind)
 
 
-def _cached_isrs(caches: Sequence[dict[int, frozenset[int]]], kind: Any) -> tuple[
-    Any, Any, list[list[int]]
-]:  # fmt: skip
+def _cached_isrs(
+    caches: Sequence[dict[int, frozenset[int]]], kind: Any
+) -> tuple[Any, Any, list[list[int]]]:
     """Per row, the brokers of its cache entries and the index of each one's ISR in the
     distinct ISRs (returned too), as two list arrays with the same offsets. Iterating a
     dict gives its keys; each step is a C-level pass over all entries."""
@@ -94,10 +95,16 @@ def _columns(snapshot: ShardSnapshot) -> dict[str, Any]:
     size = table.size
     out: dict[str, Any] = {}
     shard = model.shard
-    out["snapshot"] = _one(kind["snapshot"], (
-        snapshot.clock_ms, snapshot.fetch_error_responses_total, snapshot.signature_scheme,
-        None if shard is None else shard.index, None if shard is None else shard.count,
-    ))  # fmt: skip
+    out["snapshot"] = _one(
+        kind["snapshot"],
+        (
+            snapshot.clock_ms,
+            snapshot.fetch_error_responses_total,
+            snapshot.signature_scheme,
+            None if shard is None else shard.index,
+            None if shard is None else shard.count,
+        ),
+    )
     out["partition_table"] = _one(
         kind["partition_table"],
         (size, table.partition_capacity, table.replica_capacity, len(table.slot_to_row)),
@@ -106,63 +113,105 @@ def _columns(snapshot: ShardSnapshot) -> dict[str, Any]:
     cached_brokers, cached_sets, isr_sets = _cached_isrs(
         table.cached_isr[:size], partition_kind.field("cached_isr_brokers").type
     )
-    out["partitions"] = _rows(kind["partitions"], [
-        *(np.ascontiguousarray(f.values(table)) for f in PARTITION_FIELDS),
-        *(_lists(partition_kind.field(name).type, table.__dict__[name][:size])
-          for name in LIST_FIELDS),
-        cached_brokers, cached_sets,
-    ])  # fmt: skip
+    out["partitions"] = _rows(
+        kind["partitions"],
+        [
+            *(np.ascontiguousarray(f.values(table)) for f in PARTITION_FIELDS),
+            *(
+                _lists(partition_kind.field(name).type, table.__dict__[name][:size])
+                for name in LIST_FIELDS
+            ),
+            cached_brokers,
+            cached_sets,
+        ],
+    )
     out["isr_sets"] = pa.array([isr_sets], type=kind["isr_sets"])
-    out["replicas"] = _rows(kind["replicas"], [
-        np.ascontiguousarray(f.values(table)).reshape(-1) for f in REPLICA_FIELDS])  # fmt: skip
+    out["replicas"] = _rows(
+        kind["replicas"],
+        [np.ascontiguousarray(f.values(table)).reshape(-1) for f in REPLICA_FIELDS],
+    )
     topics = [table._topic_ids[name] for name in table.topic_names]
-    out["topics"] = _rows(kind["topics"], [
-        table.topic_names, [s.base for s in topics], [s.capacity for s in topics]])  # fmt: skip
+    out["topics"] = _rows(
+        kind["topics"], [table.topic_names, [s.base for s in topics], [s.capacity for s in topics]]
+    )
     deleted = list(table._deleted_rows.items())
-    out["deleted_rows"] = _rows(kind["deleted_rows"], [[k[0] for k, _ in deleted],
-                                                       [k[1] for k, _ in deleted],
-                                                       [r for _, r in deleted]])  # fmt: skip
-    out["metadata_mismatched"] = _one_list(kind["metadata_mismatched"],
-                                           sorted(model.caches.mismatched))  # fmt: skip
+    out["deleted_rows"] = _rows(
+        kind["deleted_rows"],
+        [[k[0] for k, _ in deleted], [k[1] for k, _ in deleted], [r for _, r in deleted]],
+    )
+    out["metadata_mismatched"] = _one_list(
+        kind["metadata_mismatched"], sorted(model.caches.mismatched)
+    )
     out["cluster"] = _one(
         kind["cluster"],
         (cluster.controller_id, cluster.controller_epoch, cluster.live_brokers is not None),
     )
     out["live_brokers"] = _rows(kind["live_brokers"], _pairs(cluster.live_brokers or {}))
     out["lag_time_max_ms"] = _rows(kind["lag_time_max_ms"], _pairs(cluster.lag_time_max_ms))
-    out["min_insync_replicas"] = _rows(kind["min_insync_replicas"],
-                                       _pairs(cluster.min_insync_replicas))  # fmt: skip
+    out["min_insync_replicas"] = _rows(
+        kind["min_insync_replicas"], _pairs(cluster.min_insync_replicas)
+    )
     leaders = list(windows.leaders.items())
-    out["propagation_leaders"] = _rows(kind["propagation_leaders"], [
-        [b for b, _ in leaders], [s.latest_change_ms for _, s in leaders],
-        [s.last_propagation_ms for _, s in leaders]])  # fmt: skip
+    out["propagation_leaders"] = _rows(
+        kind["propagation_leaders"],
+        [
+            [b for b, _ in leaders],
+            [s.latest_change_ms for _, s in leaders],
+            [s.last_propagation_ms for _, s in leaders],
+        ],
+    )
     pending = [(b, tp, ms) for b, s in leaders for tp, ms in s.pending.items()]
-    out["propagation_pending"] = _rows(kind["propagation_pending"], [
-        [b for b, _, _ in pending], [tp.topic for _, tp, _ in pending],
-        [tp.partition for _, tp, _ in pending], [ms for _, _, ms in pending]])  # fmt: skip
+    out["propagation_pending"] = _rows(
+        kind["propagation_pending"],
+        [
+            [b for b, _, _ in pending],
+            [tp.topic for _, tp, _ in pending],
+            [tp.partition for _, tp, _ in pending],
+            [ms for _, _, ms in pending],
+        ],
+    )
     quorum = [] if windows.quorum is None else [windows.quorum]
-    out["quorum"] = _rows(kind["quorum"], [[q.report_ms for q in quorum],
-                                           [q.fetch_timeout_ms for q in quorum],
-                                           [q.next_report_ms for q in quorum]])  # fmt: skip
+    out["quorum"] = _rows(
+        kind["quorum"],
+        [
+            [q.report_ms for q in quorum],
+            [q.fetch_timeout_ms for q in quorum],
+            [q.next_report_ms for q in quorum],
+        ],
+    )
     q = windows.quorum
-    out["quorum_log_end_offsets"] = _rows(kind["quorum_log_end_offsets"],
-                                          _pairs(q.log_end_offsets if q else {}))  # fmt: skip
-    out["quorum_last_caught_up_ms"] = _rows(kind["quorum_last_caught_up_ms"],
-                                            _pairs(q.last_caught_up_ms if q else {}))  # fmt: skip
+    out["quorum_log_end_offsets"] = _rows(
+        kind["quorum_log_end_offsets"], _pairs(q.log_end_offsets if q else {})
+    )
+    out["quorum_last_caught_up_ms"] = _rows(
+        kind["quorum_last_caught_up_ms"], _pairs(q.last_caught_up_ms if q else {})
+    )
     flaps = list(model.flaps._followers.items())
-    out["flap_followers"] = _rows(kind["flap_followers"], [
-        [k[0] for k, _ in flaps], [k[1] for k, _ in flaps], [k[2] for k, _ in flaps],
-        [f.leader for _, f in flaps], [list(f.shrinks) for _, f in flaps],
-        [list(f.expands) for _, f in flaps]])  # fmt: skip
-    out["maintenance_registered_ms"] = _rows(kind["maintenance_registered_ms"],
-                                             _pairs(model.maintenance.registered_ms))  # fmt: skip
-    out["maintenance_shutdown_ms"] = _rows(kind["maintenance_shutdown_ms"],
-                                           _pairs(model.maintenance.shutdown_ms))  # fmt: skip
+    out["flap_followers"] = _rows(
+        kind["flap_followers"],
+        [
+            [k[0] for k, _ in flaps],
+            [k[1] for k, _ in flaps],
+            [k[2] for k, _ in flaps],
+            [f.leader for _, f in flaps],
+            [list(f.shrinks) for _, f in flaps],
+            [list(f.expands) for _, f in flaps],
+        ],
+    )
+    out["maintenance_registered_ms"] = _rows(
+        kind["maintenance_registered_ms"], _pairs(model.maintenance.registered_ms)
+    )
+    out["maintenance_shutdown_ms"] = _rows(
+        kind["maintenance_shutdown_ms"], _pairs(model.maintenance.shutdown_ms)
+    )
     floors = list(model.epoch_floors.items())
-    out["epoch_floors"] = _rows(kind["epoch_floors"], [
-        [k[0] for k, _ in floors], [k[1] for k, _ in floors], [e for _, e in floors]])  # fmt: skip
+    out["epoch_floors"] = _rows(
+        kind["epoch_floors"],
+        [[k[0] for k, _ in floors], [k[1] for k, _ in floors], [e for _, e in floors]],
+    )
     out["signatures"] = _rows(kind["signatures"], _pairs(snapshot.signatures))
-    out["seen_controller_events"] = _rows(kind["seen_controller_events"],
-                                          _pairs(snapshot.seen_controller_events))  # fmt: skip
+    out["seen_controller_events"] = _rows(
+        kind["seen_controller_events"], _pairs(snapshot.seen_controller_events)
+    )
     out["applied_total"] = _rows(kind["applied_total"], _pairs(snapshot.applied_total))
     return out

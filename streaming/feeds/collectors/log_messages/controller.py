@@ -233,9 +233,13 @@ def _broker_epochs(ts: int, message: str) -> BrokerEpochsInitialized | None:
 def _broker_change(ts: int, message: str) -> BrokerSetChanged | None:
     if match := _BROKERS.fullmatch(message):
         return BrokerSetChanged(
-            ts, int(match["controller"]), ids(match["added"]), ids(match["deleted"]),
-            ids(match["bounced"] or ""), ids(match["live"]),
-        )  # fmt: skip
+            ts,
+            int(match["controller"]),
+            ids(match["added"]),
+            ids(match["deleted"]),
+            ids(match["bounced"] or ""),
+            ids(match["live"]),
+        )
     return None
 
 

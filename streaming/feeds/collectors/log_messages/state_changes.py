@@ -112,9 +112,13 @@ def _cached(ts: int, message: str) -> CachedLeaderInfo | None:
     if match := _CACHED.fullmatch(message):
         state = _partition_state(match["state"], match["tp"])
         return CachedLeaderInfo(
-            ts, int(match["broker"]), int(match["cid"]), int(match["cepoch"]),
-            int(match["corr"]), state,
-        )  # fmt: skip
+            ts,
+            int(match["broker"]),
+            int(match["cid"]),
+            int(match["cepoch"]),
+            int(match["corr"]),
+            state,
+        )
     return None
 
 
@@ -122,9 +126,14 @@ def _deleted(ts: int, message: str) -> DeletedFromCache | None:
     if match := _DELETED.fullmatch(message):
         topic, partition = split_topic_partition(match["tp"])
         return DeletedFromCache(
-            ts, int(match["broker"]), int(match["cid"]), int(match["cepoch"]),
-            int(match["corr"]), topic, partition,
-        )  # fmt: skip
+            ts,
+            int(match["broker"]),
+            int(match["cid"]),
+            int(match["cepoch"]),
+            int(match["corr"]),
+            topic,
+            partition,
+        )
     return None
 
 

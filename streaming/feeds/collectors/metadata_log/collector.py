@@ -177,8 +177,11 @@ class MetadataLogCollector:
         if self._next_offset is None and 0 in starts:
             self._next_offset = self._stable_offset = 0
             return []
-        newest = max((snap for d in self._dirs for snap in snapshots(d)),
-                     key=lambda s: s.end_offset, default=None)  # fmt: skip
+        newest = max(
+            (snap for d in self._dirs for snap in snapshots(d)),
+            key=lambda s: s.end_offset,
+            default=None,
+        )
         if newest is None:
             if starts:  # no snapshot: the oldest record still there
                 self._next_offset = self._stable_offset = min(starts)
@@ -186,12 +189,16 @@ class MetadataLogCollector:
         image, last_ms = load_snapshot(newest)
         old = self._replayer.image
         image.controller_id, image.controller_epoch = old.controller_id, old.controller_epoch
-        events = image_events(old, image, ts=last_ms, epoch=newest.epoch,
-                              offset=newest.end_offset - 1)  # fmt: skip
+        events = image_events(
+            old, image, ts=last_ms, epoch=newest.epoch, offset=newest.end_offset - 1
+        )
         if self._next_offset is not None:
             self._metrics.file_changes.labels(str(newest.path), "resync_from_snapshot").inc()
-            log.warning("offset %d is no longer in the log; resuming from snapshot %s",
-                        self._next_offset, newest.path.name)  # fmt: skip
+            log.warning(
+                "offset %d is no longer in the log; resuming from snapshot %s",
+                self._next_offset,
+                newest.path.name,
+            )
         self._replayer = MetadataReplayer(image)
         self._next_offset = self._stable_offset = newest.end_offset
         return events
@@ -202,8 +209,11 @@ class MetadataLogCollector:
         publish what differs from the image replayed before."""
         self._truncated = False
         starts = [s[0].base_offset for s in map(segments, self._dirs) if s]
-        newest = max((snap for d in self._dirs for snap in snapshots(d)),
-                     key=lambda s: s.end_offset, default=None)  # fmt: skip
+        newest = max(
+            (snap for d in self._dirs for snap in snapshots(d)),
+            key=lambda s: s.end_offset,
+            default=None,
+        )
         if 0 in starts or newest is None:
             image, offset, last = MetadataImage(), min(starts, default=0), (0, 0)
         else:
@@ -216,8 +226,9 @@ class MetadataLogCollector:
                     replayer.replay(batch)
                     offset, last = batch.last_offset + 1, (batch.append_ms, batch.epoch)
         old = self._replayer.image
-        events = image_events(old, replayer.stable_image(), ts=last[0], epoch=last[1],
-                              offset=max(offset - 1, 0))  # fmt: skip
+        events = image_events(
+            old, replayer.stable_image(), ts=last[0], epoch=last[1], offset=max(offset - 1, 0)
+        )
         self._replayer = replayer
         self._next_offset = self._stable_offset = offset
         return events
@@ -269,9 +280,14 @@ class MetadataLogCollector:
 
     def run(self, *, follow: bool, stop: threading.Event) -> None:
         """Read to the end of the log; with ``follow``, until ``stop``."""
-        read_until_stopped(lambda: self.read_once()[0], self._metrics, log,
-                           interval_ms=self._poll_interval_ms, follow=follow,
-                           stop=stop)  # fmt: skip
+        read_until_stopped(
+            lambda: self.read_once()[0],
+            self._metrics,
+            log,
+            interval_ms=self._poll_interval_ms,
+            follow=follow,
+            stop=stop,
+        )
 
     def close(self) -> None:
         self._publisher.close()

@@ -45,8 +45,13 @@ class PartitionState:
     partition_epoch: int
 
     def to_json(self) -> list[Any]:
-        return [list(self.replicas), list(self.isr), self.leader, self.leader_epoch,
-                self.partition_epoch]  # fmt: skip
+        return [
+            list(self.replicas),
+            list(self.isr),
+            self.leader,
+            self.leader_epoch,
+            self.partition_epoch,
+        ]
 
     @staticmethod
     def from_json(data: list[Any]) -> PartitionState:
@@ -75,9 +80,12 @@ class MetadataImage:
 
     def replay_partition(self, fields: Mapping[str, Any]) -> tuple[str, int, PartitionState]:
         state = PartitionState(
-            tuple(fields["Replicas"]), tuple(fields["Isr"]), fields["Leader"],
-            fields["LeaderEpoch"], fields["PartitionEpoch"],
-        )  # fmt: skip
+            tuple(fields["Replicas"]),
+            tuple(fields["Isr"]),
+            fields["Leader"],
+            fields["LeaderEpoch"],
+            fields["PartitionEpoch"],
+        )
         topic_id, partition = fields["TopicId"], fields["PartitionId"]
         self.partitions.setdefault(topic_id, {})[partition] = state
         return topic_id, partition, state
@@ -95,8 +103,10 @@ class MetadataImage:
         after = PartitionState(
             before.replicas if fields["Replicas"] is None else tuple(fields["Replicas"]),
             before.isr if fields["Isr"] is None else tuple(fields["Isr"]),
-            leader, leader_epoch, before.partition_epoch + 1,
-        )  # fmt: skip
+            leader,
+            leader_epoch,
+            before.partition_epoch + 1,
+        )
         self.partitions[fields["TopicId"]][fields["PartitionId"]] = after
         return before, after
 
@@ -133,8 +143,9 @@ class MetadataImage:
         return out
 
     def replica_lag_time_max_ms(self) -> dict[int, int]:
-        default = _int(self.configs.get((BROKER_RESOURCE, CLUSTER_DEFAULT), {}),
-                       REPLICA_LAG_TIME_MAX_MS)  # fmt: skip
+        default = _int(
+            self.configs.get((BROKER_RESOURCE, CLUSTER_DEFAULT), {}), REPLICA_LAG_TIME_MAX_MS
+        )
         out = {}
         for broker in sorted(self.brokers):
             own = _int(
@@ -147,8 +158,11 @@ class MetadataImage:
 
     def topic_partitions(self) -> dict[str, dict[int, PartitionState]]:
         """By topic name (partitions of a topic whose TopicRecord is missing are left out)."""
-        return {self.topic_names[t]: parts for t, parts in self.partitions.items()
-                if t in self.topic_names}  # fmt: skip
+        return {
+            self.topic_names[t]: parts
+            for t, parts in self.partitions.items()
+            if t in self.topic_names
+        }
 
     def copy(self) -> MetadataImage:
         return copy.deepcopy(self)
@@ -158,25 +172,34 @@ class MetadataImage:
     def to_json(self) -> dict[str, Any]:
         return {
             "topics": dict(sorted(self.topic_names.items())),
-            "partitions": {t: {str(p): s.to_json() for p, s in sorted(parts.items())}
-                           for t, parts in sorted(self.partitions.items())},
-            "brokers": {str(b): [s.epoch, s.fenced, s.in_controlled_shutdown]
-                        for b, s in sorted(self.brokers.items())},
-            "configs": [[rt, rn, name, value] for (rt, rn), values in sorted(self.configs.items())
-                        for name, value in sorted(values.items())],
+            "partitions": {
+                t: {str(p): s.to_json() for p, s in sorted(parts.items())}
+                for t, parts in sorted(self.partitions.items())
+            },
+            "brokers": {
+                str(b): [s.epoch, s.fenced, s.in_controlled_shutdown]
+                for b, s in sorted(self.brokers.items())
+            },
+            "configs": [
+                [rt, rn, name, value]
+                for (rt, rn), values in sorted(self.configs.items())
+                for name, value in sorted(values.items())
+            ],
             "features": dict(sorted(self.features.items())),
             "controller": [self.controller_id, self.controller_epoch],
-        }  # fmt: skip
+        }
 
     @staticmethod
     def from_json(data: Mapping[str, Any]) -> MetadataImage:
         image = MetadataImage(
             topic_names=dict(data["topics"]),
-            partitions={t: {int(p): PartitionState.from_json(s) for p, s in parts.items()}
-                        for t, parts in data["partitions"].items()},
+            partitions={
+                t: {int(p): PartitionState.from_json(s) for p, s in parts.items()}
+                for t, parts in data["partitions"].items()
+            },
             brokers={int(b): BrokerState(e, f, c) for b, (e, f, c) in data["brokers"].items()},
             features=dict(data["features"]),
-        )  # fmt: skip
+        )
         for resource_type, resource, name, value in data["configs"]:
             image.set_config(resource_type, resource, name, value)
         image.controller_id, image.controller_epoch = data["controller"]

@@ -60,13 +60,16 @@ class Layout:
 
 
 _ENDPOINT = (
-    Field("Name", STRING), Field("Host", STRING), Field("Port", UINT16),
+    Field("Name", STRING),
+    Field("Host", STRING),
+    Field("Port", UINT16),
     Field("SecurityProtocol", INT16),
-)  # fmt: skip
+)
 _BROKER_FEATURE = (
-    Field("Name", STRING), Field("MinSupportedVersion", INT16),
+    Field("Name", STRING),
+    Field("MinSupportedVersion", INT16),
     Field("MaxSupportedVersion", INT16),
-)  # fmt: skip
+)
 
 METADATA_LAYOUTS: Mapping[int, Layout] = {
     layout.type_id: layout
@@ -186,10 +189,15 @@ METADATA_LAYOUTS: Mapping[int, Layout] = {
 
 _VOTER = (Field("VoterId", INT32), Field("VoterDirectoryId", UUID, since=1))
 
-LEADER_CHANGE = Layout(-2, "LeaderChangeMessage", 1, (
-    Field("LeaderId", INT32),
-    Field("Voters", STRUCTS, fields=_VOTER),
-    Field("GrantingVoters", STRUCTS, fields=_VOTER),
-))  # fmt: skip
+LEADER_CHANGE = Layout(
+    -2,
+    "LeaderChangeMessage",
+    1,
+    (
+        Field("LeaderId", INT32),
+        Field("Voters", STRUCTS, fields=_VOTER),
+        Field("GrantingVoters", STRUCTS, fields=_VOTER),
+    ),
+)
 """The control record a new quorum leader writes first; its leading int16 ``Version``
 field is read apart, since it is the version the rest is read at."""

@@ -159,10 +159,16 @@ class MetadataReplayer:
             self.image.controller_id = leader if leader >= 0 else None
             self.image.controller_epoch = batch.epoch
             if leader >= 0:
-                out.append(input_record(ControllerChange(
-                    ts=batch.append_ms, controller_id=leader, controller_epoch=batch.epoch,
-                    metadata_offset=record.offset,
-                )))  # fmt: skip
+                out.append(
+                    input_record(
+                        ControllerChange(
+                            ts=batch.append_ms,
+                            controller_id=leader,
+                            controller_epoch=batch.epoch,
+                            metadata_offset=record.offset,
+                        )
+                    )
+                )
         return out
 
     # ------------------------------------------------------------------ units
@@ -170,8 +176,12 @@ class MetadataReplayer:
     def _open(self, batch: Batch) -> _Unit:
         if self._unit is None:
             image = self.image
-            self._unit = _Unit(None, image.live_brokers(), image.min_insync_replicas(),
-                               image.replica_lag_time_max_ms())  # fmt: skip
+            self._unit = _Unit(
+                None,
+                image.live_brokers(),
+                image.min_insync_replicas(),
+                image.replica_lag_time_max_ms(),
+            )
         if self._unit.first is None:
             self._unit.first = (batch.append_ms, batch.epoch, batch.base_offset)
         return self._unit
@@ -194,12 +204,18 @@ class MetadataReplayer:
             at = unit.config_offset
             for topic, value in self.image.min_insync_replicas().items():
                 if unit.min_isr_before.get(topic) != value:
-                    out.append(self._event(TopicConfig, ts, epoch, at, topic=topic,
-                                           min_insync_replicas=value))  # fmt: skip
+                    out.append(
+                        self._event(
+                            TopicConfig, ts, epoch, at, topic=topic, min_insync_replicas=value
+                        )
+                    )
             for broker, lag in self.image.replica_lag_time_max_ms().items():
                 if unit.lag_before.get(broker) != lag:
-                    out.append(self._event(BrokerConfig, ts, epoch, at, broker=broker,
-                                           replica_lag_time_max_ms=lag))  # fmt: skip
+                    out.append(
+                        self._event(
+                            BrokerConfig, ts, epoch, at, broker=broker, replica_lag_time_max_ms=lag
+                        )
+                    )
         return out
 
     def _event(
@@ -210,8 +226,15 @@ class MetadataReplayer:
         controller = self.image.controller_id
         if self.image.controller_epoch != epoch:
             controller = None
-        return input_record(kind(ts=ts, controller_id=controller, controller_epoch=epoch,
-                                 metadata_offset=offset, **fields))  # fmt: skip
+        return input_record(
+            kind(
+                ts=ts,
+                controller_id=controller,
+                controller_epoch=epoch,
+                metadata_offset=offset,
+                **fields,
+            )
+        )
 
     # ------------------------------------------------------------------ records
 
@@ -292,15 +315,29 @@ class MetadataReplayer:
         self, ts: int, epoch: int, offset: int, topic: str, partition: int, state: PartitionState
     ) -> InputRecord:
         return self._event(
-            LeaderAndIsr, ts, epoch, offset, topic=topic, partition=partition,
-            leader=state.leader, leader_epoch=state.leader_epoch, isr=tuple(state.isr),
-            replicas=tuple(state.replicas), partition_epoch=state.partition_epoch,
-        )  # fmt: skip
+            LeaderAndIsr,
+            ts,
+            epoch,
+            offset,
+            topic=topic,
+            partition=partition,
+            leader=state.leader,
+            leader_epoch=state.leader_epoch,
+            isr=tuple(state.isr),
+            replicas=tuple(state.replicas),
+            partition_epoch=state.partition_epoch,
+        )
 
     def _partition_change(
-        self, ts: int, epoch: int, offset: int, topic: str, partition: int,
-        before: PartitionState, after: PartitionState,
-    ) -> InputRecord:  # fmt: skip
+        self,
+        ts: int,
+        epoch: int,
+        offset: int,
+        topic: str,
+        partition: int,
+        before: PartitionState,
+        after: PartitionState,
+    ) -> InputRecord:
         isr_only = (
             after.leader_epoch == before.leader_epoch
             and after.replicas == before.replicas
@@ -310,10 +347,18 @@ class MetadataReplayer:
         if not isr_only:
             return self._leader_and_isr(ts, epoch, offset, topic, partition, after)
         return self._event(
-            IsrChange, ts, epoch, offset, topic=topic, partition=partition,
-            leader=after.leader, old_isr=tuple(before.isr), new_isr=tuple(after.isr),
-            leader_epoch=after.leader_epoch, partition_epoch=after.partition_epoch,
-        )  # fmt: skip
+            IsrChange,
+            ts,
+            epoch,
+            offset,
+            topic=topic,
+            partition=partition,
+            leader=after.leader,
+            old_isr=tuple(before.isr),
+            new_isr=tuple(after.isr),
+            leader_epoch=after.leader_epoch,
+            partition_epoch=after.partition_epoch,
+        )
 
 
 def replay_all(replayer: MetadataReplayer, batches: Iterable[Batch]) -> list[InputRecord]:

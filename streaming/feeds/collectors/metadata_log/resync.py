@@ -32,18 +32,26 @@ def image_events(
     out: list[InputRecord] = []
 
     def event(kind: type[ControllerEvent], **fields: Any) -> None:
-        out.append(input_record(kind(ts=ts, controller_id=controller, controller_epoch=epoch,
-                                     metadata_offset=offset, **fields)))  # fmt: skip
+        out.append(
+            input_record(
+                kind(
+                    ts=ts,
+                    controller_id=controller,
+                    controller_epoch=epoch,
+                    metadata_offset=offset,
+                    **fields,
+                )
+            )
+        )
 
     before, after = old.topic_partitions(), new.topic_partitions()
     deleted = tuple(sorted(set(before) - set(after)))
     if deleted:
         event(TopicChange, deleted=deleted)
     created = {
-        topic: {p: s.replicas for p, s in sorted(parts.items())
-                if p not in before.get(topic, {})}
+        topic: {p: s.replicas for p, s in sorted(parts.items()) if p not in before.get(topic, {})}
         for topic, parts in sorted(after.items())
-    }  # fmt: skip
+    }
     for part in split_created({t: c for t, c in created.items() if c}):
         if part:
             event(TopicChange, created=part)
@@ -52,10 +60,15 @@ def image_events(
             if before.get(topic, {}).get(partition) == state:
                 continue
             event(
-                LeaderAndIsr, topic=topic, partition=partition, leader=state.leader,
-                leader_epoch=state.leader_epoch, isr=state.isr, replicas=state.replicas,
+                LeaderAndIsr,
+                topic=topic,
+                partition=partition,
+                leader=state.leader,
+                leader_epoch=state.leader_epoch,
+                isr=state.isr,
+                replicas=state.replicas,
                 partition_epoch=state.partition_epoch,
-            )  # fmt: skip
+            )
     live = new.live_brokers()
     if live != old.live_brokers():
         event(BrokerChange, live=tuple(BrokerRegistration(id=b, epoch=e) for b, e in live.items()))

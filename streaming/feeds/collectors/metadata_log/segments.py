@@ -112,19 +112,24 @@ def parse_batch(data: bytes | memoryview) -> Batch:
     base_offset, length = struct.unpack_from(">qi", data, 0)
     size = _LOG_OVERHEAD + length
     if data[_MAGIC_AT] != 2:
-        raise CorruptBatchError(f"batch at offset {base_offset}: magic {data[_MAGIC_AT]}, not 2",
-                           base_offset, size)  # fmt: skip
+        raise CorruptBatchError(
+            f"batch at offset {base_offset}: magic {data[_MAGIC_AT]}, not 2", base_offset, size
+        )
     batch = DefaultRecordBatch(bytes(data))
     if not batch.validate_crc():
-        raise CorruptBatchError(f"batch at offset {base_offset}: CRC-32C mismatch",
-                                base_offset, size)  # fmt: skip
+        raise CorruptBatchError(
+            f"batch at offset {base_offset}: CRC-32C mismatch", base_offset, size
+        )
     try:
         records = tuple(
-            RecordBytes(r.offset, r.timestamp,
-                        None if r.key is None else bytes(r.key),
-                        None if r.value is None else bytes(r.value))
+            RecordBytes(
+                r.offset,
+                r.timestamp,
+                None if r.key is None else bytes(r.key),
+                None if r.value is None else bytes(r.value),
+            )
             for r in batch
-        )  # fmt: skip
+        )
     except Exception as error:  # kafka-python raises CorruptRecordError and friends
         message = f"batch at offset {base_offset}: {error}"
         raise CorruptBatchError(message, base_offset, size) from None

@@ -63,10 +63,17 @@ def kafka_records(batch: list[dict[str, Any]], offsets: dict[str, int]) -> pd.Da
     rows = []
     for envelope in batch:
         topic = envelope["source"]
-        rows.append({"key": None, "value": json.dumps(envelope["value"]).encode(),
-                     "topic": topic, "partition": 0, "offset": offsets[topic],
-                     "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
-                     "timestampType": 0})  # fmt: skip
+        rows.append(
+            {
+                "key": None,
+                "value": json.dumps(envelope["value"]).encode(),
+                "topic": topic,
+                "partition": 0,
+                "offset": offsets[topic],
+                "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
+                "timestampType": 0,
+            }
+        )
         offsets[topic] += 1
     return pd.DataFrame(rows)
 
@@ -75,8 +82,11 @@ def main(capture: Path, out: Path) -> None:
     records = envelopes(capture)
     half = FIRST_PART
     settings = ShardJobSettings(RuleSettings(), SHARDS, WATERMARK_DELAY_MS)
-    routed = route(kafka_records(records[:half], {s.value: 0 for s in Source}),
-                   {s.value: s for s in Source}, SHARDS)  # fmt: skip
+    routed = route(
+        kafka_records(records[:half], {s.value: 0 for s in Source}),
+        {s.value: s for s in Source},
+        SHARDS,
+    )
     out.mkdir(parents=True, exist_ok=True)
     for shard in range(SHARDS):
         snapshot = ShardSnapshot(ReplicationModel(settings.rules, Shard(shard, SHARDS)))
@@ -85,11 +95,16 @@ def main(capture: Path, out: Path) -> None:
         (out / f"shard-{shard}.pickle").write_bytes(pickled)
     with gzip.open(out / "capture.jsonl.gz", "wt", encoding="utf-8") as written:
         written.writelines(json.dumps(envelope) + "\n" for envelope in records)
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True, check=True).stdout.strip()  # fmt: skip
-    manifest = {"commit": commit, "shards": SHARDS, "first_part": half,
-                "watermark_delay_ms": WATERMARK_DELAY_MS,
-                "stream_clock_ms": int(routed["ts"].max())}  # fmt: skip
+    commit = subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    manifest = {
+        "commit": commit,
+        "shards": SHARDS,
+        "first_part": half,
+        "watermark_delay_ms": WATERMARK_DELAY_MS,
+        "stream_clock_ms": int(routed["ts"].max()),
+    }
     (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
 
