@@ -3,7 +3,7 @@ outage the fault proxy makes, and how fast it sees the broker again (docs/faults
 
     python bench/reachability_bench.py --trigger-ms 1000 --rounds 3
 
-Tansu behind ``bench/faults/proxy.py``, one watch with the job's timing rule for the
+Tansu behind ``streaming/tools/fault_proxy.py``, one watch with the job's timing rule for the
 trigger given. Each round switches the proxy to ``refuse``, ``hang`` and ``drop`` in
 turn, each for a few seconds and back to ``pass``, and prints per outage: when the first
 failed check ended after the switch, whether every check failed while it lasted, and
@@ -24,9 +24,9 @@ if str(ROOT) not in sys.path:  # this tree's streaming, not an installed one
     sys.path.insert(0, str(ROOT))
 
 from faults.harness import broker_stack  # noqa: E402
-from faults.proxy import ProxyMode  # noqa: E402
 
 from streaming.job.reachability import Reachability, ReachabilityWatch, watch_timing  # noqa: E402
+from streaming.tools.fault_proxy import ProxyMode  # noqa: E402
 
 OUTAGES = (ProxyMode.REFUSE, ProxyMode.HANG, ProxyMode.DROP)
 HOLD_S = 3.0  # how long each outage lasts after it was first seen

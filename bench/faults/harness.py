@@ -23,8 +23,8 @@ from typing import IO
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from faults.proxy import FaultProxy
 from streaming.tools.embedded_broker import EmbeddedBroker, free_port
+from streaming.tools.fault_proxy import FaultProxy
 
 ROOT = Path(__file__).resolve().parents[2]
 

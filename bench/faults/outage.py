@@ -1,5 +1,5 @@
 """Fault B: the broker unreachable from the job, through the fault proxy
-(``faults.proxy``), while the job keeps running and the load keeps being produced.
+(``streaming.tools.fault_proxy``), while the job keeps running and the load keeps being produced.
 
 Every client (the job's source, its sinks, the load producer) reaches the broker only
 through the proxy: the broker advertises the proxy's address. Each outage cycles the
@@ -40,7 +40,6 @@ from faults.harness import (
     value,
 )
 from faults.load import TAIL, LoadProducer, PacedLoad, describe, planned_load
-from faults.proxy import FaultProxy, ProxyMode
 from faults.verify import (
     Comparison,
     compare_applied,
@@ -48,6 +47,7 @@ from faults.verify import (
     expected_from,
     read_topic,
 )
+from streaming.tools.fault_proxy import FaultProxy, ProxyMode
 
 OUTAGES_S = {Mode.SHORT: (45.0,), Mode.LONG: (60.0, 600.0)}
 CYCLE = (ProxyMode.REFUSE, ProxyMode.HANG, ProxyMode.DROP)

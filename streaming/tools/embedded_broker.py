@@ -130,7 +130,7 @@ class EmbeddedBroker:
     may be started again on the same port (with empty storage).
 
     Behind a proxy (``streaming.tools.tls_proxy``, or the fault campaign's
-    ``bench/faults/proxy.py``): ``advertised_port`` is the proxy's port,
+    ``streaming/tools/fault_proxy.py``): ``advertised_port`` is the proxy's port,
     which the broker tells clients in metadata and ``bootstrap_servers`` names, and
     ``client_options`` (kafka-python settings: ``security_protocol``, ``ssl_cafile``...)
     are how this object's own admin client gets through it. ``authentication`` starts

@@ -1,5 +1,5 @@
 """The reachability watch (streaming.job.reachability) against the embedded broker behind
-the fault campaign's proxy (bench/faults/proxy.py): each kind of outage (connections
+the fault campaign's proxy (streaming/tools/fault_proxy.py): each kind of outage (connections
 refused, hanging, cut mid-response) makes ``isrwatch_source_up`` 0 within one trigger,
 while the planner's status still says its last call succeeded (a planner that a stuck
 batch keeps from being called), and the source is up again once the broker is back.
@@ -24,7 +24,7 @@ from streaming.job.reachability import Reachability, ReachabilityWatch, watch_ti
 from streaming.tools.embedded_broker import EmbeddedBroker, free_port
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from faults.proxy import FaultProxy, ProxyMode
+from streaming.tools.fault_proxy import FaultProxy, ProxyMode
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,4 @@
-"""The fault campaign's TCP proxy (bench/faults/proxy.py) in each of its modes, in front of
+"""The fault campaign's TCP proxy (streaming/tools/fault_proxy.py) in each of its modes, in front of
 an echo server on loopback."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "bench"))
-from faults.proxy import DROP_AFTER_BYTES, FaultProxy, ProxyMode
+from streaming.tools.fault_proxy import DROP_AFTER_BYTES, FaultProxy, ProxyMode
 
 
 class Echo(socketserver.BaseRequestHandler):

@@ -1,4 +1,5 @@
-"""A fault-injecting TCP proxy on loopback, for a broker outage seen from its clients.
+"""A fault-injecting TCP proxy on loopback: a broker outage seen from its clients (the
+fault campaign), and a broker cut from its peers (``isrwatch lab fault cut``).
 
 Clients connect to the proxy; it connects each of them to the upstream (the broker) and
 copies bytes both ways, unless its mode says otherwise:
