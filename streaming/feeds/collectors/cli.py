@@ -153,8 +153,11 @@ def admin_command(
         metrics.warn_once(api, "the cluster did not answer %s (%s); polling without it", api, error)
 
     try:
+        polled = config.kafka
+        if settings.bootstrap_servers is not None:
+            polled = polled.model_copy(update={"bootstrap_servers": settings.bootstrap_servers})
         source = KafkaAdminSource(
-            config.kafka, offsets=settings.fetch_responses, on_unavailable=unavailable
+            polled, offsets=settings.fetch_responses, on_unavailable=unavailable
         )
     except Exception as error:
         metrics.close()
