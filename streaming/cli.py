@@ -230,7 +230,8 @@ def demo_command(
     """
     from rich.console import Console
 
-    from streaming.tools.demo import DemoError, DemoOptions, output_to_log, run_demo
+    from streaming.tools.demo import DemoOptions, run_demo
+    from streaming.tools.foreground import StartupError, output_to_log
 
     config = load_or_exit(config_file, {**overrides, "metrics.port": metrics_port})
     options = DemoOptions(load_scenario_or_exit(scenario, params), seconds, speed, seed)
@@ -241,7 +242,7 @@ def demo_command(
         options.live = console.is_terminal if live is None else live
         try:
             result = run_demo(config, options, console)
-        except DemoError as error:
+        except StartupError as error:
             raise click.ClickException(
                 f"{error} (Spark's and the job's logs: {log_path})"
             ) from error
