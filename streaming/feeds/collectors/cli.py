@@ -139,8 +139,8 @@ def admin_command(
 
     config = load_or_exit(
         config_file,
+        overrides,
         {
-            **overrides,
             "kafka.bootstrap_servers": bootstrap_servers,
             "collect.admin.poll_interval_ms": interval_ms,
         },

@@ -1,0 +1,135 @@
+"""Named sequences of faults on the lab's cluster (``isrwatch lab --scenario NAME``).
+
+A step names a role, not a broker id: which broker is the active controller, or leads a
+partition, is known only once the cluster runs. A role is resolved when its first step
+comes, and the step's label keeps the broker for the later steps (the broker paused is
+the broker resumed). With KRaft, the active controller is never the broker a step picks
+unless the role is ``controller``: pausing it would stop every decision of the cluster,
+not show the fault the scenario is about.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from streaming.tools.lab.cluster import BrokerFault, LabCluster
+from streaming.tools.lab.distribution import LabError
+
+__all__ = ["SCENARIOS", "Role", "ScenarioRunner", "Step", "scenario"]
+
+
+class Role:
+    FOLLOWER = "follower"  # a broker following partitions others lead, not the controller
+    LEADER = "leader"  # the leader of orders-0, or of some partition, not the controller
+    CONTROLLER = "controller"  # the active controller
+
+
+@dataclass(frozen=True)
+class Step:
+    at_s: float  # seconds after the lab's first micro-batch
+    fault: str  # a BrokerFault
+    role: str  # a Role
+    label: str  # steps with one label act on one broker
+
+
+def _down_and_up(down: str, up: str, role: str, at_s: float, for_s: float) -> tuple[Step, ...]:
+    return (Step(at_s, down, role, role), Step(at_s + for_s, up, role, role))
+
+
+SCENARIOS: dict[str, tuple[Step, ...]] = {
+    "none": (),
+    # The leader's rule on written partitions, within (T, 1.5 T] of the follower's last
+    # catch-up; the controller's fence after the session timeout (2 T here) on the idle
+    # topic's partitions, which no leader shrinks.
+    "paused-follower": _down_and_up(
+        BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, at_s=5, for_s=30
+    ),
+    "leader-killed": _down_and_up(BrokerFault.KILL, BrokerFault.START, Role.LEADER, 5, 30),
+    "controlled-shutdown": _down_and_up(BrokerFault.STOP, BrokerFault.START, Role.LEADER, 5, 30),
+    "inter-broker-cut": _down_and_up(BrokerFault.CUT, BrokerFault.HEAL, Role.LEADER, 5, 30),
+    "short-bounce": _down_and_up(BrokerFault.KILL, BrokerFault.START, Role.FOLLOWER, 5, 0),
+    "controller-failover": _down_and_up(
+        BrokerFault.KILL, BrokerFault.START, Role.CONTROLLER, 5, 30
+    ),
+    "tour": (
+        *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 10, 30),
+        *_down_and_up(BrokerFault.KILL, BrokerFault.START, Role.LEADER, 70, 25),
+        *_down_and_up(BrokerFault.STOP, BrokerFault.START, Role.FOLLOWER, 130, 25),
+    ),
+}
+
+
+def scenario(name: str) -> tuple[Step, ...]:
+    try:
+        return SCENARIOS[name]
+    except KeyError:
+        raise LabError(f"unknown scenario {name!r}; one of {', '.join(SCENARIOS)}") from None
+
+
+def resolve(cluster: LabCluster, role: str) -> int:
+    """The broker that plays ``role`` now."""
+    controller = cluster.active_controller()
+    running = [node for node in cluster.node_ids if cluster.running(node)]
+    if role == Role.CONTROLLER:
+        if controller is None:
+            raise LabError("no active controller is known")
+        return controller
+    candidates = [node for node in running if node != controller] or running
+    if not candidates:
+        raise LabError("no broker is running")
+    if role == Role.LEADER:
+        leaders = _leaders(cluster.bootstrap_servers)
+        for node in [leaders.get(("orders", 0)), *sorted(set(leaders.values()))]:
+            if node in candidates:
+                return node
+    return max(candidates)
+
+
+def _leaders(bootstrap: str) -> dict[tuple[str, int], int]:
+    from confluent_kafka.admin import AdminClient
+
+    metadata = AdminClient({"bootstrap.servers": bootstrap}).list_topics(timeout=10)
+    return {
+        (name, partition.id): partition.leader
+        for name, topic in metadata.topics.items()
+        for partition in topic.partitions.values()
+        if partition.leader >= 0
+    }
+
+
+@dataclass
+class ScenarioRunner:
+    """Plays ``steps`` on ``cluster`` from ``start()``, in a daemon thread."""
+
+    cluster: LabCluster
+    steps: tuple[Step, ...]
+    on_fault: Callable[[str, int], None]
+    stop_event: threading.Event
+
+    def __post_init__(self) -> None:
+        self.error: BaseException | None = None
+        self._thread = threading.Thread(target=self._play, name="lab scenario", daemon=True)
+
+    def start(self) -> ScenarioRunner:
+        self._thread.start()
+        return self
+
+    @property
+    def finished(self) -> bool:
+        return not self._thread.is_alive()
+
+    def _play(self) -> None:
+        started = time.monotonic()
+        brokers: dict[str, int] = {}
+        try:
+            for step in sorted(self.steps, key=lambda s: s.at_s):
+                if self.stop_event.wait(max(0.0, started + step.at_s - time.monotonic())):
+                    return
+                broker = brokers.setdefault(step.label, resolve(self.cluster, step.role))
+                self.cluster.apply(step.fault, broker)
+                self.on_fault(step.fault, broker)
+        except BaseException as error:
+            self.error = error
