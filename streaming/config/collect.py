@@ -97,6 +97,11 @@ class AdminCollectorSettings(BaseModel):
     poll_interval_ms: PositiveInt = Field(
         default=10000, description="time between two polls of the cluster, ms"
     )
+    broker_timeout_ms: PositiveInt = Field(
+        default=2000,
+        description="how long a poll waits for each broker's answers; a broker slower "
+        "than that (paused, cut off) gives nothing this poll instead of stalling it",
+    )
     fetch_responses: bool = Field(
         default=True,
         description="derive fetch-responses from per-replica log end offsets (ListOffsets)",

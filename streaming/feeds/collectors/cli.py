@@ -157,7 +157,10 @@ def admin_command(
         if settings.bootstrap_servers is not None:
             polled = polled.model_copy(update={"bootstrap_servers": settings.bootstrap_servers})
         source = KafkaAdminSource(
-            polled, offsets=settings.fetch_responses, on_unavailable=unavailable
+            polled,
+            offsets=settings.fetch_responses,
+            on_unavailable=unavailable,
+            broker_timeout_ms=settings.broker_timeout_ms,
         )
     except Exception as error:
         metrics.close()
