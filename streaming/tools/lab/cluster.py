@@ -59,7 +59,14 @@ log = logging.getLogger(__name__)
 
 CLUSTER_FILE = "cluster.json"
 START_TIMEOUT_S = 180.0
-JVM_OPTIONS = ("-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
+# UTC: the log lines' stamps carry no zone, and collect.logs reads them in UTC by default.
+JVM_OPTIONS = (
+    "-Xmx512m",
+    "-Xms128m",
+    "-XX:+UseSerialGC",
+    "-Djava.awt.headless=true",
+    "-Duser.timezone=UTC",
+)
 # The line each mode's broker logs once it serves requests (KafkaRaftServer.startup,
 # 4.1.1; KafkaServer.startup, 3.9.1).
 _STARTED = {
