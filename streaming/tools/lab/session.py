@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+import pandas as pd
 from rich.console import Console
 
 from streaming.config import IsrwatchConfig
@@ -48,6 +49,7 @@ from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import KafkaLine, LabError, Mode
 from streaming.tools.lab.faults import FaultDesk
 from streaming.tools.lab.scenarios import ScenarioRunner, Step
+from streaming.tools.lab.scoreboard import SEEN_FILE
 from streaming.tools.lab.workload import Workload, create_topics
 from streaming.tools.live_view import clock, plain_line, render, show_live
 
@@ -89,6 +91,24 @@ class LabResult:
     workload: str
     error: str | None = None
     summary: list[str] = field(default_factory=list)
+
+
+class HealthSeenLog:
+    """Every health record the job wrote, with the wall time the lab saw its batch
+    (``DIR/health-seen.jsonl``: ``{"seen_ms": ..., "record": {...}}`` per line): the
+    scoreboard's "seen before Kafka's commit" is this time, not the record's event time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+
+    def on_batch(self, _batch_id: int, rows: pd.DataFrame) -> None:
+        from streaming.job.shard_state import HEALTH
+
+        seen_ms = int(time.time() * 1000)
+        values = rows.loc[rows["kind"] == HEALTH, "value"]
+        with self._lock, self.path.open("a", encoding="utf-8") as out:
+            out.writelines(f'{{"seen_ms":{seen_ms},"record":{value}}}\n' for value in values)
 
 
 @dataclass
@@ -308,13 +328,19 @@ def _run_job(
 ) -> None:
     from streaming.job.query import run, stop_thread_session
 
+    seen = HealthSeenLog(options.workdir / SEEN_FILE)
+
+    def on_batch(batch_id: int, rows: pd.DataFrame) -> None:
+        health.on_batch(batch_id, rows)
+        seen.on_batch(batch_id, rows)
+
     try:
         run(
             config,
             health_out=options.health_out,
             exporter=exporter,
             stop=stop,
-            on_batch=health.on_batch,
+            on_batch=on_batch,
             on_started=on_started,
         )
     finally:
