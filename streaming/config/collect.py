@@ -98,9 +98,10 @@ class AdminCollectorSettings(BaseModel):
         default=10000, description="time between two polls of the cluster, ms"
     )
     broker_timeout_ms: PositiveInt = Field(
-        default=2000,
-        description="how long a poll waits for each broker's answers; a broker slower "
-        "than that (paused, cut off) gives nothing this poll instead of stalling it",
+        default=5000,
+        description="how long a poll waits for any answer (at most kafka.request_timeout_ms); "
+        "a broker slower than that (paused, cut off) gives nothing this poll instead of "
+        "stalling it",
     )
     fetch_responses: bool = Field(
         default=True,

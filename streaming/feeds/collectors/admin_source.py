@@ -47,7 +47,7 @@ log = logging.getLogger("isrwatch.collect.admin")
 
 DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID: any replica answers
 CONSUMER_REPLICA_ID = -1
-DEFAULT_BROKER_TIMEOUT_MS = 2000
+DEFAULT_BROKER_TIMEOUT_MS = 5000
 LATEST_OFFSET = -1
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"

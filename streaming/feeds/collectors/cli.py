@@ -153,9 +153,16 @@ def admin_command(
         metrics.warn_once(api, "the cluster did not answer %s (%s); polling without it", api, error)
 
     try:
-        polled = config.kafka
-        if settings.bootstrap_servers is not None:
-            polled = polled.model_copy(update={"bootstrap_servers": settings.bootstrap_servers})
+        # a poll waits at most broker_timeout_ms for any answer, the cluster-wide ones
+        # (Metadata, DescribeCluster) included: one may go to a hung broker
+        polled = config.kafka.model_copy(
+            update={
+                "bootstrap_servers": settings.bootstrap_servers or config.kafka.bootstrap_servers,
+                "request_timeout_ms": min(
+                    config.kafka.request_timeout_ms, settings.broker_timeout_ms
+                ),
+            }
+        )
         source = KafkaAdminSource(
             polled,
             offsets=settings.fetch_responses,

@@ -13,6 +13,7 @@ from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.tools.lab.cluster import BrokerFault
 from streaming.tools.lab.distribution import LINES, LabError, line
 from streaming.tools.lab.faults import request_fault
+from streaming.tools.lab.node_config import DEFAULT_LAG_TIME_MAX_MS
 from streaming.tools.lab.scenarios import SCENARIOS, scenario
 
 __all__ = ["lab_command"]
@@ -52,7 +53,7 @@ def _interrupt(_signal: int, _frame: object) -> None:
     "--seconds",
     type=click.FloatRange(min=0, min_open=True),
     default=None,
-    help="Stop after this many wall seconds (default: Ctrl-C).",
+    help="Stop this many seconds after the first micro-batch (default: Ctrl-C).",
 )
 @click.option(
     "--health-out",
@@ -73,6 +74,13 @@ def _interrupt(_signal: int, _frame: object) -> None:
     default=None,
     help="First of the cluster's ports (4 per broker, and one more); default: ports the OS picks.",
 )
+@click.option(
+    "--lag-time-max-ms",
+    type=click.IntRange(min=1000),
+    default=DEFAULT_LAG_TIME_MAX_MS,
+    show_default=True,
+    help="The brokers' replica.lag.time.max.ms (T); their session timeouts are 2 T.",
+)
 @click.option("--metrics-port", type=int, default=None, help="Port of /metrics (default: config).")
 @click.option("--live/--no-live", default=None, help="Live view (default: when on a terminal).")
 @config_option
@@ -88,6 +96,7 @@ def lab_command(
     health_out: Path | None,
     workdir: Path | None,
     port_base: int | None,
+    lag_time_max_ms: int,
     metrics_port: int | None,
     live: bool | None,
     config_file: Path | None,
@@ -122,6 +131,7 @@ def lab_command(
             seconds=seconds,
             health_out=health_out,
             port_base=port_base,
+            lag_time_max_ms=lag_time_max_ms,
         )
         check_ports(config)
     except LabError as error:

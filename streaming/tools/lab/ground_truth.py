@@ -68,6 +68,14 @@ class MetadataTruth:
     fences: list[Fence] = field(default_factory=list)
     deleted_topics: set[str] = field(default_factory=set)
 
+    def until(self, ts_ms: int) -> MetadataTruth:
+        """What Kafka had decided by ``ts_ms``."""
+        return MetadataTruth(
+            [change for change in self.changes if change.ts_ms <= ts_ms],
+            [fence for fence in self.fences if fence.ts_ms <= ts_ms],
+            set(self.deleted_topics),
+        )
+
     def final_state(self) -> dict[tuple[str, int], IsrChange]:
         last: dict[tuple[str, int], IsrChange] = {}
         for change in self.changes:

@@ -54,6 +54,11 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
     "controller-failover": _down_and_up(
         BrokerFault.KILL, BrokerFault.START, Role.CONTROLLER, 5, 30
     ),
+    # The suite's short run: the leader's rule and the fence, then an election.
+    "pause-then-election": (
+        *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 3, 20),
+        *_down_and_up(BrokerFault.KILL, BrokerFault.START, Role.LEADER, 30, 10),
+    ),
     "tour": (
         *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 10, 30),
         *_down_and_up(BrokerFault.KILL, BrokerFault.START, Role.LEADER, 70, 25),

@@ -308,6 +308,7 @@ def _outcome(
 
 
 SEEN_FILE = "health-seen.jsonl"
+RUN_FILE = "run.json"
 
 
 def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
@@ -325,6 +326,10 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
         if truth is None or len(candidate.changes) > len(truth.changes):
             truth = candidate
     assert truth is not None
+    run_file = workdir / RUN_FILE
+    if run_file.exists():
+        ended = json.loads(run_file.read_text(encoding="utf-8"))["watch_ended_ms"]
+        truth = truth.until(ended - MARGIN_MS)
     server_logs = [Path(b["log_files"][0]) for b in described["brokers"]]
     result = score(
         truth,

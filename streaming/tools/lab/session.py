@@ -19,6 +19,7 @@ The collectors run as ``isrwatch collect`` processes, exactly as a user runs the
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import subprocess
@@ -48,8 +49,9 @@ from streaming.tools.foreground import (
 from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import KafkaLine, LabError, Mode
 from streaming.tools.lab.faults import FaultDesk
+from streaming.tools.lab.node_config import DEFAULT_LAG_TIME_MAX_MS
 from streaming.tools.lab.scenarios import ScenarioRunner, Step
-from streaming.tools.lab.scoreboard import SEEN_FILE
+from streaming.tools.lab.scoreboard import RUN_FILE, SEEN_FILE
 from streaming.tools.lab.workload import Workload, create_topics
 from streaming.tools.live_view import clock, plain_line, render, show_live
 
@@ -81,6 +83,7 @@ class LabOptions:
     health_out: Path | None = None
     live: bool = True
     port_base: int | None = None
+    lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
 
 
 @dataclass
@@ -144,6 +147,7 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
         options.brokers,
         options.workdir,
         elr=options.elr,
+        lag_time_max_ms=options.lag_time_max_ms,
         port_base=options.port_base,
     )
     with EmbeddedBroker() as broker:
@@ -195,12 +199,15 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                     lambda: health.snapshot().batches > 0, workers, stop, "the first micro-batch"
                 )
             runner = ScenarioRunner(cluster, options.steps, note_fault, stop).start()
-            _watch(
-                health, options, workers, collectors, runner, job_config, console, started, facts
-            )
+            _watch(health, options, workers, collectors, runner, job_config, console, facts)
         except KeyboardInterrupt:
             console.print("[bold]Stopping (interrupted)[/bold]")
         finally:
+            # what Kafka decides from here on (the cluster's own shutdown included) is
+            # after the watch: the scoreboard stops there
+            (options.workdir / RUN_FILE).write_text(
+                json.dumps({"watch_ended_ms": int(time.time() * 1000)}), encoding="utf-8"
+            )
             stop.set()
             with spinner(console, "Stopping the query, Spark, the collectors and the cluster"):
                 join(workers)
@@ -355,11 +362,12 @@ def _watch(
     runner: ScenarioRunner,
     config: IsrwatchConfig,
     console: Console,
-    started: float,
     facts: list[dict[str, Any]],
 ) -> None:
-    """Show the view until the time is up or a part fails."""
-    deadline = None if options.seconds is None else started + options.seconds
+    """Show the view until the time is up or a part fails. ``--seconds`` counts from
+    here, the first micro-batch, as the scenario's steps do: the cluster's and Spark's
+    start take what they take."""
+    deadline = None if options.seconds is None else time.monotonic() + options.seconds
     host = "127.0.0.1" if config.metrics.host in ("0.0.0.0", "::") else config.metrics.host
     console.print(
         f"Prometheus metrics: http://{host}:{config.metrics.port}/metrics   "
