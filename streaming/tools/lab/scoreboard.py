@@ -17,7 +17,8 @@ machine's, as both processes run here.
   removed it within T/2 + a margin nor had a reason not to that a record shows (the
   follower back IN_SYNC, or its broker fenced first).
 * **Final state**: each partition's last record against Kafka's last change.
-* **Latency**: from each committed change to the first record showing its leader and ISR.
+* **Latency**: from each change committed after the first micro-batch to the first record
+  showing its leader and ISR.
 """
 
 from __future__ import annotations
@@ -156,6 +157,7 @@ def score(
         by_partition[record.key].append(record)
     result = Score()
     changes = [change for change in truth.changes if change.topic in topics]
+    watch_started_ms = seen[0].seen_ms if seen else 0
     for change in changes:
         history = by_partition.get((change.topic, change.partition), [])
         for follower in change.removed:
@@ -182,7 +184,7 @@ def score(
                     ),
                 )
             )
-        if not change.created or change.leader >= 0:
+        if change.ts_ms >= watch_started_ms:  # what came before, the job read as backlog
             shown = next(
                 (
                     r
