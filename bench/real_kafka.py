@@ -20,10 +20,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from streaming.tools.lab.scenarios import SCENARIOS  # noqa: E402
-from streaming.tools.lab.scoreboard import score_workdir  # noqa: E402
+from streaming.tools.lab.scenarios import SCENARIOS
+from streaming.tools.lab.scoreboard import score_workdir
 
 SETUPS = {
     "4.1": ("4.1", "on"),
