@@ -31,7 +31,9 @@ __all__ = [
     "IsrChange",
     "LeaderShrinkLine",
     "MetadataTruth",
+    "dump_metadata_log",
     "leader_shrink_lines",
+    "parse_metadata_dump",
     "read_metadata_log",
 ]
 
@@ -107,8 +109,14 @@ def dump_metadata_log(java: str, classpath: str, log_dir: Path) -> list[tuple[in
         text=True,
         check=True,
     )
+    return parse_metadata_dump(done.stdout)
+
+
+def parse_metadata_dump(text: str) -> list[tuple[int, int, Any]]:
+    """The record lines of ``DumpLogSegments --cluster-metadata-decoder``'s output:
+    ``| offset: O CreateTime: T ... payload: {json}`` -> (O, T, record)."""
     records = []
-    for line in done.stdout.splitlines():
+    for line in text.splitlines():
         match = _RECORD.match(line)
         if match:
             records.append((int(match[1]), int(match[2]), json.loads(match[3])))
@@ -146,11 +154,9 @@ def read_metadata_log(records: Iterable[tuple[int, int, Any]]) -> MetadataTruth:
             state[key] = after
             truth.changes.append(_change(ts, offset, key, before, after, created))
         elif kind == "CLEAR_ELR_RECORD":
-            # 4.0+: clears the ELR of one partition, of a topic, or of all (no topic id)
+            # 4.0+ (ClearElrRecord.json): one field, TopicName; empty clears every topic's
             for key, after in state.items():
-                if data.get("topicId") and topics.get(data["topicId"]) != key[0]:
-                    continue
-                if "partitionId" in data and data["partitionId"] not in (-1, key[1]):
+                if data.get("topicName") and data["topicName"] != key[0]:
                     continue
                 if after.get("elr") or after.get("last_known_elr"):
                     before = dict(after)

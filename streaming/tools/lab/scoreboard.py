@@ -15,7 +15,8 @@ machine's, as both processes run here.
   allowed: the commit time minus (last caught-up + T), from the leader's own line.
 * **A false prediction**: the follower was named SHRINK_ELIGIBLE, and Kafka neither
   removed it within T/2 + a margin nor had a reason not to that a record shows (the
-  follower back IN_SYNC, or its broker fenced first).
+  follower back IN_SYNC, its broker fenced first, or its leader's broker fenced: a hung
+  leader runs no check).
 * **Final state**: each partition's last record against Kafka's last change.
 * **Latency**: from each change committed after the first micro-batch to the first record
   showing its leader and ISR.
@@ -99,7 +100,7 @@ class Prediction:
     partition: int
     follower: int
     named_ms: int
-    outcome: str  # "removed", "caught up", "fenced", "false"
+    outcome: str  # "removed", "caught up", "fenced", "leader fenced", "false"
 
 
 @dataclass
@@ -301,6 +302,12 @@ def _outcome(
         for f in truth.fences
     ):
         return "fenced"
+    leader = next((r.record["leader"] for r in history if r.seen_ms >= named_ms), None)
+    if any(
+        f.broker == leader and f.fenced and named_ms - MARGIN_MS <= f.ts_ms <= window_end
+        for f in truth.fences
+    ):
+        return "leader fenced"
     if any(
         named_ms < r.seen_ms <= window_end and r.follower_status(follower) == "IN_SYNC"
         for r in history
