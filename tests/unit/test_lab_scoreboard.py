@@ -137,3 +137,29 @@ def test_topics_outside_the_watch_are_not_scored() -> None:
     result = score(MetadataTruth([CREATED, SHRUNK]), [], [], T, ["clicks"])
     assert result.shrinks == []
     assert result.final_differs == []
+
+
+def test_a_stop_called_safe_that_left_a_partition_under_min_isr_is_counted() -> None:
+    from streaming.tools.lab.scoreboard import judge_gated_stops
+
+    # broker 3 stopped at 100,000 (safe by the check) and the shutdown left orders-0 with
+    # ISR [1]: under min ISR 2; broker 2's stop at 200,000 left [1, 3]: fine
+    kafka = MetadataTruth(
+        [
+            CREATED,
+            change(99_000, (1, 3), removed=(2,)),
+            change(100_000, (1,), removed=(3,)),
+            change(150_000, (1, 2, 3)),
+            change(200_000, (1, 3), removed=(2,)),
+        ]
+    )
+    gates = [
+        {"broker": 3, "safe": True, "stopped_ms": 100_000},
+        {"broker": 2, "safe": True, "stopped_ms": 200_000},
+        {"broker": 1, "safe": False},  # the check never said yes: no stop
+    ]
+    result = score(kafka, [], [], T, ["orders"])
+    judge_gated_stops(result, kafka, gates, ["orders"], 2)
+    assert result.gated_stops == 2
+    assert result.unsafe_stops == [(3, [("orders", 0)])]
+    assert result.row()["gated stops (under min ISR)"] == "2 (1)"

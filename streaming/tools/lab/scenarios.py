@@ -10,10 +10,12 @@ not show the fault the scenario is about.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from streaming.tools.lab.cluster import BrokerFault, LabCluster
 from streaming.tools.lab.distribution import LabError
@@ -25,6 +27,13 @@ class Role:
     FOLLOWER = "follower"  # a broker following partitions others lead, not the controller
     LEADER = "leader"  # the leader of orders-0, or of some partition, not the controller
     CONTROLLER = "controller"  # the active controller
+    EVERY_BROKER = "every broker"  # a rolling restart: the controller last
+
+
+ROLLING_RESTART = "rolling-restart"
+"""A step that stops and starts every broker in turn, each stop gated by ``isrwatch check
+restart --wait``: what an operator's rollout does."""
+ROLLING_PAUSE_S = 10.0  # after a broker's start, before asking about the next one
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,7 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
     "controller-failover": _down_and_up(
         BrokerFault.KILL, BrokerFault.START, Role.CONTROLLER, 5, 30
     ),
+    "rolling-restart": (Step(5, ROLLING_RESTART, Role.EVERY_BROKER, "all"),),
     # The suite's short run: the leader's rule and the fence, then an election.
     "pause-then-election": (
         *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 3, 20),
@@ -105,14 +115,22 @@ def _leaders(bootstrap: str) -> dict[tuple[str, int], int]:
     }
 
 
+RestartCheck = Callable[[int], tuple[bool, str]]
+"""``isrwatch check restart --wait --broker N``: (safe, what it printed)."""
+
+
 @dataclass
 class ScenarioRunner:
-    """Plays ``steps`` on ``cluster`` from ``start()``, in a daemon thread."""
+    """Plays ``steps`` on ``cluster`` from ``start()``, in a daemon thread. A rolling
+    restart asks ``check_restart`` before each stop and writes each gate's outcome to
+    ``restarts`` (one JSON object per line: the scoreboard reads it)."""
 
     cluster: LabCluster
     steps: tuple[Step, ...]
     on_fault: Callable[[str, int], None]
     stop_event: threading.Event
+    check_restart: RestartCheck | None = None
+    restarts: Path | None = None
 
     def __post_init__(self) -> None:
         self.error: BaseException | None = None
@@ -133,8 +151,42 @@ class ScenarioRunner:
             for step in sorted(self.steps, key=lambda s: s.at_s):
                 if self.stop_event.wait(max(0.0, started + step.at_s - time.monotonic())):
                     return
+                if step.fault == ROLLING_RESTART:
+                    self._roll()
+                    continue
                 broker = brokers.setdefault(step.label, resolve(self.cluster, step.role))
                 self.cluster.apply(step.fault, broker)
                 self.on_fault(step.fault, broker)
         except BaseException as error:
             self.error = error
+
+    def _roll(self) -> None:
+        if self.check_restart is None or self.restarts is None:
+            raise LabError("a rolling restart needs the restart check and its record file")
+        controller = self.cluster.active_controller()
+        order = sorted(self.cluster.node_ids, key=lambda node: (node == controller, node))
+        for broker in order:
+            asked_ms = _now_ms()
+            safe, said = self.check_restart(broker)
+            gate: dict[str, object] = {
+                "broker": broker,
+                "asked_ms": asked_ms,
+                "answered_ms": _now_ms(),
+                "safe": safe,
+                "check": said,
+            }
+            if safe:
+                self.cluster.apply(BrokerFault.STOP, broker)
+                gate["stopped_ms"] = _now_ms()
+                self.on_fault(BrokerFault.STOP, broker)
+                self.cluster.apply(BrokerFault.START, broker)
+                gate["started_ms"] = _now_ms()
+                self.on_fault(BrokerFault.START, broker)
+            with self.restarts.open("a", encoding="utf-8") as out:
+                out.write(json.dumps(gate) + "\n")
+            if self.stop_event.wait(ROLLING_PAUSE_S):
+                return
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -112,6 +112,9 @@ class Score:
     latencies_ms: list[int] = field(default_factory=list)
     unseen_changes: list[IsrChange] = field(default_factory=list)
 
+    gated_stops: int = 0  # rolling restart: stops `check restart --wait` called safe
+    unsafe_stops: list[tuple[int, list[tuple[str, int]]]] = field(default_factory=list)
+
     @property
     def leader_shrinks(self) -> list[ShrinkScore]:
         return [shrink for shrink in self.shrinks if shrink.by_leader]
@@ -135,6 +138,11 @@ class Score:
             f"{len(self.final_equal) + len(self.final_differs)}",
             "commit to record p99 ms": _percentile(self.latencies_ms, 0.99),
             "changes never seen": len(self.unseen_changes),
+            **(
+                {"gated stops (under min ISR)": f"{self.gated_stops} ({len(self.unsafe_stops)})"}
+                if self.gated_stops
+                else {}
+            ),
         }
 
 
@@ -318,6 +326,7 @@ def _outcome(
 
 SEEN_FILE = "health-seen.jsonl"
 RUN_FILE = "run.json"
+RESTARTS_FILE = "restarts.jsonl"
 
 
 def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
@@ -347,4 +356,33 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
         int(described["replica_lag_time_max_ms"]),
         [topic.name for topic in LAB_TOPICS],
     )
+    restarts = workdir / RESTARTS_FILE
+    if restarts.exists():
+        gates = [json.loads(line) for line in restarts.read_text(encoding="utf-8").splitlines()]
+        judge_gated_stops(result, truth, gates, [t.name for t in LAB_TOPICS], 2)
     return result, truth
+
+
+def judge_gated_stops(
+    result: Score,
+    truth: MetadataTruth,
+    gates: Sequence[dict[str, Any]],
+    topics: Iterable[str],
+    min_insync_replicas: int,
+) -> None:
+    """Each stop the restart check called safe, against Kafka: the partitions whose ISR
+    the controlled shutdown left under ``min_insync_replicas`` (the lab's topics all have
+    the same), by the metadata log as of the broker's exit."""
+    for gate in gates:
+        if not gate.get("safe") or "stopped_ms" not in gate:
+            continue
+        result.gated_stops += 1
+        after = truth.until(int(gate["stopped_ms"])).final_state()
+        watched = set(topics)
+        under = sorted(
+            key
+            for key, state in after.items()
+            if key[0] in watched and len(state.isr) < min_insync_replicas
+        )
+        if under:
+            result.unsafe_stops.append((int(gate["broker"]), under))

@@ -51,7 +51,7 @@ from streaming.tools.lab.distribution import KafkaLine, LabError, Mode
 from streaming.tools.lab.faults import FaultDesk
 from streaming.tools.lab.node_config import DEFAULT_LAG_TIME_MAX_MS
 from streaming.tools.lab.scenarios import ScenarioRunner, Step
-from streaming.tools.lab.scoreboard import RUN_FILE, SEEN_FILE
+from streaming.tools.lab.scoreboard import RESTARTS_FILE, RUN_FILE, SEEN_FILE
 from streaming.tools.lab.workload import Workload, create_topics
 from streaming.tools.live_view import clock, plain_line, render, show_live
 
@@ -164,6 +164,7 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                 workload = Workload(cluster.bootstrap_servers, options.brokers).start()
                 step("Starting the embedded broker for isrwatch's own topics")
                 broker.start()
+                broker_bootstrap = broker.bootstrap_servers
                 topics = config.topics
                 broker.create_topics(
                     [
@@ -198,7 +199,14 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                 wait_for(
                     lambda: health.snapshot().batches > 0, workers, stop, "the first micro-batch"
                 )
-            runner = ScenarioRunner(cluster, options.steps, note_fault, stop).start()
+            runner = ScenarioRunner(
+                cluster,
+                options.steps,
+                note_fault,
+                stop,
+                check_restart=lambda broker: _check_restart(broker_bootstrap, broker),
+                restarts=options.workdir / RESTARTS_FILE,
+            ).start()
             _watch(health, options, workers, collectors, runner, job_config, console, facts)
         except KeyboardInterrupt:
             console.print("[bold]Stopping (interrupted)[/bold]")
@@ -244,6 +252,34 @@ def lab_config(base: IsrwatchConfig, bootstrap: str, checkpoint: Path) -> Isrwat
         section, name = key.split(".")
         data[section][name] = value
     return IsrwatchConfig.model_validate(data)
+
+
+RESTART_CHECK_TIMEOUT_S = 120
+
+
+def _check_restart(bootstrap: str, broker: int) -> tuple[bool, str]:
+    """``isrwatch check restart --broker N --wait``, as an operator's rollout runs it,
+    on the partition-health topic the job writes."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "streaming.cli",
+            "check",
+            "restart",
+            "--broker",
+            str(broker),
+            "--wait",
+            "--timeout",
+            str(RESTART_CHECK_TIMEOUT_S),
+            "--bootstrap-servers",
+            bootstrap,
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    return done.returncode == 0, (done.stdout + done.stderr).strip()[-2000:]
 
 
 def _collector_command(*arguments: str) -> list[str]:
