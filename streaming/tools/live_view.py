@@ -368,8 +368,10 @@ def describe_fact(fact: dict[str, Any]) -> str | None:
             return f"controller is now {fact['controller_id']} (epoch {fact['controller_epoch']})"
         case "leader_and_isr" if fact["reason"] != "topic created":
             return f"controller: {where} leader {fact['leader']} isr {fact['isr']}"
-        case "lab_fault":
+        case "lab_fault" if "broker" in fact:
             return f"{fact['fault']} broker {fact['broker']}"
+        case "lab_fault":
+            return f"{fact['fault']} {fact['topic']}"
         case "topic_created" | "topic_deleted":
             return f"topic {fact['topic']} {kind.split('_')[1]}"
     return None

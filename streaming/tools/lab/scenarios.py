@@ -19,6 +19,12 @@ from pathlib import Path
 
 from streaming.tools.lab.cluster import BrokerFault, LabCluster
 from streaming.tools.lab.distribution import LabError
+from streaming.tools.lab.workload import (
+    CHURN_TOPIC,
+    create_churn_topic,
+    delete_churn_topic,
+    reassign_churn_topic,
+)
 
 __all__ = ["SCENARIOS", "Role", "ScenarioRunner", "Step", "scenario"]
 
@@ -34,6 +40,15 @@ ROLLING_RESTART = "rolling-restart"
 """A step that stops and starts every broker in turn, each stop gated by ``isrwatch check
 restart --wait``: what an operator's rollout does."""
 ROLLING_PAUSE_S = 10.0  # after a broker's start, before asking about the next one
+CREATE_TOPIC = "create-topic"
+REASSIGN = "reassign"
+DELETE_TOPIC = "delete-topic"
+TOPIC_ACTIONS = {
+    CREATE_TOPIC: create_churn_topic,
+    REASSIGN: reassign_churn_topic,
+    DELETE_TOPIC: delete_churn_topic,
+}
+"""Steps on the churn topic rather than on a broker (``workload.CHURN_TOPIC``)."""
 
 
 @dataclass(frozen=True)
@@ -64,6 +79,11 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
         BrokerFault.KILL, BrokerFault.START, Role.CONTROLLER, 5, 30
     ),
     "rolling-restart": (Step(5, ROLLING_RESTART, Role.EVERY_BROKER, "all"),),
+    "topic-lifecycle": (
+        Step(5, CREATE_TOPIC, Role.EVERY_BROKER, CHURN_TOPIC),
+        Step(15, REASSIGN, Role.EVERY_BROKER, CHURN_TOPIC),
+        Step(40, DELETE_TOPIC, Role.EVERY_BROKER, CHURN_TOPIC),
+    ),
     # The suite's short run: the leader's rule and the fence, then an election.
     "pause-then-election": (
         *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 3, 20),
@@ -153,6 +173,10 @@ class ScenarioRunner:
                     return
                 if step.fault == ROLLING_RESTART:
                     self._roll()
+                    continue
+                if step.fault in TOPIC_ACTIONS:
+                    TOPIC_ACTIONS[step.fault](self.cluster.bootstrap_servers)
+                    self.on_fault(step.fault, -1)
                     continue
                 broker = brokers.setdefault(step.label, resolve(self.cluster, step.role))
                 self.cluster.apply(step.fault, broker)

@@ -42,7 +42,7 @@ from streaming.tools.lab.ground_truth import (
     leader_shrink_lines,
     read_metadata_log,
 )
-from streaming.tools.lab.workload import LAB_TOPICS
+from streaming.tools.lab.workload import CHURN_TOPIC, LAB_TOPICS
 
 __all__ = ["Score", "SeenRecord", "read_seen", "score", "score_workdir"]
 
@@ -69,6 +69,18 @@ class SeenRecord:
         return None
 
 
+def read_tombstones(path: Path) -> set[tuple[str, int]]:
+    """The partitions the job deleted (a tombstone on the partition-health topic)."""
+    if not path.exists():
+        return set()
+    deleted = set()
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip() and "deleted" in (entry := json.loads(line)):
+            topic, _, partition = str(entry["deleted"]).rpartition(":")
+            deleted.add((topic, int(partition)))
+    return deleted
+
+
 def read_seen(path: Path) -> list[SeenRecord]:
     if not path.exists():
         return []
@@ -76,7 +88,8 @@ def read_seen(path: Path) -> list[SeenRecord]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             entry = json.loads(line)
-            seen.append(SeenRecord(int(entry["seen_ms"]), entry["record"]))
+            if "record" in entry:  # else a tombstone: {"seen_ms", "deleted": "topic:p"}
+                seen.append(SeenRecord(int(entry["seen_ms"]), entry["record"]))
     return sorted(seen, key=lambda record: record.seen_ms)
 
 
@@ -354,8 +367,13 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
         leader_shrink_lines(server_logs),
         read_seen(workdir / SEEN_FILE),
         int(described["replica_lag_time_max_ms"]),
-        [topic.name for topic in LAB_TOPICS],
+        [*(topic.name for topic in LAB_TOPICS), CHURN_TOPIC],
     )
+    tombstones = read_tombstones(workdir / SEEN_FILE)
+    for change in truth.changes:
+        key = (change.topic, change.partition)
+        if change.created and change.topic in truth.deleted_topics and key not in tombstones:
+            result.final_differs.append((key, "deleted by Kafka, never deleted by the job"))
     restarts = workdir / RESTARTS_FILE
     if restarts.exists():
         gates = [json.loads(line) for line in restarts.read_text(encoding="utf-8").splitlines()]

@@ -52,8 +52,8 @@ from streaming.tools.lab.faults import FaultDesk
 from streaming.tools.lab.node_config import DEFAULT_LAG_TIME_MAX_MS
 from streaming.tools.lab.scenarios import ScenarioRunner, Step
 from streaming.tools.lab.scoreboard import RESTARTS_FILE, RUN_FILE, SEEN_FILE
-from streaming.tools.lab.workload import Workload, create_topics
-from streaming.tools.live_view import clock, plain_line, render, show_live
+from streaming.tools.lab.workload import CHURN_TOPIC, Workload, create_topics
+from streaming.tools.live_view import clock, describe_fact, plain_line, render, show_live
 
 __all__ = ["LabOptions", "LabResult", "check_ports", "run_lab"]
 
@@ -106,12 +106,16 @@ class HealthSeenLog:
         self._lock = threading.Lock()
 
     def on_batch(self, _batch_id: int, rows: pd.DataFrame) -> None:
-        from streaming.job.shard_state import HEALTH
+        from streaming.job.shard_state import HEALTH, TOMBSTONE
 
         seen_ms = int(time.time() * 1000)
         values = rows.loc[rows["kind"] == HEALTH, "value"]
+        deleted = rows.loc[rows["kind"] == TOMBSTONE, "key"]
         with self._lock, self.path.open("a", encoding="utf-8") as out:
             out.writelines(f'{{"seen_ms":{seen_ms},"record":{value}}}\n' for value in values)
+            out.writelines(
+                json.dumps({"seen_ms": seen_ms, "deleted": key}) + "\n" for key in deleted
+            )
 
 
 @dataclass
@@ -136,11 +140,12 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
     runner: ScenarioRunner | None = None
     options.workdir.mkdir(parents=True, exist_ok=True)
 
-    def note_fault(fault: str, broker: int) -> None:
-        facts.append(
-            {"kind": "lab_fault", "ts": int(time.time() * 1000), "fault": fault, "broker": broker}
-        )
-        done_faults.append(f"{clock(facts[-1]['ts'])[:8]} {fault} broker {broker}")
+    def note_fault(fault: str, broker: int) -> None:  # broker -1: a step on a topic
+        now_ms = int(time.time() * 1000)
+        fact: dict[str, Any] = {"kind": "lab_fault", "ts": now_ms, "fault": fault}
+        fact |= {"broker": broker} if broker >= 0 else {"topic": CHURN_TOPIC}
+        facts.append(fact)
+        done_faults.append(f"{clock(now_ms)[:8]} {describe_fact(fact)}")
 
     cluster = LabCluster(
         options.kafka,

@@ -23,7 +23,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["LAB_TOPICS", "Workload", "create_topics"]
+__all__ = [
+    "CHURN_TOPIC",
+    "LAB_TOPICS",
+    "Workload",
+    "create_churn_topic",
+    "create_topics",
+    "delete_churn_topic",
+    "reassign_churn_topic",
+]
 
 
 @dataclass(frozen=True)
@@ -155,3 +163,49 @@ class Workload:
                 self._stop.wait(max(0.0, next_at - time.monotonic()))
         finally:
             producer.flush(5)
+
+
+CHURN_TOPIC = "moving"
+"""The topic-lifecycle scenario's topic: created during the watch with replicas [1, 2],
+moved to [2, 3] (broker 3 copies the log, then 1 leaves: Kafka's adding and removing
+replicas), then deleted."""
+CHURN_FIRST = (1, 2)
+CHURN_MOVED = (2, 3)
+
+
+def create_churn_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    futures = admin.create_topics(
+        [NewTopic(CHURN_TOPIC, replica_assignment=[list(CHURN_FIRST)])], operation_timeout=30
+    )
+    for future in futures.values():
+        future.result(timeout=60)
+    producer_config = {"bootstrap.servers": bootstrap, "acks": "all"}
+    from confluent_kafka import Producer
+
+    producer = Producer(producer_config)
+    for i in range(2000):  # something for the new replica to copy
+        producer.produce(CHURN_TOPIC, value=b"%d" % i, partition=0)
+    producer.flush(30)
+
+
+def reassign_churn_topic(bootstrap: str) -> None:
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
+    try:
+        admin.alter_partition_reassignments({(CHURN_TOPIC, 0): list(CHURN_MOVED)})
+    finally:
+        admin.close()
+
+
+def delete_churn_topic(bootstrap: str) -> None:
+    from confluent_kafka.admin import AdminClient
+
+    futures = AdminClient({"bootstrap.servers": bootstrap}).delete_topics(
+        [CHURN_TOPIC], operation_timeout=30
+    )
+    for future in futures.values():
+        future.result(timeout=60)
