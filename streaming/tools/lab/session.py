@@ -13,8 +13,8 @@ The collectors run as ``isrwatch collect`` processes, exactly as a user runs the
   off; in ZooKeeper mode the controller's log gives broker changes, admin the partitions;
 * ``collect logs --follow`` on every broker's ``server.log``, ``state-change.log`` and
   ``controller.log``;
-* with KRaft, ``collect metadata-log --follow`` on the active controller's copy of
-  ``__cluster_metadata`` (every voter holds the whole log).
+* with KRaft, ``collect metadata-log --follow`` beside each node, on its copy of
+  ``__cluster_metadata`` (every voter holds the whole log), as the chart's sidecars run.
 """
 
 from __future__ import annotations
@@ -331,17 +331,19 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
         ),
     }
     if kraft:
-        watched = cluster.active_controller() or cluster.node_ids[0]
-        commands["metadata-log"] = _collector_command(
-            "metadata-log",
-            "--follow",
-            *common,
-            "--set",
-            f"collect.metadata_log.state_file={state / 'metadata-log.json'}",
-            "--set",
-            f"collect.metadata_log.metrics_port={free_port()}",
-            str(cluster.layout(watched).metadata / "__cluster_metadata-0"),
-        )
+        # one beside each node, as the chart's sidecars run: a scenario may kill any node,
+        # and the copies of the others go on (the job applies a change seen twice once)
+        for node in cluster.node_ids:
+            commands[f"metadata-log-{node}"] = _collector_command(
+                "metadata-log",
+                "--follow",
+                *common,
+                "--set",
+                f"collect.metadata_log.state_file={state / f'metadata-log-{node}.json'}",
+                "--set",
+                f"collect.metadata_log.metrics_port={free_port()}",
+                str(cluster.layout(node).metadata / "__cluster_metadata-0"),
+            )
     started: list[_Collector] = []
     for name, command in commands.items():
         log_path = options.workdir / f"collect-{name}.log"
