@@ -110,3 +110,23 @@ def _until(
             return snapshot
         time.sleep(0.5)
     raise AssertionError(f"not reached in {polls} polls: {snapshot.log_end_offsets}")
+
+
+def test_a_broker_back_from_a_fence_is_polled_again(cluster: LabCluster) -> None:
+    """A controlled shutdown fences the broker; KRaft's Metadata leaves fenced brokers out,
+    so the client forgets it. Back, it must be asked again at once, not after the client's
+    5-minute metadata refresh (every poll failed with UnknownBrokerIdError before)."""
+    gaps: list[str] = []
+    source = source_for(cluster, gaps)
+    try:
+        info = source.snapshot().partitions["clicks"][1]
+        controller = cluster.active_controller()
+        follower = next(b for b in info.replicas if b not in (info.leader, controller))
+        cluster.apply(BrokerFault.STOP, follower)
+        gone = source.snapshot()
+        assert ("clicks", 1, follower) not in gone.log_end_offsets
+        cluster.apply(BrokerFault.START, follower)
+        back = _until(source, lambda s: ("clicks", 1, follower) in s.log_end_offsets)
+        assert follower in back.brokers
+    finally:
+        source.close()

@@ -92,6 +92,7 @@ class KafkaAdminSource:
         cluster = self._admin.describe_cluster()
         controller = cluster.get("controller_id")
         brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
+        self._know_brokers(brokers)
         partitions = _partitions(self._admin.describe_topics())
         snapshot: dict[str, Any] = {}
         quorum = self._optional("describe_quorum", self._admin.describe_metadata_quorum)
@@ -118,6 +119,16 @@ class KafkaAdminSource:
             partitions=partitions,
             **snapshot,
         )
+
+    def _know_brokers(self, brokers: Iterable[int]) -> None:
+        """Have the client refresh its metadata when the cluster names a broker it does
+        not know. A KRaft Metadata response leaves fenced brokers out, so a broker that
+        was paused past its session and came back is unknown to the client's cache until
+        its next refresh (``metadata_max_age_ms``, 5 minutes): every request for it fails
+        with UnknownBrokerIdError meanwhile (the lab's paused follower, Kafka 4.1.1)."""
+        cache = self._admin._manager.cluster
+        if any(cache.broker_metadata(broker) is None for broker in brokers):
+            cache.request_update()
 
     # ------------------------------------------------------------------ optional parts
 
@@ -236,9 +247,17 @@ class KafkaAdminSource:
 
         async def gather() -> list[Any]:
             deadline = time.monotonic() + timeout_s
-            pending = [manager.send(requests[i][1], node_id=requests[i][0]) for i in asked]
+            pending: list[Any] = []
+            for i in asked:
+                try:
+                    pending.append(manager.send(requests[i][1], node_id=requests[i][0]))
+                except Exception as error:  # e.g. a broker the client's metadata lacks
+                    pending.append(error)
             answers: list[Any] = []
             for future in pending:
+                if isinstance(future, Exception):
+                    answers.append(future)
+                    continue
                 left_ms = max(1, int((deadline - time.monotonic()) * 1000))
                 try:
                     answers.append(await manager.wait_for(future, left_ms))
