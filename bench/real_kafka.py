@@ -27,13 +27,19 @@ SETUPS = {
     "4.1": ("4.1", "on"),
     "4.1-elr-off": ("4.1", "off"),
 }
-SETTLE_S = 20.0  # after the scenario's last step: a fence, an election and a poll
+# after the scenario's last step: what it set off (a shrink in (T, 1.5 T], a fence at the
+# lab's 2 T session timeout, an election), then a poll, a trigger and a busy batch
+SETTLE_AFTER_2T_S = 15.0
 
 
 def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> dict[str, object]:
     kafka, elr = SETUPS[setup]
     steps = SCENARIOS[scenario]
-    seconds = max((step.at_s for step in steps), default=0.0) + SETTLE_S
+    seconds = (
+        max((step.at_s for step in steps), default=0.0)
+        + 2 * lag_time_max_ms / 1000
+        + SETTLE_AFTER_2T_S
+    )
     command = [
         sys.executable,
         "-m",
