@@ -35,11 +35,8 @@ SETTLE_AFTER_2T_S = 15.0
 def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> dict[str, object]:
     kafka, elr = SETUPS[setup]
     steps = SCENARIOS[scenario]
-    seconds = (
-        max((step.at_s for step in steps), default=0.0)
-        + 2 * lag_time_max_ms / 1000
-        + SETTLE_AFTER_2T_S
-    )
+    settle = 2 * lag_time_max_ms / 1000 + SETTLE_AFTER_2T_S
+    ends = ["--seconds", str(settle)] if not steps else ["--after-scenario", str(settle)]
     command = [
         sys.executable,
         "-m",
@@ -51,8 +48,7 @@ def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> d
         elr,
         "--scenario",
         scenario,
-        "--seconds",
-        str(seconds),
+        *ends,
         "--lag-time-max-ms",
         str(lag_time_max_ms),
         "--no-live",

@@ -56,6 +56,14 @@ def _interrupt(_signal: int, _frame: object) -> None:
     help="Stop this many seconds after the first micro-batch (default: Ctrl-C).",
 )
 @click.option(
+    "--after-scenario",
+    "after_scenario_s",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Stop this many seconds after the scenario's last step (a rolling restart takes "
+    "what its checks take).",
+)
+@click.option(
     "--health-out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -93,6 +101,7 @@ def lab_command(
     elr: str,
     scenario_name: str,
     seconds: float | None,
+    after_scenario_s: float | None,
     health_out: Path | None,
     workdir: Path | None,
     port_base: int | None,
@@ -130,6 +139,7 @@ def lab_command(
             scenario_name=scenario_name,
             seconds=seconds,
             health_out=health_out,
+            after_scenario_s=after_scenario_s,
             port_base=port_base,
             lag_time_max_ms=lag_time_max_ms,
         )

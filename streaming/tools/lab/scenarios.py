@@ -154,6 +154,7 @@ class ScenarioRunner:
 
     def __post_init__(self) -> None:
         self.error: BaseException | None = None
+        self.finished_at: float | None = None  # time.monotonic() when the last step was done
         self._thread = threading.Thread(target=self._play, name="lab scenario", daemon=True)
 
     def start(self) -> ScenarioRunner:
@@ -181,6 +182,7 @@ class ScenarioRunner:
                 broker = brokers.setdefault(step.label, resolve(self.cluster, step.role))
                 self.cluster.apply(step.fault, broker)
                 self.on_fault(step.fault, broker)
+            self.finished_at = time.monotonic()
         except BaseException as error:
             self.error = error
 

@@ -81,6 +81,7 @@ class LabOptions:
     scenario_name: str
     seconds: float | None
     health_out: Path | None = None
+    after_scenario_s: float | None = None  # stop this long after the scenario's last step
     live: bool = True
     port_base: int | None = None
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
@@ -432,6 +433,13 @@ def _watch(
             if collector.process.poll() is not None:
                 return f"collect {collector.name} exited; its log: {collector.log_path}"
         if deadline is not None and time.monotonic() >= deadline:
+            return "time is up"
+        settled_at = (
+            None
+            if options.after_scenario_s is None or runner.finished_at is None
+            else runner.finished_at + options.after_scenario_s
+        )
+        if settled_at is not None and time.monotonic() >= settled_at:
             return "time is up"
         if not workers[0].is_alive():
             return "the streaming job stopped"
