@@ -1,6 +1,6 @@
 """The scoreboard's verdicts on hand-made runs (streaming/tools/lab/scoreboard.py).
 
-T = 10 s. Kafka's side is built as ground_truth gives it; isrwatch's side is the records
+T = 10 s. Kafka's side is built as decisions gives it; isrwatch's side is the records
 the lab saw, with their wall times. Every expectation is worked out by hand.
 """
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from streaming.tools.lab.ground_truth import Fence, IsrChange, LeaderShrinkLine, MetadataTruth
+from streaming.tools.lab.decisions import Fence, IsrChange, LeaderShrinkLine, MetadataTruth
 from streaming.tools.lab.scoreboard import SeenRecord, score
 
 T = 10_000

@@ -1,4 +1,4 @@
-"""isrwatch's health records against Kafka's own decisions (``ground_truth``).
+"""isrwatch's health records against Kafka's own decisions (``decisions``).
 
 The health records come with the wall time the lab saw them (``health-seen.jsonl``); the
 decisions with the controller's commit time. So "before the commit" is on one clock, the
@@ -33,8 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming.tools.lab.cluster import read_cluster_file
-from streaming.tools.lab.distribution import LabError
-from streaming.tools.lab.ground_truth import (
+from streaming.tools.lab.decisions import (
     IsrChange,
     LeaderShrinkLine,
     MetadataTruth,
@@ -42,6 +41,7 @@ from streaming.tools.lab.ground_truth import (
     leader_shrink_lines,
     read_metadata_log,
 )
+from streaming.tools.lab.distribution import LabError
 from streaming.tools.lab.workload import CHURN_TOPIC, LAB_TOPICS
 
 __all__ = ["Score", "SeenRecord", "read_seen", "score", "score_workdir"]

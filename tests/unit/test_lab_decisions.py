@@ -1,4 +1,4 @@
-"""Kafka's own records of one lab run, read back (streaming/tools/lab/ground_truth.py).
+"""Kafka's own records of one lab run, read back (streaming/tools/lab/decisions.py).
 
 The input is what Apache Kafka 4.1.1 wrote here (tests/unit/data/lab_run/README.md); the
 expectations were read off those lines by hand.
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from streaming.tools.lab.ground_truth import (
+from streaming.tools.lab.decisions import (
     Fence,
     MetadataTruth,
     leader_shrink_lines,
