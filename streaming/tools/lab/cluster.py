@@ -45,6 +45,7 @@ from streaming.tools.lab.distribution import (
 )
 from streaming.tools.lab.node_config import (
     DEFAULT_LAG_TIME_MAX_MS,
+    ConsoleLayout,
     NodeLayout,
     kafka_log_config,
     render_properties,
@@ -103,6 +104,7 @@ class LabCluster:
     elr: bool = True
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
     port_base: int | None = None  # None: ports the OS picks
+    consoles: tuple[ConsoleLayout, ...] = ()  # more layouts each broker writes (node_config)
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _zookeeper: _Node | None = field(default=None, init=False)
     _zookeeper_port: int | None = field(default=None, init=False)
@@ -142,7 +144,7 @@ class LabCluster:
         log_config = self.workdir / (
             "log4j2.properties" if self.kafka.log4j2 else "log4j.properties"
         )
-        log_config.write_text(kafka_log_config(self.kafka.log4j2), encoding="utf-8")
+        log_config.write_text(kafka_log_config(self.kafka.log4j2, self.consoles), encoding="utf-8")
         if self.kafka.mode is Mode.ZOOKEEPER:
             self._start_zookeeper(java, ports[0][0], timeout_s)
         for layout in layouts:
