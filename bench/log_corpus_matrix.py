@@ -47,6 +47,7 @@ if str(ROOT) not in sys.path:  # this tree's streaming, not an installed one
 
 from streaming.tools.lab.cluster import BrokerFault, LabCluster  # noqa: E402
 from streaming.tools.lab.distribution import (  # noqa: E402
+    LINES,
     MATRIX,
     KafkaLine,
     LabError,
@@ -126,9 +127,20 @@ class Script:
             time.sleep(0.5)
         raise LabError(f"gave up waiting for {what} after {timeout_s:.0f} s")
 
+    def controller(self) -> int | None:
+        """The active controller: ZooKeeper mode, the broker of the last ``/controller``
+        znode in ZooKeeper's transaction log (the admin client's DescribeCluster fails on
+        2.x brokers); KRaft, the lab's reading of the nodes' quorum-state."""
+        if self.kafka.mode is Mode.KRAFT:
+            return self.cluster.active_controller()
+        truth = from_zookeeper_log(
+            zookeeper_transactions(self.cluster.workdir / "zookeeper" / "data")
+        )
+        return truth.elections[-1].controller_id if truth.elections else None
+
     def run(self) -> None:
         ids = self.cluster.node_ids
-        controller = self.cluster.active_controller() or ids[-1]
+        controller = self.controller() or ids[-1]
         a, b = [node for node in ids if node != controller][:2]
         c = controller
         lag_s = LAG_TIME_MAX_MS / 1000
@@ -194,14 +206,14 @@ class Script:
                 lambda: b in self.describe("orders")[0]["isr_nodes"],
                 timeout_s=90,
             )
-        old_controller = self.cluster.active_controller() or c
+        old_controller = self.controller() or c
         with self.step(
             "failover", f"active controller {old_controller} stopped (SIGTERM), started again"
         ):
             self.cluster.apply(BrokerFault.STOP, old_controller)
             self.wait_for(
                 "another controller",
-                lambda: self.cluster.active_controller() not in (None, old_controller),
+                lambda: self.controller() not in (None, old_controller),
                 timeout_s=90,
             )
             self.cluster.apply(BrokerFault.START, old_controller)
@@ -309,6 +321,11 @@ def ground_truth(kafka: KafkaLine, workdir: Path) -> tuple[GroundTruth, str]:
             " streaming.tools.lab.ground_truth",
         )
     dump = workdir / "metadata-dump.txt"
+    # The newest line's DumpLogSegments decodes every line's metadata log (the records'
+    # format is the same); before 3.7 it printed a LeaderChange control record as its type
+    # only, without the leader it names.
+    decoder = LINES["4.1"]
+    ensure_installed(decoder)
     if not dump.exists():
         dumps = []
         for metadata in sorted(workdir.glob("broker-*/metadata/__cluster_metadata-0")):
@@ -318,7 +335,7 @@ def ground_truth(kafka: KafkaLine, workdir: Path) -> tuple[GroundTruth, str]:
                     java_executable(),
                     "-Xmx256m",
                     "-cp",
-                    kafka.classpath(),
+                    decoder.classpath(),
                     "kafka.tools.DumpLogSegments",
                     "--cluster-metadata-decoder",
                     "--files",
@@ -333,8 +350,9 @@ def ground_truth(kafka: KafkaLine, workdir: Path) -> tuple[GroundTruth, str]:
         dump.write_text(max(dumps, key=len), encoding="utf-8")
     return (
         from_metadata_dump(dump.read_text(encoding="utf-8")),
-        "kafka.tools.DumpLogSegments --cluster-metadata-decoder on the longest"
-        " __cluster_metadata-0 of the nodes, read by streaming.tools.lab.ground_truth",
+        f"kafka.tools.DumpLogSegments --cluster-metadata-decoder (Kafka {decoder.version})"
+        " on the longest __cluster_metadata-0 of the nodes, read by"
+        " streaming.tools.lab.ground_truth",
     )
 
 
@@ -499,13 +517,13 @@ def main(argv: list[str] | None = None) -> int:
     by_key = {k.key: k for k in MATRIX}
     keys = list(by_key) if args.all else args.line
     failed = {}
-    for key in keys:
+    for position, key in enumerate(keys):
         print(f"{key}:", flush=True)
+        # Each run its own ports: the last run's sockets may linger in TIME_WAIT.
+        port_base = args.port_base + 100 * position
         try:
             workdir = (
-                args.runs / key
-                if args.rewrite
-                else run_line(by_key[key], args.port_base, args.runs)
+                args.runs / key if args.rewrite else run_line(by_key[key], port_base, args.runs)
             )
             print(f"  wrote {write_corpus(by_key[key], workdir, args.out)}")
         except Exception as error:  # a line that does not start here is listed, with why

@@ -251,9 +251,11 @@ class LabCluster:
             return None
         try:
             controller = admin.describe_cluster().get("controller_id")
-            return int(controller) if controller is not None and controller >= 0 else None
+        except Exception:  # a broker going away; old brokers' DescribeCluster (2.8 to 3.x)
+            return None
         finally:
             admin.close()
+        return int(controller) if controller is not None and controller >= 0 else None
 
     def describe(self) -> dict[str, Any]:
         """``cluster.json``: what a script needs to act on the cluster."""
