@@ -346,6 +346,13 @@ def test_kraft_sample() -> None:
             "controller_epoch": 5,
         },
         {
+            # "Leader inventory-0 ... starts at leader epoch 4 ...": the partial form
+            "type": "LeaderAndIsr",
+            "ts": ms("2024-05-02 08:15:01.250"),
+            **inventory,
+            "partition": 0,
+        },
+        {
             "type": "IsrChange",
             "ts": ms("2024-05-02 08:16:40.140"),
             **inventory,

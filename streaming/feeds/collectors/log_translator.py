@@ -92,6 +92,7 @@ from streaming.feeds.collectors.log_messages.controller import (
     PreferredLeaderElected,
     TopicDeleted,
     TopicsCreated,
+    TopicsDeleted,
 )
 from streaming.feeds.collectors.log_messages.isr_changes import (
     CommitLogging,
@@ -103,7 +104,9 @@ from streaming.feeds.collectors.log_messages.state_changes import (
     CachedLeaderInfo,
     DeletedFromCache,
     LeaderAndIsrReceived,
+    LeadershipStarted,
     PartitionState,
+    PartitionStateApplied,
 )
 from streaming.feeds.wire import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
 from streaming.feeds.wire_encoding import input_record
@@ -177,7 +180,8 @@ class LogTranslator:
             raise ValueError(f"unknown translator state version {state.get('version')!r}")
         # controller id -> epoch of its last election seen
         self._controller_epochs: dict[int, int] = _int_keys(state.get("controller_epochs", {}))
-        # "topic:partition" -> [partition_epoch, isr]: the last committed ISR seen
+        # "topic:partition" -> [partition_epoch, isr, isr of the version before (or None)]:
+        # the last ISR seen (the third item is absent in a state saved before it was kept)
         self._isr: dict[str, list[Any]] = dict(state.get("isr", {}))
         # "broker topic:partition" -> the leader's pending proposal:
         # {"ts", "topic", "partition", "old", "new", "logging"}
@@ -188,6 +192,12 @@ class LogTranslator:
         }
         # "topic:partition" -> [leader_epoch, partition_epoch] of the last LeaderAndIsr sent
         self._leader_and_isr: dict[str, list[int]] = dict(state.get("leader_and_isr", {}))
+        # "topic:partition" -> partition epoch of the last ISR change sent (a commit line
+        # of that version again, or after the leader's applied state said it, is the same
+        # change)
+        self._isr_sent: dict[str, int] = dict(state.get("isr_sent", {}))
+        # "topic:partition" -> [leader_epoch, partition_epoch] of the last partial one sent
+        self._leadership: dict[str, list[int]] = dict(state.get("leadership", {}))
         # broker -> epoch sent for its current registration; last epoch of every broker seen
         self._live: dict[int, int] = _int_keys(state.get("live", {}))
         self._last_epoch: dict[int, int] = _int_keys(state.get("last_epoch", {}))
@@ -202,6 +212,8 @@ class LogTranslator:
             "pending": dict(self._pending),
             "commit_logging": {str(b): m for b, m in sorted(self._commit_logging.items())},
             "leader_and_isr": dict(self._leader_and_isr),
+            "leadership": dict(self._leadership),
+            "isr_sent": dict(self._isr_sent),
             "live": _str_keys(self._live),
             "last_epoch": _str_keys(self._last_epoch),
             "registered": _str_keys(self._registered),
@@ -213,6 +225,27 @@ class LogTranslator:
             if isinstance(item, IsrProposal | IsrCommitted | IsrUpdateFailed):
                 out += self._isr_record(item)
                 continue
+            if isinstance(item, PartitionStateApplied):
+                state = item.state
+                out += self._confirmed_by_state(
+                    item.ts,
+                    item.broker,
+                    state.topic,
+                    state.partition,
+                    state.leader,
+                    state.isr,
+                    state.partition_epoch,
+                )
+            if isinstance(item, LeadershipStarted) and item.isr is not None:
+                out += self._confirmed_by_state(
+                    item.ts,
+                    item.broker,
+                    item.topic,
+                    item.partition,
+                    item.leader,
+                    item.isr,
+                    item.partition_epoch,
+                )
             event = self._translate(item)
             if event is not None:
                 out.append(event)
@@ -306,8 +339,10 @@ class LogTranslator:
         match item:
             case MetadataUpdate():
                 return self._update_metadata(item)
-            case LeaderAndIsrReceived():
+            case LeaderAndIsrReceived() | PartitionStateApplied():
                 return self._leader_and_isr_event(item)
+            case LeadershipStarted():
+                return self._leadership_started(item)
             case ControllerElected():
                 self._controller_epochs[item.controller_id] = item.controller_epoch
                 return input_record(
@@ -358,6 +393,12 @@ class LogTranslator:
                 return self._controller_event(
                     TopicChange, item.ts, item.controller_id, deleted=(item.topic,)
                 )
+            case TopicsDeleted():
+                for topic in item.topics:
+                    self._forget_topic(topic)
+                return self._controller_event(
+                    TopicChange, item.ts, item.controller_id, deleted=item.topics
+                )
         return None  # the records with no event were handled above
 
     # ------------------------------------------------------------------ per kind
@@ -400,7 +441,11 @@ class LogTranslator:
             )
         )
 
-    def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> InputRecord | None:
+    def _leader_and_isr_event(
+        self, item: LeaderAndIsrReceived | PartitionStateApplied
+    ) -> InputRecord | None:
+        """A full state, once per (leader epoch, partition epoch): every replica logs it.
+        A KRaft broker's applied state names no controller (its line has none)."""
         state = item.state
         assert state.partition_epoch is not None  # the parser requires it
         key = partition_key(state.topic, state.partition)
@@ -411,11 +456,12 @@ class LogTranslator:
             return None
         self._leader_and_isr[key] = epochs
         self._learn_isr(key, state.partition_epoch, state.isr)
+        controller = item if isinstance(item, LeaderAndIsrReceived) else None
         return input_record(
             LeaderAndIsr(
                 ts=item.ts,
-                controller_id=item.controller_id,
-                controller_epoch=item.controller_epoch,
+                controller_id=controller.controller_id if controller else None,
+                controller_epoch=controller.controller_epoch if controller else None,
                 topic=state.topic,
                 partition=state.partition,
                 leader=state.leader,
@@ -426,17 +472,85 @@ class LogTranslator:
             )
         )
 
+    def _leadership_started(self, item: LeadershipStarted) -> InputRecord | None:
+        """The partial LeaderAndIsr (the line names no replicas), once per (leader epoch,
+        partition epoch): each replica logs its own line. The leader's line names the
+        ISR, which is learnt."""
+        key = partition_key(item.topic, item.partition)
+        epochs = [item.leader_epoch, item.partition_epoch]
+        seen = self._leadership.get(key)
+        if item.isr is not None:
+            self._learn_isr(key, item.partition_epoch, item.isr)
+        if seen is not None and epochs <= seen:
+            self.dropped["leadership_seen"] += 1
+            return None
+        self._leadership[key] = epochs
+        return input_record(
+            LeaderAndIsr(ts=item.ts, topic=item.topic, partition=item.partition, leader=item.leader)
+        )
+
+    def _confirmed_by_state(
+        self,
+        ts: int,
+        broker: int,
+        topic: str,
+        partition: int,
+        leader: int,
+        isr: tuple[int, ...],
+        partition_epoch: int | None,
+    ) -> list[InputRecord]:
+        """A KRaft leader may apply the metadata record of its own ISR change before the
+        AlterPartition response comes back, and then logs no commit line
+        (Partition.handleAlterPartitionUpdate ignores a response for a partition epoch it
+        already has; seen on 3.3 to 4.1; 3.3 to 3.5 also bump the leader epoch, so the
+        leader logs that it starts again as leader): the leader's own state line with the
+        proposed ISR is the commit."""
+        key = partition_key(topic, partition)
+        pending = self._pending.get(f"{broker} {key}")
+        if (
+            broker != leader
+            or pending is None
+            or set(pending["new"]) != set(isr)
+            or partition_epoch is None
+        ):
+            return []
+        del self._pending[f"{broker} {key}"]
+        self._learn_logging(broker, CommitLogging.INFO)
+        self._learn_isr(key, partition_epoch, isr)
+        self._isr_sent[key] = partition_epoch
+        return [
+            input_record(
+                IsrChange(
+                    ts=ts,
+                    topic=topic,
+                    partition=partition,
+                    leader=broker,
+                    old_isr=tuple(pending["old"]),
+                    new_isr=tuple(isr),
+                    partition_epoch=partition_epoch,
+                )
+            )
+        ]
+
     def _isr_change(self, item: IsrCommitted) -> InputRecord | None:
         key = partition_key(item.topic, item.partition)
+        if self._isr_sent.get(key, -1) >= item.partition_epoch:
+            self.dropped["isr_update_seen"] += 1  # its leader's applied state said it
+            return None
         pending = self._pending.pop(f"{item.broker} {key}", None)
         old = list(pending["old"]) if pending is not None else None
         known = self._isr.get(key)
         if old is None and known is not None:
-            old = list(known[1])
+            # A KRaft follower may apply the new version (and log its state) before the
+            # leader logs the AlterPartition response that made it: the ISR before the
+            # change is then the one before that version.
+            same_version = known[0] == item.partition_epoch and len(known) > 2
+            old = list(known[2]) if same_version and known[2] is not None else list(known[1])
         self._learn_isr(key, item.partition_epoch, item.isr)
         if old is not None and set(old) == set(item.isr):
             self.dropped["isr_update_unchanged"] += 1
             return None
+        self._isr_sent[key] = item.partition_epoch
         # old None: the partial form (the model's ISR is the old one)
         return input_record(
             IsrChange(
@@ -488,12 +602,15 @@ class LogTranslator:
 
     def _learn_isr(self, key: str, partition_epoch: int, isr: Iterable[int]) -> None:
         known = self._isr.get(key)
-        if known is None or partition_epoch >= known[0]:
-            self._isr[key] = [partition_epoch, list(isr)]
+        if known is None or partition_epoch > known[0]:
+            before = list(known[1]) if known is not None else None
+            self._isr[key] = [partition_epoch, list(isr), before]
+        elif partition_epoch == known[0]:
+            self._isr[key] = [partition_epoch, list(isr), *known[2:]]
 
     def _forget_topic(self, topic: str) -> None:
         prefix = f"{topic}:"  # topic names have no ':'
-        for table in (self._isr, self._leader_and_isr):
+        for table in (self._isr, self._leader_and_isr, self._leadership, self._isr_sent):
             for key in [key for key in table if key.startswith(prefix)]:
                 del table[key]
         for key in [key for key in self._pending if key.split(" ", 1)[1].startswith(prefix)]:
