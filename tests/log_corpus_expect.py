@@ -19,13 +19,13 @@ truth, never from the line and never from the collector:
   controller's line that the topic's deletion completed or that it was removed;
 * ``LeaderAndIsr``: a partition state version, by any line naming the partition, a
   LeaderAndIsr request's partition state and the version (``zkVersion=V``,
-  ``partitionEpoch=V``): the full state; without such a line, by a broker's ``starts at
-  leader epoch E ... partition epoch V`` line: the partial form (topic, partition,
-  leader), once per version;
+  ``partitionEpoch=V``): the full state; and by a broker's ``starts at leader epoch E ...
+  partition epoch V`` line: the partial form (topic, partition, leader), once per
+  version;
 * ``UpdateMetadata``: a broker's ``Cached leader info`` line naming the version: that
   broker's cached state, one per line (``Deleted partition ... from metadata cache``: the
   removal, leader -2 in the contract's form);
-* ``IsrChange``: a version whose ISR changed under the same leader and leader epoch,
+* ``IsrChange``: a version whose ISR changed under the same leader,
   stated by the leader's line naming the partition, ``ISR`` and the new ISR within
   ``WINDOW_MS``; its partition epoch when the line names the version, its old ISR when the
   line says ``from <old ISR>``.
@@ -48,6 +48,10 @@ from typing import Any
 WINDOW_MS = 15_000
 """How long after a ground-truth change its line may come (a controller processes a
 ZooKeeper notification or a metadata record after its queue)."""
+
+ISR_WINDOW_MS = 5_000
+"""How far from its ground-truth change a leader's ISR line may be: the proposal comes
+just before the write, the commit line just after the response."""
 
 _TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[ T](\d{2}:\d{2}:\d{2})[,.](\d{3})")
 
@@ -213,8 +217,11 @@ def _broker_changes(
 
 def _topic_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
     out = []
-    created_said = re.compile(r"(?i)new topics|created topic")
-    deleted_said = re.compile(r"(?i)deletion of topic \S+ successfully completed|removed topic")
+    created_said = re.compile(r"(?i)new topics|created topic|createtopics result.*success")
+    deleted_said = re.compile(
+        r"(?i)deletion of topic \S+ successfully completed|removed topic"
+        r"|deletetopics result.*success"
+    )
     for creation in truth.get("creations", []):
         name = re.compile(rf"\b{re.escape(creation['topic'])}\b")
         controller = _controller_at(truth, creation["ts"])
@@ -295,7 +302,7 @@ def _partition_states(
                     "partition_epoch": version["partition_epoch"],
                 }
                 out.append(Statement(line.file, line.number, event))
-            elif "starts at leader epoch" in line.text and key not in partial:
+            if "starts at leader epoch" in line.text and key not in partial:
                 event = {
                     "type": "LeaderAndIsr",
                     "topic": version["topic"],
@@ -303,8 +310,9 @@ def _partition_states(
                     "leader": version["leader"],
                 }
                 partial[key] = Statement(line.file, line.number, event)
-    # A version stated in full needs no partial statement: it is the same decision.
-    out += [s for key, s in partial.items() if key not in full]
+    # Each broker that starts leading or following logs it before (or without) the full
+    # state: the partial statement stands beside a full one of the same version.
+    out += list(partial.values())
     out += _preferred_leaders(truth, lines)
     out += _removals(truth, lines)
     return out
@@ -370,6 +378,12 @@ def _removals(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> l
     return out
 
 
+def _names_version(text: str, partition_epoch: int) -> bool:
+    """The line names no version, or this one."""
+    named = re.search(r"version updated to \[?(\d+)", text)
+    return named is None or int(named[1]) == partition_epoch
+
+
 def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
     out = []
     before: dict[tuple[str, int], Mapping[str, Any]] = {}
@@ -380,18 +394,20 @@ def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -
         if (
             previous is None
             or previous["leader"] != version["leader"]
-            or previous["leader_epoch"] != version["leader_epoch"]
             or previous["isr"] == version["isr"]
             or version["leader"] < 0
         ):
-            continue  # not the leader's change of the ISR
+            continue  # not a change of the ISR under the same leader
+        # (KRaft 3.3 to 3.5 bump the leader epoch when the leader's shrink is applied; a
+        # change the controller made alone has no line of the leader naming the new ISR)
         names = _partition_names(*key)
         new = _isr_text(version["isr"])
         said = [
             line
             for line in lines
             if line.broker == version["leader"]
-            and version["ts"] - WINDOW_MS <= line.ts <= version["ts"] + WINDOW_MS
+            and version["ts"] - ISR_WINDOW_MS <= line.ts <= version["ts"] + ISR_WINDOW_MS
+            and _names_version(line.text, version["partition_epoch"])
             and names.search(line.text)
             and "ISR" in line.text
             and "LeaderAndIsr" not in line.text
