@@ -236,3 +236,23 @@ def test_a_commit_after_a_follower_applied_the_same_version_is_still_a_change() 
     assert [(e["old_isr"], e["new_isr"], e["partition_epoch"]) for e in changes] == [
         ([3, 1], [3, 1, 2], 6)
     ]
+
+
+# 3.3-kraft, broker-2/controller.log and broker-1/controller.log: each controller logs the
+# removal it replays (3.0 to 3.4)
+REMOVED_BY_2_3_3 = (
+    "[2026-11-27 06:18:55,613] INFO [Controller 2] Removed topic doomed with ID"
+    " t_hQegWQQMqyecIsbTbYeg. (org.apache.kafka.controller.ReplicationControlManager)"
+)
+REMOVED_BY_1_3_3 = (
+    "[2026-11-27 06:18:56,124] INFO [Controller 1] Removed topic doomed with ID"
+    " t_hQegWQQMqyecIsbTbYeg. (org.apache.kafka.controller.ReplicationControlManager)"
+)
+
+
+def test_a_kraft_3_3_removal_is_one_deletion_whatever_the_controllers_logging_it() -> None:
+    assert parse_line(REMOVED_BY_2_3_3, UTC_ZONE) == TopicsDeleted(
+        ms("2026-11-27 06:18:55.613"), 2, ("doomed",)
+    )
+    events = translate(REMOVED_BY_2_3_3, REMOVED_BY_1_3_3)
+    assert [(e["type"], e["deleted"]) for e in events] == [("TopicChange", ["doomed"])]

@@ -51,7 +51,11 @@ What each record becomes:
 * ``New topics: ...`` -> ``TopicChange.created``; ``Deletion of topic X successfully
   completed`` -> ``TopicChange.deleted``.
 
-Broker epochs. The broker-change line names new, dead and bounced brokers but no epochs.
+Broker epochs. The controller logs each broker change with the brokers' real epochs
+(``Updated broker epochs cache``, seen on 2.8 and 3.9) right after the broker-change line;
+the translator holds a broker-change line ``HOLD_MS`` for it, and sends that one instead.
+Without it (older brokers): the broker-change line names new, dead and bounced brokers but
+no epochs.
 An epoch the translator emits for a broker stays the same until the controller reports
 that broker new or bounced; it then becomes the larger of the previous one plus one and
 the broker's latest ``czxid (broker epoch)`` seen in a ``Registered broker`` line (on
@@ -112,6 +116,10 @@ from streaming.feeds.wire import MAX_PARTITIONS_PER_EVENT, InputRecord, partitio
 from streaming.feeds.wire_encoding import input_record
 
 STATE_VERSION = 2
+
+HOLD_MS = 1000
+"""How long a broker-change line waits for the controller's "Updated broker epochs cache"
+line (logged by the same call, right after it)."""
 
 CANCEL_WINDOW_MS = 2000
 """How far a broker's log must move past a Kafka 0.10-2.3 ISR proposal before it stands:
@@ -202,6 +210,11 @@ class LogTranslator:
         self._live: dict[int, int] = _int_keys(state.get("live", {}))
         self._last_epoch: dict[int, int] = _int_keys(state.get("last_epoch", {}))
         self._registered: dict[int, int] = _int_keys(state.get("registered", {}))
+        # topics a KRaft controller's line said deleted (since their last creation seen)
+        self._deleted_topics: set[str] = set(state.get("deleted_topics", []))
+        # a broker change waiting for the controller's line with the real epochs:
+        # {"ts", "controller_id", "live": {broker: epoch}, "renewed": [new or bounced]}
+        self._held_broker_change: dict[str, Any] | None = state.get("held_broker_change")
         self.dropped: Counter[str] = Counter()
 
     def state(self) -> dict[str, Any]:
@@ -217,6 +230,8 @@ class LogTranslator:
             "live": _str_keys(self._live),
             "last_epoch": _str_keys(self._last_epoch),
             "registered": _str_keys(self._registered),
+            "held_broker_change": self._held_broker_change,
+            "deleted_topics": sorted(self._deleted_topics),
         }
 
     def translate(self, items: Iterable[TranslatorInput]) -> list[InputRecord]:
@@ -236,6 +251,10 @@ class LogTranslator:
                     state.isr,
                     state.partition_epoch,
                 )
+            out += self._release_held_before(item.ts)
+            if isinstance(item, BrokerSetChanged | BrokerEpochsInitialized):
+                out += self._broker_record(item)
+                continue
             if isinstance(item, LeadershipStarted) and item.isr is not None:
                 out += self._confirmed_by_state(
                     item.ts,
@@ -254,12 +273,13 @@ class LogTranslator:
     def advance(self, log_time: int) -> list[InputRecord]:
         """The brokers' logs have reached ``log_time``: Kafka 0.10-2.3 proposals older
         than ``CANCEL_WINDOW_MS`` stand."""
-        return self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
+        out = self._release_held_before(log_time)
+        return out + self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
 
     def flush(self) -> list[InputRecord]:
         """The input ended (or stayed idle for a read): every Kafka 0.10-2.3 proposal
         stands; proposals whose broker's version is still unknown are dropped."""
-        out = self._confirm(lambda pending: True)
+        out = self._release_held(lambda held: True) + self._confirm(lambda pending: True)
         for key in [k for k, p in self._pending.items() if self._mode(p) == CommitLogging.UNKNOWN]:
             del self._pending[key]
             self.dropped["isr_proposal_unconfirmed"] += 1
@@ -366,19 +386,22 @@ class LogTranslator:
                     partition=item.partition,
                     leader=item.leader,
                 )
-            case BrokerEpochsInitialized():
-                self._live = dict(item.epochs)
-                for broker, epoch in item.epochs.items():
-                    self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
-                return self._broker_change(item.ts, item.controller_id)
-            case BrokerSetChanged():
-                return self._broker_set_changed(item)
             case BrokerRegistered():
                 self._registered[item.broker] = max(
                     self._registered.get(item.broker, 0), item.epoch
                 )
+                held = self._held_broker_change
+                if held is not None and str(item.broker) in held.get("renewed", []):
+                    # the broker the held change reports new or bounced logged its epoch
+                    epoch = max(held["live"][str(item.broker)], item.epoch)
+                    held["live"][str(item.broker)] = epoch
+                    self._live[item.broker] = epoch
+                    self._last_epoch[item.broker] = max(
+                        self._last_epoch.get(item.broker, epoch), epoch
+                    )
                 return None
             case TopicsCreated():
+                self._deleted_topics -= set(item.assignment)
                 created = {
                     topic: {p: tuple(replicas) for p, replicas in sorted(parts.items())}
                     for topic, parts in item.assignment.items()
@@ -394,10 +417,16 @@ class LogTranslator:
                     TopicChange, item.ts, item.controller_id, deleted=(item.topic,)
                 )
             case TopicsDeleted():
-                for topic in item.topics:
+                # KRaft 3.0 to 3.4: every controller logs the removal it replays
+                topics = tuple(t for t in item.topics if t not in self._deleted_topics)
+                if not topics:
+                    self.dropped["topic_deletion_seen"] += 1
+                    return None
+                for topic in topics:
                     self._forget_topic(topic)
+                    self._deleted_topics.add(topic)
                 return self._controller_event(
-                    TopicChange, item.ts, item.controller_id, deleted=item.topics
+                    TopicChange, item.ts, item.controller_id, deleted=topics
                 )
         return None  # the records with no event were handled above
 
@@ -564,7 +593,47 @@ class LogTranslator:
             )
         )
 
-    def _broker_set_changed(self, item: BrokerSetChanged) -> InputRecord:
+    def _broker_record(self, item: BrokerSetChanged | BrokerEpochsInitialized) -> list[InputRecord]:
+        """A broker-change line is held: since 2.x the controller logs the same change with
+        the brokers' real epochs ("Updated broker epochs cache") right after it, and the
+        epochs the translator would guess for a bounced broker can be wrong (its
+        "Registered broker" line often comes a few ms later). The held change goes out
+        when no such line follows (the logs moved ``HOLD_MS`` past it, another broker
+        change, the input ended); a "Registered broker" line of a broker it reports new
+        or bounced meanwhile gives that broker's epoch."""
+        if isinstance(item, BrokerSetChanged):
+            out = self._release_held(lambda held: True)
+            self._held_broker_change = {
+                "ts": item.ts,
+                "controller_id": item.controller_id,
+                "live": {str(b): e for b, e in self._broker_set_changed(item).items()},
+                "renewed": [str(b) for b in (*item.added, *item.bounced)],
+            }
+            return out
+        held = self._held_broker_change
+        out = []
+        if held is not None and held["controller_id"] == item.controller_id:
+            self._held_broker_change = None
+            self.dropped["broker_change_with_epochs_after"] += 1
+        else:
+            out = self._release_held(lambda held: True)
+        self._live = dict(item.epochs)
+        for broker, epoch in item.epochs.items():
+            self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
+        return [*out, self._broker_change(item.ts, item.controller_id)]
+
+    def _release_held_before(self, log_time: int) -> list[InputRecord]:
+        return self._release_held(lambda held: held["ts"] + HOLD_MS <= log_time)
+
+    def _release_held(self, due: Any) -> list[InputRecord]:
+        held = self._held_broker_change
+        if held is None or not due(held):
+            return []
+        self._held_broker_change = None
+        live = {int(b): int(e) for b, e in held["live"].items()}
+        return [self._broker_change(int(held["ts"]), int(held["controller_id"]), live)]
+
+    def _broker_set_changed(self, item: BrokerSetChanged) -> dict[int, int]:
         live: dict[int, int] = {}
         for broker in item.live:
             current = self._live.get(broker)
@@ -576,12 +645,14 @@ class LogTranslator:
             live[broker] = epoch
             self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
         self._live = live
-        return self._broker_change(item.ts, item.controller_id)
+        return live
 
-    def _broker_change(self, ts: int, controller_id: int) -> InputRecord:
+    def _broker_change(
+        self, ts: int, controller_id: int, live_brokers: Mapping[int, int] | None = None
+    ) -> InputRecord:
+        chosen = self._live if live_brokers is None else live_brokers
         live = tuple(
-            BrokerRegistration(id=broker, epoch=epoch)
-            for broker, epoch in sorted(self._live.items())
+            BrokerRegistration(id=broker, epoch=epoch) for broker, epoch in sorted(chosen.items())
         )
         return self._controller_event(BrokerChange, ts, controller_id, live=live)
 

@@ -54,8 +54,10 @@ class PreferredLeaderElected:
 
 @dataclass(frozen=True, slots=True)
 class BrokerEpochsInitialized:
-    """KafkaController.initializeControllerContext, INFO: the live brokers and their epochs
-    (the czxid of their registration) when this controller took over."""
+    """KafkaController, INFO: the live brokers and their epochs (the czxid of their
+    registration), when this controller took over ("Initialized broker epochs cache",
+    initializeControllerContext) and after each broker change ("Updated broker epochs
+    cache", processBrokerChange)."""
 
     ts: int
     controller_id: int
@@ -104,9 +106,10 @@ class TopicDeleted:
 
 @dataclass(frozen=True, slots=True)
 class TopicsDeleted:
-    """org.apache.kafka.controller.ReplicationControlManager (KRaft), INFO, on the active
-    controller: "DeleteTopics result(s): {id: ID, name: T, result: SUCCESS}, ..."; the
-    topics whose deletion succeeded."""
+    """org.apache.kafka.controller.ReplicationControlManager (KRaft), INFO: "DeleteTopics
+    result(s): {id: ID, name: T, result: SUCCESS}, ..." on the active controller (3.5+),
+    the topics whose deletion succeeded; "Removed topic T with ID ID." (3.0 to 3.4), on
+    every controller as it replays the record (the translator sends a deletion once)."""
 
     ts: int
     controller_id: int
@@ -174,7 +177,12 @@ _PREFERRED_ELECTED = re.compile(
     _CONTROLLER + r"Partition (?P<tp>\S+) completed preferred replica leader election\."
     r" New leader is (?P<leader>\d+)"
 )
-_EPOCHS = re.compile(_CONTROLLER + r"Initialized broker epochs cache: \w*\((?P<pairs>.*)\)")
+# KafkaController.initializeControllerContext ("Initialized", a new controller's view) and
+# processBrokerChange ("Updated", right after "Newly added brokers ...": seen on 2.8 and
+# 3.9): the live brokers and their epochs.
+_EPOCHS = re.compile(
+    _CONTROLLER + r"(?:Initialized|Updated) broker epochs cache: \w*\((?P<pairs>.*)\)"
+)
 _EPOCH_PAIR = re.compile(r"(\d+) -> (\d+)")
 # KafkaController.processBrokerChange; "bounced brokers" since 2.2.
 _BROKERS = re.compile(
@@ -215,6 +223,7 @@ _TOPIC_RESULT = re.compile(r"\): (?P<result>[A-Z_]+)(?:, )?$")
 # ReplicationControlManager.deleteTopics (KRaft): "DeleteTopics result(s): {id: ID, name:
 # T, result: SUCCESS}, {...}".
 _DELETE_TOPICS = re.compile(_KRAFT_CONTROLLER + r"DeleteTopics result\(s\): (?P<topics>.*)")
+_REMOVED_TOPIC = re.compile(_KRAFT_CONTROLLER + r"Removed topic (?P<topic>\S+) with ID \S+\.")
 _DELETED_TOPIC = re.compile(r"\{id: \S+, name: (?P<name>[^,}]+), result: (?P<result>[A-Z_]+)\}")
 # TopicDeletionManager.completeDeleteTopic; its logIdent ends with ", " up to 2.x.
 _TOPIC_DELETED = re.compile(
@@ -337,6 +346,12 @@ def _kraft_topics_deleted(ts: int, message: str) -> TopicsDeleted | NoFact | Non
     return TopicsDeleted(ts, int(match["controller"]), topics) if topics else NO_FACT
 
 
+def _kraft_topic_removed(ts: int, message: str) -> TopicsDeleted | None:
+    if match := _REMOVED_TOPIC.fullmatch(message):
+        return TopicsDeleted(ts, int(match["controller"]), (match["topic"],))
+    return None
+
+
 def _topic_deleted(ts: int, message: str) -> TopicDeleted | None:
     if match := _TOPIC_DELETED.fullmatch(message):
         return TopicDeleted(ts, int(match["controller"]), match["topic"])
@@ -356,10 +371,12 @@ MARKERS: Final[tuple[Marker[ControllerRecord], ...]] = (
         _preferred_leader_elected,
     ),
     Marker("Initialized broker epochs cache", BrokerEpochsInitialized, _broker_epochs),
+    Marker("Updated broker epochs cache", BrokerEpochsInitialized, _broker_epochs),
     Marker("Newly added brokers: ", BrokerSetChanged, _broker_change),
     Marker("czxid (broker epoch)", BrokerRegistered, _broker_registered),
     Marker("New topics: ", TopicsCreated, _topics_created),
     Marker("successfully completed", TopicDeleted, _topic_deleted, shared=True),
     Marker("CreateTopics result(s): ", TopicsCreated, _kraft_topics_created),
     Marker("DeleteTopics result(s): ", TopicsDeleted, _kraft_topics_deleted),
+    Marker("] Removed topic ", TopicsDeleted, _kraft_topic_removed, shared=True),
 )
