@@ -176,7 +176,7 @@ def _controllers_seen(
     out = []
     said = re.compile(r"(?i)has been elected|elected as leader instead")
     for line in lines:
-        controller = _controller_at(truth, line.ts + 1000)
+        controller = _controller_at(truth, line.ts)
         if (
             controller is not None
             and controller != line.broker
@@ -380,14 +380,17 @@ def _removals(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> l
 
 def _names_version(text: str, partition_epoch: int) -> bool:
     """The line names no version, or this one."""
-    named = re.search(r"version updated to \[?(\d+)", text)
+    named = re.search(r"(?i)version updated to \[?(\d+)", text)
     return named is None or int(named[1]) == partition_epoch
 
 
 def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
-    out = []
+    """One line states one change: a line that fits several versions (a proposal names no
+    version) goes to the one nearest in time."""
+    versions = truth.get("partitions", [])
+    candidates: list[tuple[int, Mapping[str, Any], Line]] = []  # version index, previous
     before: dict[tuple[str, int], Mapping[str, Any]] = {}
-    for version in truth.get("partitions", []):
+    for index, version in enumerate(versions):
         key = (version["topic"], version["partition"])
         previous = before.get(key)
         before[key] = version
@@ -402,8 +405,8 @@ def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -
         # change the controller made alone has no line of the leader naming the new ISR)
         names = _partition_names(*key)
         new = _isr_text(version["isr"])
-        said = [
-            line
+        candidates += [
+            (index, previous, line)
             for line in lines
             if line.broker == version["leader"]
             and version["ts"] - ISR_WINDOW_MS <= line.ts <= version["ts"] + ISR_WINDOW_MS
@@ -414,25 +417,36 @@ def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -
             and "starts at leader epoch" not in line.text
             and re.search(r"\bto\s+" + new.pattern, line.text)
         ]
-        if not said:
-            continue
+    nearest: dict[tuple[str, int], tuple[int, int]] = {}  # line -> (distance, version index)
+    for index, _, line in candidates:
+        distance = abs(line.ts - versions[index]["ts"])
+        where = (line.file, line.number)
+        if where not in nearest or distance < nearest[where][0]:
+            nearest[where] = (distance, index)
+    said: dict[int, tuple[Mapping[str, Any], list[Line]]] = {}
+    for index, previous, line in candidates:
+        if nearest[(line.file, line.number)][1] == index:
+            said.setdefault(index, (previous, []))[1].append(line)
+    out = []
+    for index, (previous, stating) in sorted(said.items()):
+        version = versions[index]
         event: dict[str, Any] = {
             "type": "IsrChange",
-            "topic": key[0],
-            "partition": key[1],
+            "topic": version["topic"],
+            "partition": version["partition"],
             "leader": version["leader"],
             "new_isr": version["isr"],
         }
         if any(
-            (m := re.search(r"version updated to \[?(\d+)", line.text))
+            (m := re.search(r"(?i)version updated to \[?(\d+)", line.text))
             and int(m[1]) == version["partition_epoch"]
-            for line in said
+            for line in stating
         ):
             event["partition_epoch"] = version["partition_epoch"]
         old = _isr_text(previous["isr"])
-        if any(re.search(r"\bfrom\s+" + old.pattern, line.text) for line in said):
+        if any(re.search(r"\bfrom\s+" + old.pattern, line.text) for line in stating):
             event["old_isr"] = previous["isr"]
-        first = _first(said)
+        first = _first(stating)
         assert first is not None
         out.append(Statement(first.file, first.number, event))
     return out

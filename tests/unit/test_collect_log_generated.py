@@ -17,12 +17,7 @@ GENERATED = load_generated()
 RUNS = sorted(path for path in GENERATED_DIR.iterdir() if (path / "run.json").exists())
 # Runs whose lines the collector does not read well enough yet (issue 27), with why; the
 # test is a strict xfail so that it says so the day they do.
-SHORT_OF_GOAL = {
-    "3.9-zookeeper": "a bounced broker's epoch is guessed (last + 1) when its registration"
-    " line comes after the controller's broker-change line",
-    "2.8-zookeeper": "a bounced broker's epoch is guessed (last + 1) when its registration"
-    " line comes after the controller's broker-change line",
-}
+SHORT_OF_GOAL: dict[str, str] = {}
 
 
 def test_every_run_has_its_configuration_command_ground_truth_and_layouts() -> None:
