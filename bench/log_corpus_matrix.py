@@ -373,6 +373,11 @@ _NOISE = re.compile(
     r"|kafka\.zookeeper\.|org\.apache\.kafka\.raft\.|kafka\.raft\.|org\.apache\.kafka\.image\."
     r"|org\.apache\.kafka\.snapshot\.|kafka\.coordinator\.|org\.apache\.kafka\.coordinator\.)"
     r"|Received response |(?:Handling|Completed) LeaderAndIsr request correlationId"
+    # the controller's own account of the requests it sends: the brokers' lines state the
+    # same partition states (and the collector reads those)
+    r"|\[Controller id=\d+ epoch=\d+\] (?:Sending |Changed (?:state of replica|partition))"
+    r"|\] (?:Add \d+ partitions and deleted|Finished LeaderAndIsr request"
+    r"|Handling LeaderAndIsr request)"
 )
 
 
