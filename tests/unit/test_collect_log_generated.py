@@ -12,6 +12,7 @@ import pytest
 
 from tests.log_corpus import GENERATED_DIR, CorpusFile, load_generated, score
 from tests.log_corpus_expect import expectations
+from tests.log_corpus_wordings import DOC, doc_table, table
 
 GENERATED = load_generated()
 RUNS = sorted(path for path in GENERATED_DIR.iterdir() if (path / "run.json").exists())
@@ -54,3 +55,9 @@ def test_generated_corpus_score(corpus: CorpusFile) -> None:
     assert result.total("phantom") == 0
     assert result.total("wrong") == 0
     assert result.total("right") >= 0.98 * result.total("stated")
+
+
+def test_the_docs_wording_table_is_the_corpus() -> None:
+    """docs/collectors-logs.md's 'Wordings real brokers wrote' is made from the corpus
+    (python -m tests.log_corpus_wordings --write)."""
+    assert doc_table(DOC.read_text(encoding="utf-8")) == table()
