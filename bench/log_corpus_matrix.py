@@ -149,19 +149,9 @@ class Script:
             f"orders [{a},{b},{c}] [{c},{a},{b}], moving [{a},{b}],"
             f" doomed [{a},{c},{b}]; controller {c}",
         ):
-            from kafka.admin import NewTopic
-
-            admin = self.admin()
-            try:
-                admin.create_topics(
-                    [
-                        NewTopic("orders", replica_assignments={0: [a, b, c], 1: [c, a, b]}),
-                        NewTopic("moving", replica_assignments={0: [a, b]}),
-                        NewTopic("doomed", replica_assignments={0: [a, c, b]}),
-                    ]
-                )
-            finally:
-                admin.close()
+            self.create_topics(
+                {"orders": [[a, b, c], [c, a, b]], "moving": [[a, b]], "doomed": [[a, c, b]]}
+            )
             for topic in TOPICS:
                 self.wait_for(
                     f"{topic}'s leaders",
@@ -227,11 +217,7 @@ class Script:
             )
             time.sleep(3)
         with self.step("delete", "topic doomed deleted"):
-            admin = self.admin()
-            try:
-                admin.delete_topics(["doomed"])
-            finally:
-                admin.close()
+            self.delete_topic("doomed")
             self.wait_for("doomed gone", lambda: "doomed" not in self._topic_names(), timeout_s=90)
             time.sleep(4)
         self._producing.clear()
@@ -243,6 +229,71 @@ class Script:
             return set(admin.list_topics())
         finally:
             admin.close()
+
+    def create_topics(self, assignments: dict[str, list[list[int]]]) -> None:
+        """Topics with these replicas: CreateTopics (2.4+; kafka-python asks older brokers
+        for a partition count and replication factor, which Kafka refuses beside an
+        assignment), else Kafka's own TopicCommand through ZooKeeper."""
+        if not _at_least(self.kafka.version, 2, 4):
+            for topic, replicas in assignments.items():
+                plan = ",".join(":".join(map(str, r)) for r in replicas)
+                self._tool(
+                    "kafka.admin.TopicCommand",
+                    "--create",
+                    "--topic",
+                    topic,
+                    "--replica-assignment",
+                    plan,
+                )
+            return
+        from kafka.admin import NewTopic
+        from kafka.errors import TopicAlreadyExistsError
+
+        topics = [
+            NewTopic(topic, replica_assignments=dict(enumerate(replicas)))
+            for topic, replicas in assignments.items()
+        ]
+        for attempt in range(5):  # a KRaft broker may not know its peers yet (UnknownBrokerId)
+            admin = self.admin()
+            try:
+                admin.create_topics(topics)
+                return
+            except TopicAlreadyExistsError:
+                return
+            except Exception:
+                if attempt == 4:
+                    raise
+                time.sleep(2)
+            finally:
+                admin.close()
+
+    def delete_topic(self, topic: str) -> None:
+        if not _at_least(self.kafka.version, 2, 4):
+            self._tool("kafka.admin.TopicCommand", "--delete", "--topic", topic)
+            return
+        admin = self.admin()
+        try:
+            admin.delete_topics([topic])
+        finally:
+            admin.close()
+
+    def _tool(self, tool: str, *args: str) -> None:
+        """One of Kafka's own admin tools of this release, through ZooKeeper."""
+        subprocess.run(
+            [
+                java_executable(),
+                "-Xmx256m",
+                "-cp",
+                self.kafka.classpath(),
+                tool,
+                "--zookeeper",
+                str(self.cluster.describe()["zookeeper"]),
+                *args,
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
     def reassign(self, topic: str, partition: int, replicas: list[int]) -> None:
         """AlterPartitionReassignments (KIP-455, 2.4+), else ZooKeeper's

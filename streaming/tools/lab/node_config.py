@@ -158,6 +158,8 @@ def _common(node: NodeLayout, brokers: int, lag_time_max_ms: int) -> dict[str, s
         "transaction.state.log.min.isr": str(min(2, replicas)),
         "group.initial.rebalance.delay.ms": "0",
         "auto.create.topics.enable": "false",
+        # the default from 1.0; 0.10 and 0.11 only mark a deleted topic without it
+        "delete.topic.enable": "true",
     }
 
 
