@@ -37,6 +37,11 @@ from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputRecord
 
 CORPUS_DIR = Path(__file__).parent / "unit" / "data" / "kafka_logs" / "corpus"
+GENERATED_DIR = Path(__file__).parent / "unit" / "data" / "kafka_logs" / "generated"
+COMPOSE_LAYOUT = "compose"
+"""The console layout as ``docker compose logs`` prints it: each line behind its service's
+``kafka-N  | ``, added by ``load_generated`` (the brokers' console files are the same
+lines docker compose would read)."""
 
 # The fields each contract event must carry (conf/schemas/controller-events.schema.json;
 # the partial forms of LeaderAndIsr, IsrChange and ControllerChange need fewer); ``ts`` is
@@ -57,6 +62,7 @@ REQUIRED: Mapping[str, frozenset[str]] = {
 class Statement:
     line: int  # 1-based
     event: Mapping[str, Any]
+    file: str | None = None  # of a corpus of several files: which one
 
     @property
     def expressible(self) -> bool:
@@ -73,6 +79,7 @@ class CorpusFile:
     lines: Sequence[str]
     statements: Sequence[Statement]
     collect_layout: str | None = None
+    files: Mapping[str, Sequence[str]] | None = None  # several files: name -> lines
 
 
 @dataclass
@@ -149,6 +156,52 @@ def load_external(directory: Path) -> list[CorpusFile]:
     return files
 
 
+def load_generated(directory: Path = GENERATED_DIR) -> list[CorpusFile]:
+    """The generated corpus (bench/log_corpus_matrix.py): one file set per run and layout,
+    with its ``expect.jsonl`` (tests/log_corpus_expect.py, from Kafka's ground truth)."""
+    from tests.log_corpus_expect import layout_files, layouts
+
+    files = []
+    for run in sorted(path for path in directory.iterdir() if (path / "run.json").exists()):
+        about = json.loads((run / "run.json").read_text(encoding="utf-8"))
+        rows = [
+            json.loads(text)
+            for text in (run / "expect.jsonl").read_text(encoding="utf-8").splitlines()
+        ]
+        for layout in layouts(run):
+            logs = layout_files(run, layout)
+            statements = [
+                Statement(row["line"], row["event"], row["file"])
+                for row in rows
+                if row["layout"] == layout
+            ]
+            variants = [(layout, logs)]
+            if layout == "console":
+                variants.append((COMPOSE_LAYOUT, _behind_compose(logs)))
+            for name, variant in variants:
+                files.append(
+                    CorpusFile(
+                        name=f"{run.name} {name}",
+                        source=str(run / "command.txt"),
+                        kafka_version=about["kafka_version"],
+                        mode=about["mode"],
+                        layout=name,
+                        lines=[],
+                        statements=statements,
+                        files=variant,
+                    )
+                )
+    return files
+
+
+def _behind_compose(files: Mapping[str, Sequence[str]]) -> dict[str, list[str]]:
+    """``docker compose logs``' prefix, ``<service>-<index>  | `` (Compose v2)."""
+    return {
+        name: [f"kafka-{name.split('/')[0].removeprefix('broker-')}  | {line}" for line in lines]
+        for name, lines in files.items()
+    }
+
+
 # --------------------------------------------------------------------------- running
 
 
@@ -167,10 +220,15 @@ def emitted_events(corpus_file: CorpusFile) -> list[Mapping[str, Any]]:
     """The events ``collect logs --dry-run`` sends for the file's lines (their values)."""
     settings = LogCollectorSettings(layout=corpus_file.collect_layout)
     publisher = _Collected()
+    files = corpus_file.files or {"server.log": corpus_file.lines}
     with tempfile.TemporaryDirectory() as directory:
-        path = Path(directory) / "server.log"
-        path.write_text("".join(line + "\n" for line in corpus_file.lines), encoding="utf-8")
-        collector = LogCollector([str(path)], settings, publisher, CollectorMetrics("logs"), None)
+        paths = []
+        for name, lines in sorted(files.items()):
+            path = Path(directory) / name
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+            paths.append(str(path))
+        collector = LogCollector(paths, settings, publisher, CollectorMetrics("logs"), None)
         try:
             collector.run(follow=False, stop=threading.Event())
         finally:
@@ -223,9 +281,12 @@ def score_file(corpus_file: CorpusFile) -> FileScore:
         fact for event in emitted_events(corpus_file) for fact in flatten(event)
     ]
     result.emitted = len(emitted)
-    text = "\n".join(corpus_file.lines)
+    files = corpus_file.files or {"": corpus_file.lines}
+    text = "\n".join(line for lines in files.values() for line in lines)
     unmatched = list(emitted)
-    for statement in corpus_file.statements:
+    # The most specific statements first: a partial one (a ControllerChange without its
+    # epoch) must not take the event a full one of the same decision needs.
+    for statement in sorted(corpus_file.statements, key=lambda s: -len(s.event)):
         if not statement.expressible:
             result.inexpressible += 1
             continue
@@ -282,9 +343,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=[],
         help="a directory of *.log files and their expected.jsonl",
     )
+    parser.add_argument(
+        "--generated",
+        action="store_true",
+        help="score the generated corpus (tests/unit/data/kafka_logs/generated) too",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.ERROR)
     print(report("project corpus", score(load_corpus())))
+    if args.generated:
+        print(report("generated corpus", score(load_generated())))
     for directory in args.external:
         print(report(f"external corpus {directory}", score(load_external(directory))))
     return 0

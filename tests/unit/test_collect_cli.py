@@ -29,6 +29,7 @@ def test_collect_logs_dry_run_prints_replayable_events(tmp_path: Path) -> None:
     lines = [json.loads(line) for line in result.stdout.splitlines()]
     assert [(x["source"], x["key"], x["value"]["type"]) for x in lines] == [
         ("controller-events", "1", "ControllerChange"),
+        ("controller-events", "inventory:0", "LeaderAndIsr"),  # partial: "Leader ... starts"
         ("controller-events", "inventory:0", "IsrChange"),
         ("controller-events", "inventory:0", "IsrChange"),
         ("controller-events", "inventory:1", "IsrChange"),

@@ -203,14 +203,6 @@ def zk_expected(hours: int = 0) -> list[dict[str, Any]]:
             "new_isr": [2, 1, 3],
             "partition_epoch": 2,
         },
-        # broker 3 deleted, then added again (epoch + 1), then 2 bounced: its new czxid
-        {
-            "type": "BrokerChange",
-            "ts": t("2024-03-11 10:03:00.000"),
-            "controller_id": 1,
-            "controller_epoch": 7,
-            "live": [{"id": 1, "epoch": 4294967320}, {"id": 2, "epoch": 4294967345}],
-        },
         {
             "type": "LeaderAndIsr",
             "ts": t("2024-03-11 10:03:00.040"),
@@ -223,6 +215,16 @@ def zk_expected(hours: int = 0) -> list[dict[str, Any]]:
             "partition_epoch": 3,
             "controller_id": 1,
             "controller_epoch": 7,
+        },
+        # broker 3 deleted, then added again (epoch + 1), then 2 bounced: its new czxid. A
+        # broker-change line waits HOLD_MS (1 s) for the controller's "Updated broker epochs
+        # cache" line, so the line 40 ms after it goes out first.
+        {
+            "type": "BrokerChange",
+            "ts": t("2024-03-11 10:03:00.000"),
+            "controller_id": 1,
+            "controller_epoch": 7,
+            "live": [{"id": 1, "epoch": 4294967320}, {"id": 2, "epoch": 4294967345}],
         },
         {
             "type": "BrokerChange",
@@ -344,6 +346,13 @@ def test_kraft_sample() -> None:
             "ts": ms("2024-05-02 08:15:00.000"),
             "controller_id": 1,
             "controller_epoch": 5,
+        },
+        {
+            # "Leader inventory-0 ... starts at leader epoch 4 ...": the partial form
+            "type": "LeaderAndIsr",
+            "ts": ms("2024-05-02 08:15:01.250"),
+            **inventory,
+            "partition": 0,
         },
         {
             "type": "IsrChange",

@@ -93,9 +93,10 @@ def test_stack_traces_count_as_recognised_after_an_entry_only(tmp_path: Path) ->
     jira = corpus_lines(tmp_path, "jira-KAFKA-7165-kafka-1.1-anonymised")
     collector, _ = run(cut)
     run_jira, _ = run(jira)
-    # line 1: a continuation with nothing above it; line 2: '^C[2016-...' has a date
+    # line 1: a continuation with nothing above it; line 2: '^C[2016-...' is the broker's
+    # entry after the terminal's '^C', read as a nested entry
     assert collector.report_all() == [
-        f"{cut}: 3 lines read, 1 recognised, 0 with a record; 2 not recognised, e.g."
+        f"{cut}: 3 lines read, 2 recognised, 0 with a record; 1 not recognised, e.g."
         " 'on broker 1: No checkpointed highwatermark is found for partition [vCPE_EVENTS,0]"
         " (kafka.cluster.Partition)'"
     ]

@@ -216,7 +216,8 @@ def test_expansion_without_proposal_uses_the_last_isr_seen() -> None:
         ("IsrChange", [1, 2, 3], [1, 2]),
         ("IsrChange", [1, 2], [1, 2, 3]),
     ]
-    assert translator.dropped == {"isr_update_unchanged": 1}
+    # the third line commits partition epoch 10 again: the change was sent already
+    assert translator.dropped == {"isr_update_seen": 1}
 
 
 def test_controller_epoch_of_the_last_election_goes_on_controller_events() -> None:
@@ -267,6 +268,7 @@ def test_broker_epochs_only_grow_when_kafka_says_a_broker_came_back() -> None:
             BrokerSetChanged(6, 1, (), (), (), (1, 2, 3)),
         ]
     )
+    events += translator.flush()  # the last broker change is held for an epochs line
     lives = [[(b["id"], b["epoch"]) for b in e["live"]] for e in values(events)]
     assert lives == [
         [(1, 100), (2, 200), (3, 300)],
@@ -278,7 +280,9 @@ def test_broker_epochs_only_grow_when_kafka_says_a_broker_came_back() -> None:
 
 def test_broker_change_without_a_baseline() -> None:
     """A collector started after the controller's election: unknown epochs start at 0."""
-    events = LogTranslator().translate([BrokerSetChanged(2, 1, (4,), (), (), (1, 4))])
+    translator = LogTranslator()
+    events = translator.translate([BrokerSetChanged(2, 1, (4,), (), (), (1, 4))])
+    events += translator.flush()
     assert values(events)[0]["live"] == [{"id": 1, "epoch": 0}, {"id": 4, "epoch": 0}]
 
 
@@ -297,11 +301,11 @@ def test_state_round_trip_gives_the_same_events() -> None:
     ]
     one = LogTranslator()
     one.translate(before)
-    expected = values(one.translate(after))
+    expected = values(one.translate(after) + one.flush())
     restarted = LogTranslator()
     restarted.translate(before)
     resumed = LogTranslator(restarted.state())
-    assert values(resumed.translate(after)) == expected
+    assert values(resumed.translate(after) + resumed.flush()) == expected
     assert [e["type"] for e in expected] == ["IsrChange", "BrokerChange"]
 
 

@@ -23,6 +23,11 @@ layout in turn:
     the same file, the earliest it can have been written; with no timed entry above it,
     it is unrecognised (``no_timestamp``), never given a time out of nothing.
 
+A broker's entry in Kafka's own layout inside another program's line (*nested*: a
+Spring Boot test run logging a container's output, a harness that puts its own header
+before each broker line) is read as the broker's entry: its time, level, logger and
+message, whatever the outer line.
+
 A line that is none of these is a *continuation* of the entry above (a stack trace, a
 wrapped message) when it does not itself look like the start of an entry; a line that
 does (it has a date or a level word near its start) is *unrecognised*: the collector
@@ -129,6 +134,9 @@ _TIMELESS = _Layout(
     tail_required=True,
 )
 
+# Kafka's own layout's head anywhere in a line: "[2024-01-02 10:11:12,345] INFO "
+_EMBEDDED = re.compile(rf"\[{_TIME}\]\s+{_LEVEL}\s+")
+
 _LOOKS_LIKE_ENTRY = re.compile(
     r"^.{0,64}?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\b(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\b)"
 )
@@ -214,14 +222,42 @@ class LineReader:
         for _ in range(_MAX_PREFIXES + 1):
             entry = self._entry(text)
             if entry is not None:
-                return entry
+                nested = self._nested(text) if isinstance(entry, Entry) else None
+                return nested or entry
             shorter = _strip_one_prefix(text)
             if shorter is None:
                 break
             text = shorter
+        nested = self._nested(text)
+        if nested is not None:
+            return nested
         if _LOOKS_LIKE_ENTRY.match(text):
             return UNKNOWN_LAYOUT
         return CONTINUATION
+
+    def _nested(self, text: str) -> Entry | None:
+        """A broker's entry inside another program's line (a test run's logger, a harness
+        that prints each broker line after its own header): Kafka's own layout after
+        the start of the line, ending with its logger. The broker's entry is the one read:
+        its time, level, logger and message."""
+        inner = _EMBEDDED.search(text, 1)
+        if inner is None:
+            return None
+        entry = self._entry_in(_LAYOUTS[0], text[inner.start() :])
+        if entry is None or entry.logger is None:
+            return None
+        return Entry(entry.ts, entry.level, entry.logger, entry.message, "apache, nested")
+
+    def _entry_in(self, layout: _Layout, text: str) -> Entry | None:
+        groups = layout.groups(text)
+        if groups is None or groups.get("logger") is None:
+            return None
+        ts = parse_time(groups["time"] or "", self._zone)
+        level = (groups.get("level") or "").upper()
+        if ts is None or level not in LEVELS:
+            return None
+        self._last_ts = ts if self._last_ts is None else max(self._last_ts, ts)
+        return Entry(ts, level, groups.get("logger"), (groups["message"] or "").strip(), "")
 
     def _entry(self, text: str) -> Entry | Unrecognised | None:
         for layout in self._layouts:

@@ -51,7 +51,11 @@ What each record becomes:
 * ``New topics: ...`` -> ``TopicChange.created``; ``Deletion of topic X successfully
   completed`` -> ``TopicChange.deleted``.
 
-Broker epochs. The broker-change line names new, dead and bounced brokers but no epochs.
+Broker epochs. The controller logs each broker change with the brokers' real epochs
+(``Updated broker epochs cache``, seen on 2.8 and 3.9) right after the broker-change line;
+the translator holds a broker-change line ``HOLD_MS`` for it, and sends that one instead.
+Without it (older brokers): the broker-change line names new, dead and bounced brokers but
+no epochs.
 An epoch the translator emits for a broker stays the same until the controller reports
 that broker new or bounced; it then becomes the larger of the previous one plus one and
 the broker's latest ``czxid (broker epoch)`` seen in a ``Registered broker`` line (on
@@ -92,6 +96,7 @@ from streaming.feeds.collectors.log_messages.controller import (
     PreferredLeaderElected,
     TopicDeleted,
     TopicsCreated,
+    TopicsDeleted,
 )
 from streaming.feeds.collectors.log_messages.isr_changes import (
     CommitLogging,
@@ -103,12 +108,18 @@ from streaming.feeds.collectors.log_messages.state_changes import (
     CachedLeaderInfo,
     DeletedFromCache,
     LeaderAndIsrReceived,
+    LeadershipStarted,
     PartitionState,
+    PartitionStateApplied,
 )
 from streaming.feeds.wire import MAX_PARTITIONS_PER_EVENT, InputRecord, partition_key
 from streaming.feeds.wire_encoding import input_record
 
 STATE_VERSION = 2
+
+HOLD_MS = 1000
+"""How long a broker-change line waits for the controller's "Updated broker epochs cache"
+line (logged by the same call, right after it)."""
 
 CANCEL_WINDOW_MS = 2000
 """How far a broker's log must move past a Kafka 0.10-2.3 ISR proposal before it stands:
@@ -177,7 +188,8 @@ class LogTranslator:
             raise ValueError(f"unknown translator state version {state.get('version')!r}")
         # controller id -> epoch of its last election seen
         self._controller_epochs: dict[int, int] = _int_keys(state.get("controller_epochs", {}))
-        # "topic:partition" -> [partition_epoch, isr]: the last committed ISR seen
+        # "topic:partition" -> [partition_epoch, isr, isr of the version before (or None)]:
+        # the last ISR seen (the third item is absent in a state saved before it was kept)
         self._isr: dict[str, list[Any]] = dict(state.get("isr", {}))
         # "broker topic:partition" -> the leader's pending proposal:
         # {"ts", "topic", "partition", "old", "new", "logging"}
@@ -188,10 +200,21 @@ class LogTranslator:
         }
         # "topic:partition" -> [leader_epoch, partition_epoch] of the last LeaderAndIsr sent
         self._leader_and_isr: dict[str, list[int]] = dict(state.get("leader_and_isr", {}))
+        # "topic:partition" -> partition epoch of the last ISR change sent (a commit line
+        # of that version again, or after the leader's applied state said it, is the same
+        # change)
+        self._isr_sent: dict[str, int] = dict(state.get("isr_sent", {}))
+        # "topic:partition" -> [leader_epoch, partition_epoch] of the last partial one sent
+        self._leadership: dict[str, list[int]] = dict(state.get("leadership", {}))
         # broker -> epoch sent for its current registration; last epoch of every broker seen
         self._live: dict[int, int] = _int_keys(state.get("live", {}))
         self._last_epoch: dict[int, int] = _int_keys(state.get("last_epoch", {}))
         self._registered: dict[int, int] = _int_keys(state.get("registered", {}))
+        # topics a KRaft controller's line said deleted (since their last creation seen)
+        self._deleted_topics: set[str] = set(state.get("deleted_topics", []))
+        # a broker change waiting for the controller's line with the real epochs:
+        # {"ts", "controller_id", "live": {broker: epoch}, "renewed": [new or bounced]}
+        self._held_broker_change: dict[str, Any] | None = state.get("held_broker_change")
         self.dropped: Counter[str] = Counter()
 
     def state(self) -> dict[str, Any]:
@@ -202,9 +225,13 @@ class LogTranslator:
             "pending": dict(self._pending),
             "commit_logging": {str(b): m for b, m in sorted(self._commit_logging.items())},
             "leader_and_isr": dict(self._leader_and_isr),
+            "leadership": dict(self._leadership),
+            "isr_sent": dict(self._isr_sent),
             "live": _str_keys(self._live),
             "last_epoch": _str_keys(self._last_epoch),
             "registered": _str_keys(self._registered),
+            "held_broker_change": self._held_broker_change,
+            "deleted_topics": sorted(self._deleted_topics),
         }
 
     def translate(self, items: Iterable[TranslatorInput]) -> list[InputRecord]:
@@ -213,6 +240,31 @@ class LogTranslator:
             if isinstance(item, IsrProposal | IsrCommitted | IsrUpdateFailed):
                 out += self._isr_record(item)
                 continue
+            if isinstance(item, PartitionStateApplied):
+                state = item.state
+                out += self._confirmed_by_state(
+                    item.ts,
+                    item.broker,
+                    state.topic,
+                    state.partition,
+                    state.leader,
+                    state.isr,
+                    state.partition_epoch,
+                )
+            out += self._release_held_before(item.ts)
+            if isinstance(item, BrokerSetChanged | BrokerEpochsInitialized):
+                out += self._broker_record(item)
+                continue
+            if isinstance(item, LeadershipStarted) and item.isr is not None:
+                out += self._confirmed_by_state(
+                    item.ts,
+                    item.broker,
+                    item.topic,
+                    item.partition,
+                    item.leader,
+                    item.isr,
+                    item.partition_epoch,
+                )
             event = self._translate(item)
             if event is not None:
                 out.append(event)
@@ -221,12 +273,13 @@ class LogTranslator:
     def advance(self, log_time: int) -> list[InputRecord]:
         """The brokers' logs have reached ``log_time``: Kafka 0.10-2.3 proposals older
         than ``CANCEL_WINDOW_MS`` stand."""
-        return self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
+        out = self._release_held_before(log_time)
+        return out + self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
 
     def flush(self) -> list[InputRecord]:
         """The input ended (or stayed idle for a read): every Kafka 0.10-2.3 proposal
         stands; proposals whose broker's version is still unknown are dropped."""
-        out = self._confirm(lambda pending: True)
+        out = self._release_held(lambda held: True) + self._confirm(lambda pending: True)
         for key in [k for k, p in self._pending.items() if self._mode(p) == CommitLogging.UNKNOWN]:
             del self._pending[key]
             self.dropped["isr_proposal_unconfirmed"] += 1
@@ -306,8 +359,10 @@ class LogTranslator:
         match item:
             case MetadataUpdate():
                 return self._update_metadata(item)
-            case LeaderAndIsrReceived():
+            case LeaderAndIsrReceived() | PartitionStateApplied():
                 return self._leader_and_isr_event(item)
+            case LeadershipStarted():
+                return self._leadership_started(item)
             case ControllerElected():
                 self._controller_epochs[item.controller_id] = item.controller_epoch
                 return input_record(
@@ -331,19 +386,22 @@ class LogTranslator:
                     partition=item.partition,
                     leader=item.leader,
                 )
-            case BrokerEpochsInitialized():
-                self._live = dict(item.epochs)
-                for broker, epoch in item.epochs.items():
-                    self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
-                return self._broker_change(item.ts, item.controller_id)
-            case BrokerSetChanged():
-                return self._broker_set_changed(item)
             case BrokerRegistered():
                 self._registered[item.broker] = max(
                     self._registered.get(item.broker, 0), item.epoch
                 )
+                held = self._held_broker_change
+                if held is not None and str(item.broker) in held.get("renewed", []):
+                    # the broker the held change reports new or bounced logged its epoch
+                    epoch = max(held["live"][str(item.broker)], item.epoch)
+                    held["live"][str(item.broker)] = epoch
+                    self._live[item.broker] = epoch
+                    self._last_epoch[item.broker] = max(
+                        self._last_epoch.get(item.broker, epoch), epoch
+                    )
                 return None
             case TopicsCreated():
+                self._deleted_topics -= set(item.assignment)
                 created = {
                     topic: {p: tuple(replicas) for p, replicas in sorted(parts.items())}
                     for topic, parts in item.assignment.items()
@@ -357,6 +415,18 @@ class LogTranslator:
                 self._forget_topic(item.topic)
                 return self._controller_event(
                     TopicChange, item.ts, item.controller_id, deleted=(item.topic,)
+                )
+            case TopicsDeleted():
+                # KRaft 3.0 to 3.4: every controller logs the removal it replays
+                topics = tuple(t for t in item.topics if t not in self._deleted_topics)
+                if not topics:
+                    self.dropped["topic_deletion_seen"] += 1
+                    return None
+                for topic in topics:
+                    self._forget_topic(topic)
+                    self._deleted_topics.add(topic)
+                return self._controller_event(
+                    TopicChange, item.ts, item.controller_id, deleted=topics
                 )
         return None  # the records with no event were handled above
 
@@ -400,7 +470,11 @@ class LogTranslator:
             )
         )
 
-    def _leader_and_isr_event(self, item: LeaderAndIsrReceived) -> InputRecord | None:
+    def _leader_and_isr_event(
+        self, item: LeaderAndIsrReceived | PartitionStateApplied
+    ) -> InputRecord | None:
+        """A full state, once per (leader epoch, partition epoch): every replica logs it.
+        A KRaft broker's applied state names no controller (its line has none)."""
         state = item.state
         assert state.partition_epoch is not None  # the parser requires it
         key = partition_key(state.topic, state.partition)
@@ -411,11 +485,12 @@ class LogTranslator:
             return None
         self._leader_and_isr[key] = epochs
         self._learn_isr(key, state.partition_epoch, state.isr)
+        controller = item if isinstance(item, LeaderAndIsrReceived) else None
         return input_record(
             LeaderAndIsr(
                 ts=item.ts,
-                controller_id=item.controller_id,
-                controller_epoch=item.controller_epoch,
+                controller_id=controller.controller_id if controller else None,
+                controller_epoch=controller.controller_epoch if controller else None,
                 topic=state.topic,
                 partition=state.partition,
                 leader=state.leader,
@@ -426,17 +501,85 @@ class LogTranslator:
             )
         )
 
+    def _leadership_started(self, item: LeadershipStarted) -> InputRecord | None:
+        """The partial LeaderAndIsr (the line names no replicas), once per (leader epoch,
+        partition epoch): each replica logs its own line. The leader's line names the
+        ISR, which is learnt."""
+        key = partition_key(item.topic, item.partition)
+        epochs = [item.leader_epoch, item.partition_epoch]
+        seen = self._leadership.get(key)
+        if item.isr is not None:
+            self._learn_isr(key, item.partition_epoch, item.isr)
+        if seen is not None and epochs <= seen:
+            self.dropped["leadership_seen"] += 1
+            return None
+        self._leadership[key] = epochs
+        return input_record(
+            LeaderAndIsr(ts=item.ts, topic=item.topic, partition=item.partition, leader=item.leader)
+        )
+
+    def _confirmed_by_state(
+        self,
+        ts: int,
+        broker: int,
+        topic: str,
+        partition: int,
+        leader: int,
+        isr: tuple[int, ...],
+        partition_epoch: int | None,
+    ) -> list[InputRecord]:
+        """A KRaft leader may apply the metadata record of its own ISR change before the
+        AlterPartition response comes back, and then logs no commit line
+        (Partition.handleAlterPartitionUpdate ignores a response for a partition epoch it
+        already has; seen on 3.3 to 4.1; 3.3 to 3.5 also bump the leader epoch, so the
+        leader logs that it starts again as leader): the leader's own state line with the
+        proposed ISR is the commit."""
+        key = partition_key(topic, partition)
+        pending = self._pending.get(f"{broker} {key}")
+        if (
+            broker != leader
+            or pending is None
+            or set(pending["new"]) != set(isr)
+            or partition_epoch is None
+        ):
+            return []
+        del self._pending[f"{broker} {key}"]
+        self._learn_logging(broker, CommitLogging.INFO)
+        self._learn_isr(key, partition_epoch, isr)
+        self._isr_sent[key] = partition_epoch
+        return [
+            input_record(
+                IsrChange(
+                    ts=ts,
+                    topic=topic,
+                    partition=partition,
+                    leader=broker,
+                    old_isr=tuple(pending["old"]),
+                    new_isr=tuple(isr),
+                    partition_epoch=partition_epoch,
+                )
+            )
+        ]
+
     def _isr_change(self, item: IsrCommitted) -> InputRecord | None:
         key = partition_key(item.topic, item.partition)
+        if self._isr_sent.get(key, -1) >= item.partition_epoch:
+            self.dropped["isr_update_seen"] += 1  # its leader's applied state said it
+            return None
         pending = self._pending.pop(f"{item.broker} {key}", None)
         old = list(pending["old"]) if pending is not None else None
         known = self._isr.get(key)
         if old is None and known is not None:
-            old = list(known[1])
+            # A KRaft follower may apply the new version (and log its state) before the
+            # leader logs the AlterPartition response that made it: the ISR before the
+            # change is then the one before that version.
+            same_version = known[0] == item.partition_epoch and len(known) > 2
+            old = list(known[2]) if same_version and known[2] is not None else list(known[1])
         self._learn_isr(key, item.partition_epoch, item.isr)
         if old is not None and set(old) == set(item.isr):
             self.dropped["isr_update_unchanged"] += 1
             return None
+        self._isr_sent[key] = item.partition_epoch
         # old None: the partial form (the model's ISR is the old one)
         return input_record(
             IsrChange(
@@ -450,7 +593,47 @@ class LogTranslator:
             )
         )
 
-    def _broker_set_changed(self, item: BrokerSetChanged) -> InputRecord:
+    def _broker_record(self, item: BrokerSetChanged | BrokerEpochsInitialized) -> list[InputRecord]:
+        """A broker-change line is held: since 2.x the controller logs the same change with
+        the brokers' real epochs ("Updated broker epochs cache") right after it, and the
+        epochs the translator would guess for a bounced broker can be wrong (its
+        "Registered broker" line often comes a few ms later). The held change goes out
+        when no such line follows (the logs moved ``HOLD_MS`` past it, another broker
+        change, the input ended); a "Registered broker" line of a broker it reports new
+        or bounced meanwhile gives that broker's epoch."""
+        if isinstance(item, BrokerSetChanged):
+            out = self._release_held(lambda held: True)
+            self._held_broker_change = {
+                "ts": item.ts,
+                "controller_id": item.controller_id,
+                "live": {str(b): e for b, e in self._broker_set_changed(item).items()},
+                "renewed": [str(b) for b in (*item.added, *item.bounced)],
+            }
+            return out
+        held = self._held_broker_change
+        out = []
+        if held is not None and held["controller_id"] == item.controller_id:
+            self._held_broker_change = None
+            self.dropped["broker_change_with_epochs_after"] += 1
+        else:
+            out = self._release_held(lambda held: True)
+        self._live = dict(item.epochs)
+        for broker, epoch in item.epochs.items():
+            self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
+        return [*out, self._broker_change(item.ts, item.controller_id)]
+
+    def _release_held_before(self, log_time: int) -> list[InputRecord]:
+        return self._release_held(lambda held: held["ts"] + HOLD_MS <= log_time)
+
+    def _release_held(self, due: Any) -> list[InputRecord]:
+        held = self._held_broker_change
+        if held is None or not due(held):
+            return []
+        self._held_broker_change = None
+        live = {int(b): int(e) for b, e in held["live"].items()}
+        return [self._broker_change(int(held["ts"]), int(held["controller_id"]), live)]
+
+    def _broker_set_changed(self, item: BrokerSetChanged) -> dict[int, int]:
         live: dict[int, int] = {}
         for broker in item.live:
             current = self._live.get(broker)
@@ -462,12 +645,14 @@ class LogTranslator:
             live[broker] = epoch
             self._last_epoch[broker] = max(self._last_epoch.get(broker, epoch), epoch)
         self._live = live
-        return self._broker_change(item.ts, item.controller_id)
+        return live
 
-    def _broker_change(self, ts: int, controller_id: int) -> InputRecord:
+    def _broker_change(
+        self, ts: int, controller_id: int, live_brokers: Mapping[int, int] | None = None
+    ) -> InputRecord:
+        chosen = self._live if live_brokers is None else live_brokers
         live = tuple(
-            BrokerRegistration(id=broker, epoch=epoch)
-            for broker, epoch in sorted(self._live.items())
+            BrokerRegistration(id=broker, epoch=epoch) for broker, epoch in sorted(chosen.items())
         )
         return self._controller_event(BrokerChange, ts, controller_id, live=live)
 
@@ -488,12 +673,15 @@ class LogTranslator:
 
     def _learn_isr(self, key: str, partition_epoch: int, isr: Iterable[int]) -> None:
         known = self._isr.get(key)
-        if known is None or partition_epoch >= known[0]:
-            self._isr[key] = [partition_epoch, list(isr)]
+        if known is None or partition_epoch > known[0]:
+            before = list(known[1]) if known is not None else None
+            self._isr[key] = [partition_epoch, list(isr), before]
+        elif partition_epoch == known[0]:
+            self._isr[key] = [partition_epoch, list(isr), *known[2:]]
 
     def _forget_topic(self, topic: str) -> None:
         prefix = f"{topic}:"  # topic names have no ':'
-        for table in (self._isr, self._leader_and_isr):
+        for table in (self._isr, self._leader_and_isr, self._leadership, self._isr_sent):
             for key in [key for key in table if key.startswith(prefix)]:
                 del table[key]
         for key in [key for key in self._pending if key.split(" ", 1)[1].startswith(prefix)]:

@@ -45,6 +45,7 @@ from streaming.tools.lab.distribution import (
 )
 from streaming.tools.lab.node_config import (
     DEFAULT_LAG_TIME_MAX_MS,
+    ConsoleLayout,
     NodeLayout,
     kafka_log_config,
     render_properties,
@@ -110,6 +111,7 @@ class LabCluster:
     elr: bool = True
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
     port_base: int | None = None  # None: ports the OS picks
+    consoles: tuple[ConsoleLayout, ...] = ()  # more layouts each broker writes (node_config)
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _zookeeper: _Node | None = field(default=None, init=False)
     _zookeeper_port: int | None = field(default=None, init=False)
@@ -149,7 +151,7 @@ class LabCluster:
         log_config = self.workdir / (
             "log4j2.properties" if self.kafka.log4j2 else "log4j.properties"
         )
-        log_config.write_text(kafka_log_config(self.kafka.log4j2), encoding="utf-8")
+        log_config.write_text(kafka_log_config(self.kafka.log4j2, self.consoles), encoding="utf-8")
         if self.kafka.mode is Mode.ZOOKEEPER:
             self._start_zookeeper(java, ports[0][0], timeout_s)
         for layout in layouts:
@@ -256,9 +258,11 @@ class LabCluster:
             return None
         try:
             controller = admin.describe_cluster().get("controller_id")
-            return int(controller) if controller is not None and controller >= 0 else None
+        except Exception:  # a broker going away; old brokers' DescribeCluster (2.8 to 3.x)
+            return None
         finally:
             admin.close()
+        return int(controller) if controller is not None and controller >= 0 else None
 
     def describe(self) -> dict[str, Any]:
         """``cluster.json``: what a script needs to act on the cluster."""

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 
 __all__ = [
+    "MATRIX",
     "KafkaLine",
     "LabError",
     "Mode",
@@ -42,10 +43,24 @@ class Mode(StrEnum):
 class KafkaLine:
     """One release line as the lab runs it."""
 
-    name: str  # the --kafka value: "4.1", "3.9"
+    name: str  # the --kafka value: "4.1", "3.9"; its jars: jvm/kafka-<name>/pom.xml
     version: str  # the exact release in the POM
     mode: Mode
     log4j2: bool  # Kafka 4.x logs through log4j2; 3.x through log4j 1's API (reload4j)
+    scala: str = "2.13"  # the Scala build of kafka_<scala> (2.13 from 2.4 on; 2.12 before)
+
+    @property
+    def key(self) -> str:
+        """The line and its mode: "3.9-zookeeper", "3.9-kraft"."""
+        return f"{self.name}-{self.mode.value}"
+
+    @property
+    def slf4j_binding(self) -> str:
+        """The logging binding each POM adds (kafka_<scala>'s POM carries none that logs):
+        log4j2's for 4.x, reload4j for 3.x, slf4j-log4j12 (log4j 1.2.17) up to 2.8."""
+        if self.log4j2:
+            return "log4j-slf4j-impl"
+        return "slf4j-reload4j" if int(self.version.split(".")[0]) >= 3 else "slf4j-log4j12"
 
     @property
     def pom(self) -> Path:
@@ -63,6 +78,25 @@ LINES: dict[str, KafkaLine] = {
     "4.1": KafkaLine("4.1", "4.1.1", Mode.KRAFT, log4j2=True),
     "3.9": KafkaLine("3.9", "3.9.1", Mode.ZOOKEEPER, log4j2=False),
 }
+
+MATRIX: tuple[KafkaLine, ...] = (
+    LINES["4.1"],
+    LINES["3.9"],
+    KafkaLine("3.9", "3.9.1", Mode.KRAFT, log4j2=False),
+    KafkaLine("3.6", "3.6.2", Mode.KRAFT, log4j2=False),
+    KafkaLine("3.3", "3.3.2", Mode.KRAFT, log4j2=False),  # KRaft production-ready from 3.3
+    KafkaLine("2.8", "2.8.2", Mode.ZOOKEEPER, log4j2=False),
+    KafkaLine("2.4", "2.4.1", Mode.ZOOKEEPER, log4j2=False, scala="2.12"),
+    KafkaLine("3.0", "3.0.2", Mode.ZOOKEEPER, log4j2=False),
+    KafkaLine("3.5", "3.5.2", Mode.ZOOKEEPER, log4j2=False),
+    KafkaLine("4.0", "4.0.1", Mode.KRAFT, log4j2=True),
+    KafkaLine("2.0", "2.0.1", Mode.ZOOKEEPER, log4j2=False, scala="2.12"),
+    KafkaLine("1.1", "1.1.1", Mode.ZOOKEEPER, log4j2=False, scala="2.12"),
+    KafkaLine("0.11", "0.11.0.3", Mode.ZOOKEEPER, log4j2=False, scala="2.12"),
+    KafkaLine("0.10.2", "0.10.2.2", Mode.ZOOKEEPER, log4j2=False, scala="2.12"),
+)
+"""The release lines the log corpus matrix runs (bench/log_corpus_matrix.py), in the
+order it runs them; a line's jars come from jvm/kafka-<name>/pom.xml."""
 
 
 def line(name: str) -> KafkaLine:
@@ -100,9 +134,8 @@ def java_executable() -> str:
 def installed(kafka: KafkaLine) -> bool:
     """The broker's jar and its logging binding are in the cache."""
     jars = {path.name for path in kafka.lib.glob("*.jar")}
-    binding = "log4j-slf4j-impl" if kafka.log4j2 else "slf4j-reload4j"
-    return f"kafka_2.13-{kafka.version}.jar" in jars and any(
-        name.startswith(binding) for name in jars
+    return f"kafka_{kafka.scala}-{kafka.version}.jar" in jars and any(
+        name.startswith(kafka.slf4j_binding) for name in jars
     )
 
 

@@ -28,8 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 __all__ = [
+    "CONSOLE_LAYOUTS",
     "DEFAULT_LAG_TIME_MAX_MS",
     "KAFKA_LOG_FILES",
+    "ConsoleLayout",
     "NodeLayout",
     "kafka_log_config",
     "render_properties",
@@ -61,6 +63,34 @@ _ROUTED: tuple[tuple[str, str, str], ...] = (
     ("org.apache.kafka.storage.internals.log.LogCleaner", "INFO", "CleanerAppender"),
     ("state.change.logger", "TRACE", "StateChangeAppender"),
     ("kafka.authorizer.logger", "INFO", "AuthorizerAppender"),
+)
+
+
+@dataclass(frozen=True)
+class ConsoleLayout:
+    """One more appender that every logger writes to, in one stream, the way a packaged
+    image logs to its console; the log corpus matrix writes each to ``<file>`` beside
+    Kafka's own files, from the same run."""
+
+    file: str
+    pattern: str  # log4j's: the same text for log4j 1 (reload4j) and log4j2
+    where: str  # who logs this way
+
+
+CONSOLE_LAYOUTS: tuple[ConsoleLayout, ...] = (
+    ConsoleLayout(
+        "console.log",
+        LOG_PATTERN,
+        "Kafka's stdout appender (config/log4j.properties to 3.9, config/log4j2.yaml in"
+        " 4.x), which Confluent's cp-kafka and Bitnami's images keep: every logger in one"
+        " stream",
+    ),
+    ConsoleLayout(
+        "console-strimzi.log",
+        "%d{ISO8601} %p %m (%c) [%t]%n",
+        "Strimzi's Kafka images (its log4j ConversionPattern): no brackets around the time,"
+        " the thread after the logger; log4j2's ISO8601 puts a 'T' in the time",
+    ),
 )
 
 
@@ -128,6 +158,8 @@ def _common(node: NodeLayout, brokers: int, lag_time_max_ms: int) -> dict[str, s
         "transaction.state.log.min.isr": str(min(2, replicas)),
         "group.initial.rebalance.delay.ms": "0",
         "auto.create.topics.enable": "false",
+        # the default from 1.0; 0.10 and 0.11 only mark a deleted topic without it
+        "delete.topic.enable": "true",
     }
 
 
@@ -180,33 +212,47 @@ def render_properties(settings: Mapping[str, str]) -> str:
     return "".join(f"{key}={value}\n" for key, value in settings.items())
 
 
-def kafka_log_config(log4j2: bool) -> str:
+def kafka_log_config(log4j2: bool, consoles: tuple[ConsoleLayout, ...] = ()) -> str:
     """Kafka's default layout as a log4j2 properties file (Kafka 4.x) or a log4j 1
-    properties file (3.x, read by reload4j). The directory comes from the
+    properties file (0.10 to 3.x, read by log4j 1.2 or reload4j), and each of
+    ``consoles`` as one more appender of every logger. The directory comes from the
     ``kafka.logs.dir`` system property, as with Kafka's own scripts."""
+    console_names = [f"Console{index}" for index in range(len(consoles))]
     if log4j2:
-        return _log4j2_config()
-    lines = ["log4j.rootLogger=INFO, KafkaAppender"]
-    for name, file in KAFKA_LOG_FILES:
+        return _log4j2_config(consoles)
+    lines = [f"log4j.rootLogger=INFO, {', '.join(['KafkaAppender', *console_names])}"]
+    files = [(name, file, LOG_PATTERN) for name, file in KAFKA_LOG_FILES]
+    files += [(name, c.file, c.pattern) for name, c in zip(console_names, consoles, strict=True)]
+    for name, file, pattern in files:
         prefix = f"log4j.appender.{name}"
         lines += [
             f"{prefix}=org.apache.log4j.DailyRollingFileAppender",
             f"{prefix}.DatePattern='.'yyyy-MM-dd-HH",
             f"{prefix}.File=${{kafka.logs.dir}}/{file}",
             f"{prefix}.layout=org.apache.log4j.PatternLayout",
-            f"{prefix}.layout.ConversionPattern={LOG_PATTERN}",
+            f"{prefix}.layout.ConversionPattern={pattern}",
         ]
     lines += ["log4j.logger.kafka=INFO", "log4j.logger.org.apache.kafka=INFO"]
     for logger, level, appender in _ROUTED:
         lines += [
-            f"log4j.logger.{logger}={level}, {appender}",
+            f"log4j.logger.{logger}={level}, {', '.join([appender, *console_names])}",
             f"log4j.additivity.{logger}=false",
         ]
     return "\n".join(lines) + "\n"
 
 
-def _log4j2_config() -> str:
+def _log4j2_config(consoles: tuple[ConsoleLayout, ...]) -> str:
     lines = [f"property.logPattern = {LOG_PATTERN}"]
+    console_names = [f"Console{index}" for index in range(len(consoles))]
+    for name, console in zip(console_names, consoles, strict=True):
+        prefix = f"appender.{name}"
+        lines += [
+            f"{prefix}.type = File",
+            f"{prefix}.name = {name}",
+            f"{prefix}.fileName = ${{sys:kafka.logs.dir}}/{console.file}",
+            f"{prefix}.layout.type = PatternLayout",
+            f"{prefix}.layout.pattern = {console.pattern}",
+        ]
     for name, file in KAFKA_LOG_FILES:
         prefix = f"appender.{name}"
         lines += [
@@ -220,6 +266,7 @@ def _log4j2_config() -> str:
             f"{prefix}.policy.modulate = true",
         ]
     lines += ["rootLogger.level = INFO", "rootLogger.appenderRef.main.ref = KafkaAppender"]
+    lines += [f"rootLogger.appenderRef.{name}.ref = {name}" for name in console_names]
     for index, (logger, level, appender) in enumerate(_ROUTED):
         prefix = f"logger.routed{index}"
         lines += [
@@ -228,6 +275,7 @@ def _log4j2_config() -> str:
             f"{prefix}.additivity = false",
             f"{prefix}.appenderRef.file.ref = {appender}",
         ]
+        lines += [f"{prefix}.appenderRef.{name}.ref = {name}" for name in console_names]
     return "\n".join(lines) + "\n"
 
 

@@ -54,8 +54,10 @@ class PreferredLeaderElected:
 
 @dataclass(frozen=True, slots=True)
 class BrokerEpochsInitialized:
-    """KafkaController.initializeControllerContext, INFO: the live brokers and their epochs
-    (the czxid of their registration) when this controller took over."""
+    """KafkaController, INFO: the live brokers and their epochs (the czxid of their
+    registration), when this controller took over ("Initialized broker epochs cache",
+    initializeControllerContext) and after each broker change ("Updated broker epochs
+    cache", processBrokerChange)."""
 
     ts: int
     controller_id: int
@@ -102,6 +104,18 @@ class TopicDeleted:
     topic: str
 
 
+@dataclass(frozen=True, slots=True)
+class TopicsDeleted:
+    """org.apache.kafka.controller.ReplicationControlManager (KRaft), INFO: "DeleteTopics
+    result(s): {id: ID, name: T, result: SUCCESS}, ..." on the active controller (3.5+),
+    the topics whose deletion succeeded; "Removed topic T with ID ID." (3.0 to 3.4), on
+    every controller as it replays the record (the translator sends a deletion once)."""
+
+    ts: int
+    controller_id: int
+    topics: tuple[str, ...]
+
+
 ControllerRecord = (
     ControllerElected
     | ControllerSeen
@@ -111,6 +125,7 @@ ControllerRecord = (
     | BrokerRegistered
     | TopicsCreated
     | TopicDeleted
+    | TopicsDeleted
 )
 
 RECORD_KINDS: Final[Mapping[type[object], str]] = {
@@ -122,6 +137,7 @@ RECORD_KINDS: Final[Mapping[type[object], str]] = {
     BrokerRegistered: "broker_registered",
     TopicsCreated: "topics_created",
     TopicDeleted: "topic_deleted",
+    TopicsDeleted: "topics_deleted",
 }
 """The metrics label of each record type."""
 
@@ -161,7 +177,12 @@ _PREFERRED_ELECTED = re.compile(
     _CONTROLLER + r"Partition (?P<tp>\S+) completed preferred replica leader election\."
     r" New leader is (?P<leader>\d+)"
 )
-_EPOCHS = re.compile(_CONTROLLER + r"Initialized broker epochs cache: \w*\((?P<pairs>.*)\)")
+# KafkaController.initializeControllerContext ("Initialized", a new controller's view) and
+# processBrokerChange ("Updated", right after "Newly added brokers ...": seen on 2.8 and
+# 3.9): the live brokers and their epochs.
+_EPOCHS = re.compile(
+    _CONTROLLER + r"(?:Initialized|Updated) broker epochs cache: \w*\((?P<pairs>.*)\)"
+)
 _EPOCH_PAIR = re.compile(r"(\d+) -> (\d+)")
 # KafkaController.processBrokerChange; "bounced brokers" since 2.2.
 _BROKERS = re.compile(
@@ -185,6 +206,25 @@ _ASSIGNED = re.compile(
     r"(?:ReplicaAssignment\(replicas=(?P<replicas>[\d,]*),|\w*\((?P<replicas1>[\d, ]*)\))"
 )
 _TOPIC_NAMES = re.compile(r"[A-Za-z0-9._-]+")
+# ReplicationControlManager.createTopics (KRaft; "[Controller N] " 3.0 to 3.4,
+# "[QuorumController id=N] " 3.5+), on the active controller: "CreateTopics result(s):
+# CreatableTopic(name='T', numPartitions=-1, replicationFactor=-1, assignments=[
+# CreatableReplicaAssignment(partitionIndex=0, brokerIds=[1, 2, 3]), ...], configs=[...]):
+# SUCCESS, CreatableTopic(...): ERROR_NAME, ...". A topic created by partition count and
+# replication factor has no assignment in the line (the controller chooses it later).
+_KRAFT_CONTROLLER = r"\[(?:Quorum)?Controller (?:id=)?(?P<controller>\d+)\] "
+_CREATE_TOPICS = re.compile(_KRAFT_CONTROLLER + r"CreateTopics result\(s\): (?P<topics>.*)")
+_CREATABLE_TOPIC = re.compile(r"CreatableTopic\(name='(?P<name>[^']+)'")
+_CREATABLE_ASSIGNMENT = re.compile(
+    r"CreatableReplicaAssignment\(partitionIndex=(?P<partition>\d+),"
+    r" brokerIds=\[(?P<replicas>[\d, ]*)\]\)"
+)
+_TOPIC_RESULT = re.compile(r"\): (?P<result>[A-Z_]+)(?:, )?$")
+# ReplicationControlManager.deleteTopics (KRaft): "DeleteTopics result(s): {id: ID, name:
+# T, result: SUCCESS}, {...}".
+_DELETE_TOPICS = re.compile(_KRAFT_CONTROLLER + r"DeleteTopics result\(s\): (?P<topics>.*)")
+_REMOVED_TOPIC = re.compile(_KRAFT_CONTROLLER + r"Removed topic (?P<topic>\S+) with ID \S+\.")
+_DELETED_TOPIC = re.compile(r"\{id: \S+, name: (?P<name>[^,}]+), result: (?P<result>[A-Z_]+)\}")
 # TopicDeletionManager.completeDeleteTopic; its logIdent ends with ", " up to 2.x.
 _TOPIC_DELETED = re.compile(
     r"\[Topic Deletion Manager (?P<controller>\d+)\],? Deletion of topic (?P<topic>\S+)"
@@ -272,6 +312,46 @@ def _topics_created(ts: int, message: str) -> TopicsCreated | None:
     return TopicsCreated(ts, int(match["controller"]), assignment)
 
 
+def _kraft_topics_created(ts: int, message: str) -> TopicsCreated | NoFact | None:
+    match = _CREATE_TOPICS.fullmatch(message)
+    if match is None:
+        return None
+    text = match["topics"]
+    starts = [found.start() for found in _CREATABLE_TOPIC.finditer(text)]
+    assignment: dict[str, dict[int, tuple[int, ...]]] = {}
+    for start, end in zip(starts, [*starts[1:], len(text)], strict=True):
+        entry = text[start:end]
+        result = _TOPIC_RESULT.search(entry)
+        named = _CREATABLE_TOPIC.match(entry)
+        if result is None or named is None:
+            raise MalformedError("every topic ends with '): RESULT'")
+        if result["result"] != "SUCCESS":
+            continue
+        for found in _CREATABLE_ASSIGNMENT.finditer(entry):
+            replicas = ids(found["replicas"])
+            assignment.setdefault(named["name"], {})[int(found["partition"])] = replicas
+    if not assignment:
+        return NO_FACT  # failures, or topics whose replicas the controller picks later
+    return TopicsCreated(ts, int(match["controller"]), assignment)
+
+
+def _kraft_topics_deleted(ts: int, message: str) -> TopicsDeleted | NoFact | None:
+    match = _DELETE_TOPICS.fullmatch(message)
+    if match is None:
+        return None
+    results = list(_DELETED_TOPIC.finditer(match["topics"]))
+    if not results:
+        raise MalformedError("every topic is '{id: ID, name: T, result: R}'")
+    topics = tuple(found["name"] for found in results if found["result"] == "SUCCESS")
+    return TopicsDeleted(ts, int(match["controller"]), topics) if topics else NO_FACT
+
+
+def _kraft_topic_removed(ts: int, message: str) -> TopicsDeleted | None:
+    if match := _REMOVED_TOPIC.fullmatch(message):
+        return TopicsDeleted(ts, int(match["controller"]), (match["topic"],))
+    return None
+
+
 def _topic_deleted(ts: int, message: str) -> TopicDeleted | None:
     if match := _TOPIC_DELETED.fullmatch(message):
         return TopicDeleted(ts, int(match["controller"]), match["topic"])
@@ -291,8 +371,12 @@ MARKERS: Final[tuple[Marker[ControllerRecord], ...]] = (
         _preferred_leader_elected,
     ),
     Marker("Initialized broker epochs cache", BrokerEpochsInitialized, _broker_epochs),
+    Marker("Updated broker epochs cache", BrokerEpochsInitialized, _broker_epochs),
     Marker("Newly added brokers: ", BrokerSetChanged, _broker_change),
     Marker("czxid (broker epoch)", BrokerRegistered, _broker_registered),
     Marker("New topics: ", TopicsCreated, _topics_created),
     Marker("successfully completed", TopicDeleted, _topic_deleted, shared=True),
+    Marker("CreateTopics result(s): ", TopicsCreated, _kraft_topics_created),
+    Marker("DeleteTopics result(s): ", TopicsDeleted, _kraft_topics_deleted),
+    Marker("] Removed topic ", TopicsDeleted, _kraft_topic_removed, shared=True),
 )

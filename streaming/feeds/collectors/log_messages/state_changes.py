@@ -67,12 +67,55 @@ class LeaderAndIsrReceived:
     state: PartitionState
 
 
-StateChangeRecord = CachedLeaderInfo | DeletedFromCache | LeaderAndIsrReceived
+@dataclass(frozen=True, slots=True)
+class PartitionStateApplied:
+    """kafka.server.ReplicaManager applying a metadata change (KRaft, 3.3 to 4.1; ZooKeeper
+    mode 3.x for a LeaderAndIsr request), state.change.logger, INFO: the broker already
+    leads or follows at that leader epoch, and logs the new state in full ("Skipped the
+    become-leader state change for T-P with topic id Some(ID) and partition state
+    LeaderAndIsrPartitionState(...) since it is already the leader with leader epoch E").
+    KRaft has no controller epoch (``controllerEpoch=-1``) and the line names no
+    controller."""
+
+    ts: int
+    broker: int
+    state: PartitionState
+
+
+@dataclass(frozen=True, slots=True)
+class LeadershipStarted:
+    """kafka.cluster.Partition.makeLeader / makeFollower, through state.change.logger,
+    INFO (3.x to 4.1, both modes): the broker became leader or follower at a new leader
+    epoch. "Leader T-P with topic id Some(ID) starts at leader epoch E from offset O with
+    partition epoch P, high watermark H, ISR [..], adding replicas [..] and removing
+    replicas [..]" names the ISR; "Follower T-P starts at leader epoch E from offset O
+    with partition epoch P and high watermark H. Current leader is L" the leader. Neither
+    names the replicas."""
+
+    ts: int
+    broker: int
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+    isr: tuple[int, ...] | None  # the leader's line only
+
+
+StateChangeRecord = (
+    CachedLeaderInfo
+    | DeletedFromCache
+    | LeaderAndIsrReceived
+    | PartitionStateApplied
+    | LeadershipStarted
+)
 
 RECORD_KINDS: Final[Mapping[type[object], str]] = {
     CachedLeaderInfo: "cached_leader_info",
     DeletedFromCache: "deleted_from_cache",
     LeaderAndIsrReceived: "leader_and_isr",
+    PartitionStateApplied: "partition_state_applied",
+    LeadershipStarted: "leadership_started",
 }
 """The metrics label of each record type."""
 
@@ -102,6 +145,28 @@ _RECEIVED = re.compile(
     r"(?:\[Broker id=(?P<broker>\d+)\] Received|Broker (?P<broker0>\d+) received) LeaderAndIsr"
     r" request (?P<state>\w*PartitionState\(.*\)) correlation id (?P<corr>-?\d+) from"
     r" controller (?P<cid>\d+) epoch (?P<cepoch>\d+)(?: for partition (?P<tp>\S+))?"
+)
+
+# ReplicaManager (KRaft: applyLocalLeadersDelta / applyLocalFollowersDelta; Partition.makeLeader
+# and makeFollower answer that nothing changed): the new state, in full.
+_APPLIED = re.compile(
+    _BROKER + r"Skipped the become-(?:leader|follower) state change for (?P<tp>\S+)"
+    r"(?: with topic id \S+)? and partition state (?P<state>\w*PartitionState\(.*?\))"
+    r" since it is already .*"
+)
+# Partition.makeLeader / makeFollower. The tail after the first sentence differs by
+# version: ". Previous leader epoch was E." (3.3 to 3.6), ". Previous leader Some(L) and
+# previous leader epoch was E." (3.7+), and 3.9 puts a space before the leader's period.
+_LEADER_STARTS = re.compile(
+    _BROKER + r"Leader (?P<tp>\S+) with topic id \S+ starts at leader epoch (?P<epoch>\d+)"
+    r" from offset \d+ with partition epoch (?P<pepoch>\d+), high watermark \d+,"
+    r" ISR \[(?P<isr>[\d,]*)\], adding replicas \[[\d,]*\] and removing replicas"
+    r" \[[\d,]*\]\s?\..*"
+)
+_FOLLOWER_STARTS = re.compile(
+    _BROKER + r"Follower (?P<tp>\S+) starts at leader epoch (?P<epoch>\d+) from offset \d+"
+    r" with partition epoch (?P<pepoch>\d+) and high watermark \d+\."
+    r" Current leader is (?P<leader>-?\d+)\..*"
 )
 
 # "name=value" up to the next ", name=" (values may hold commas: "isr=1,2" up to 2.3)
@@ -147,6 +212,29 @@ def _received(ts: int, message: str) -> LeaderAndIsrReceived | None:
     return None
 
 
+def _applied(ts: int, message: str) -> PartitionStateApplied | None:
+    if match := _APPLIED.fullmatch(message):
+        state = _partition_state(match["state"], match["tp"])
+        if state.partition_epoch is None:
+            raise MalformedError("an applied state has its partitionEpoch")
+        return PartitionStateApplied(ts, int(match["broker"]), state)
+    return None
+
+
+def _leadership_started(ts: int, message: str) -> LeadershipStarted | None:
+    if match := _LEADER_STARTS.fullmatch(message):
+        broker = int(match["broker"])
+        leader, isr = broker, ids(match["isr"])
+    elif match := _FOLLOWER_STARTS.fullmatch(message):
+        broker, leader, isr = int(match["broker"]), int(match["leader"]), None
+    else:
+        return None  # Kafka 2.x's "T-P starts at leader epoch E from offset O" (no epoch)
+    topic, partition = split_topic_partition(match["tp"])
+    return LeadershipStarted(
+        ts, broker, topic, partition, leader, int(match["epoch"]), int(match["pepoch"]), isr
+    )
+
+
 def _partition_state(text: str, topic_partition: str | None) -> PartitionState:
     """A ``...PartitionState(name=value, ...)`` as generated by Kafka's message classes
     (2.4+): ``topicName='A', partitionIndex=1, controllerEpoch=29, leader=2, ...``."""
@@ -182,4 +270,6 @@ MARKERS: Final[tuple[Marker[StateChangeRecord], ...]] = (
     Marker("Cached leader info ", CachedLeaderInfo, _cached),
     Marker("] Deleted partition ", DeletedFromCache, _deleted),
     Marker("eceived LeaderAndIsr request ", LeaderAndIsrReceived, _received),
+    Marker("Skipped the become-", PartitionStateApplied, _applied),
+    Marker(" starts at leader epoch ", LeadershipStarted, _leadership_started, shared=True),
 )
