@@ -121,14 +121,25 @@ class KafkaAdminSource:
         )
 
     def _know_brokers(self, brokers: Iterable[int]) -> None:
-        """Have the client refresh its metadata when the cluster names a broker it does
-        not know. A KRaft Metadata response leaves fenced brokers out, so a broker that
-        was paused past its session and came back is unknown to the client's cache until
-        its next refresh (``metadata_max_age_ms``, 5 minutes): every request for it fails
-        with UnknownBrokerIdError meanwhile (the lab's paused follower, Kafka 4.1.1)."""
-        cache = self._admin._manager.cluster
+        """Make the client ready to ask every broker the cluster says is live (the lab's
+        paused follower and killed leader, Kafka 4.1.1):
+
+        * a broker the client's metadata lacks: refresh it. A KRaft Metadata response
+          leaves fenced brokers out, so a broker back from a fence is unknown to the cache
+          until its next refresh (``metadata_max_age_ms``, 5 minutes), and every request
+          for it fails with UnknownBrokerIdError meanwhile;
+        * a broker the client is backing off from: try it now. After a broker was down for
+          20 s, the client's reconnection backoff had doubled to 14 s, then 28 s (up to
+          ``kafka.retry_backoff_max_ms``): the broker's followers went unreported that
+          long after it was back, and read as lagging.
+        """
+        manager = self._admin._manager
+        cache = manager.cluster
         if any(cache.broker_metadata(broker) is None for broker in brokers):
             cache.request_update()
+        for broker in brokers:
+            if manager.connection_delay(broker) > 0:
+                manager.reset_backoff(broker)
 
     # ------------------------------------------------------------------ optional parts
 
