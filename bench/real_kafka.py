@@ -26,6 +26,7 @@ from streaming.tools.lab.scoreboard import score_workdir
 SETUPS = {
     "4.1": ("4.1", "on"),
     "4.1-elr-off": ("4.1", "off"),
+    "3.9": ("3.9", "on"),  # ZooKeeper mode: --elr does not apply
 }
 # after the scenario's last step: what it set off (a shrink in (T, 1.5 T], a fence at the
 # lab's 2 T session timeout, an election), then a poll, a trigger and a busy batch
@@ -44,8 +45,7 @@ def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> d
         "lab",
         "--kafka",
         kafka,
-        "--elr",
-        elr,
+        *(["--elr", elr] if kafka == "4.1" else []),
         "--scenario",
         scenario,
         *ends,

@@ -26,12 +26,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from streaming.tools.lab.ground_truth import GroundTruth
+
 __all__ = [
     "Fence",
     "IsrChange",
     "LeaderShrinkLine",
     "MetadataTruth",
     "dump_metadata_log",
+    "from_zookeeper",
     "leader_shrink_lines",
     "parse_metadata_dump",
     "read_metadata_log",
@@ -247,3 +250,28 @@ def leader_shrink_lines(server_logs: Sequence[Path]) -> list[LeaderShrinkLine]:
                 )
             )
     return sorted(found, key=lambda line: line.ts_ms)
+
+
+def from_zookeeper(truth: GroundTruth) -> MetadataTruth:
+    """ZooKeeper mode: Kafka's decisions from ZooKeeper's own transaction log, as
+    ``ground_truth.from_zookeeper_log`` reads it: each write of a partition's state znode
+    (leader, ISR; its time is ZooKeeper's commit time) in order, and a broker's fence is
+    the end of its registration (its session expired or closed)."""
+    result = MetadataTruth()
+    last: dict[tuple[str, int], dict[str, Any]] = {}
+    for version in truth.partitions:
+        key = (version.topic, version.partition)
+        before = last.get(key)
+        after = {"isr": list(version.isr), "leader": version.leader}
+        after["replicas"] = list(version.replicas)
+        last[key] = after
+        result.changes.append(
+            _change(version.ts, version.partition_epoch, key, before or {}, after, before is None)
+        )
+    for registration in truth.registrations:
+        result.fences.append(Fence(registration.ts, registration.broker, False))
+        if registration.ended is not None:
+            result.fences.append(Fence(registration.ended, registration.broker, True))
+    result.fences.sort(key=lambda fence: fence.ts_ms)
+    result.deleted_topics = {deletion.topic for deletion in truth.deletions}
+    return result

@@ -38,10 +38,12 @@ from streaming.tools.lab.decisions import (
     LeaderShrinkLine,
     MetadataTruth,
     dump_metadata_log,
+    from_zookeeper,
     leader_shrink_lines,
     read_metadata_log,
 )
 from streaming.tools.lab.distribution import LabError
+from streaming.tools.lab.ground_truth import from_zookeeper_log, zookeeper_transactions
 from streaming.tools.lab.workload import CHURN_TOPIC, LAB_TOPICS
 
 __all__ = ["Score", "SeenRecord", "read_seen", "score", "score_workdir"]
@@ -346,17 +348,7 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
     """Score the lab run whose files are in ``workdir`` (``cluster.json``, the brokers'
     logs and metadata logs, ``health-seen.jsonl``); the cluster may be stopped."""
     described = read_cluster_file(workdir)
-    if described.get("mode") != "kraft":
-        raise LabError("the scoreboard reads KRaft clusters' metadata logs only, so far")
-    truth: MetadataTruth | None = None
-    for broker in described["brokers"]:
-        log_dir = Path(broker["metadata_dir"]) / "__cluster_metadata-0"
-        records = dump_metadata_log(described["java"], described["classpath"], log_dir)
-        candidate = read_metadata_log(records)
-        # every voter holds the whole log; take the longest copy
-        if truth is None or len(candidate.changes) > len(truth.changes):
-            truth = candidate
-    assert truth is not None
+    truth = _kafka_decisions(workdir, described)
     run_file = workdir / RUN_FILE
     if run_file.exists():
         ended = json.loads(run_file.read_text(encoding="utf-8"))["watch_ended_ms"]
@@ -404,3 +396,21 @@ def judge_gated_stops(
         )
         if under:
             result.unsafe_stops.append((int(gate["broker"]), under))
+
+
+def _kafka_decisions(workdir: Path, described: dict[str, Any]) -> MetadataTruth:
+    """KRaft: the longest copy of ``__cluster_metadata`` (every voter holds the whole
+    log); ZooKeeper mode: ZooKeeper's transaction log."""
+    if described.get("mode") == "zookeeper":
+        writes = zookeeper_transactions(workdir / "zookeeper" / "data")
+        return from_zookeeper(from_zookeeper_log(writes))
+    truth: MetadataTruth | None = None
+    for broker in described["brokers"]:
+        log_dir = Path(broker["metadata_dir"]) / "__cluster_metadata-0"
+        records = dump_metadata_log(described["java"], described["classpath"], log_dir)
+        candidate = read_metadata_log(records)
+        if truth is None or len(candidate.changes) > len(truth.changes):
+            truth = candidate
+    if truth is None:
+        raise LabError(f"no metadata log under {workdir}")
+    return truth
