@@ -10,8 +10,8 @@ many partitions, replication factor 3, with a few records in each. Then, alterna
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
   every event encoded and checked;
 * **bare client**: the same requests on the same kafka-python client (Metadata,
-  DescribeCluster, DescribeQuorum, DescribeConfigs, ListOffsets per broker), their answers
-  dropped: what any client pays to ask.
+  DescribeCluster, DescribeQuorum, DescribeConfigs, ListOffsets per broker), answers
+  parsed as the source parses them but no snapshot, diff or event: what asking costs.
 
 It prints per poll: wall time (median, max), this process's CPU, and the requests sent
 per broker; then the cost per partition, and the partitions one core keeps at a 1 s poll,
@@ -32,7 +32,7 @@ from typing import Any
 
 from streaming.config import IsrwatchConfig
 from streaming.feeds.collectors.admin_collector import AdminCollector
-from streaming.feeds.collectors.admin_source import KafkaAdminSource
+from streaming.feeds.collectors.admin_source import KafkaAdminSource, _partitions
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.publisher import JsonLinesPublisher
 from streaming.tools.lab.cluster import LabCluster
@@ -74,25 +74,16 @@ def bare_poll(source: KafkaAdminSource, brokers: list[int]) -> Callable[[], None
 
     def poll() -> None:
         admin.describe_cluster()
-        described = admin.describe_topics()
+        partitions = _partitions(admin.describe_topics())
         admin.describe_metadata_quorum()
         admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, t["topic"]) for t in described]
+            [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in partitions]
         )
         source._silent = set()
         source._broker_configs(brokers)
-        source._log_offsets(
-            {t["topic"]: _partition_infos(t) for t in described if t.get("error_code", 0) == 0},
-            brokers,
-        )
+        source._log_offsets(partitions, brokers)
 
     return poll
-
-
-def _partition_infos(topic: dict[str, Any]) -> dict[int, Any]:
-    from streaming.feeds.collectors.admin_source import _partitions
-
-    return _partitions([topic])[topic["topic"]]
 
 
 def main() -> int:
