@@ -36,7 +36,7 @@ from streaming.tools.foreground import (
     startup_progress,
     wait_for,
 )
-from streaming.tools.live_view import clock, plain_line, render, show_live
+from streaming.tools.live_view import clock, render, show_until_finished
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,6 @@ TRUTH_LABELS = {
     "broker_crash": "broker crashes",
     "shrink_failed": "failed shrinks",
 }
-PLAIN_EVERY_S = 10
 
 
 @dataclass
@@ -202,18 +201,13 @@ def _watch(
             return "the streaming job stopped"
         return None
 
-    reason: str | None = None
-    if options.live:
-        reason = show_live(
-            console, lambda: render(health.snapshot(), header(), sim.truth.records[-200:]), finished
-        )
-    else:
-        last = 0.0
-        while (reason := finished()) is None:
-            if time.monotonic() - last >= PLAIN_EVERY_S:
-                console.print(plain_line(health.snapshot()), highlight=False)
-                last = time.monotonic()
-            time.sleep(0.25)
+    reason = show_until_finished(
+        console,
+        options.live,
+        lambda: render(health.snapshot(), header(), sim.truth.records[-200:]),
+        health.snapshot,
+        finished,
+    )
     console.print(f"Stopping: {reason}")
 
 

@@ -423,6 +423,29 @@ def show_live(
     return reason
 
 
+PLAIN_EVERY_S = 10
+
+
+def show_until_finished(
+    console: Console,
+    live: bool,
+    view: Callable[[], RenderableType],
+    snapshot: Callable[[], HealthSnapshot],
+    finished: Callable[[], str | None],
+) -> str:
+    """The view until ``finished()`` says why it is over: redrawn in place on a terminal
+    (``live``), else one plain line every ``PLAIN_EVERY_S`` (logs, CI). Returns why."""
+    if live:
+        return show_live(console, view, finished)
+    last = 0.0
+    while (reason := finished()) is None:
+        if time.monotonic() - last >= PLAIN_EVERY_S:
+            console.print(plain_line(snapshot()), highlight=False)
+            last = time.monotonic()
+        time.sleep(0.25)
+    return reason
+
+
 def plain_line(snapshot: HealthSnapshot) -> str:
     """The view as one line, for terminals that are not interactive (logs, CI)."""
     totals = snapshot.totals

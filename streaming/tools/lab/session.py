@@ -53,7 +53,7 @@ from streaming.tools.lab.node_config import DEFAULT_LAG_TIME_MAX_MS
 from streaming.tools.lab.scenarios import ScenarioRunner, Step
 from streaming.tools.lab.scoreboard import RESTARTS_FILE, RUN_FILE, SEEN_FILE
 from streaming.tools.lab.workload import CHURN_TOPIC, Workload, create_topics
-from streaming.tools.live_view import clock, describe_fact, plain_line, render, show_live
+from streaming.tools.live_view import clock, describe_fact, render, show_until_finished
 
 __all__ = ["LabOptions", "LabResult", "check_ports", "run_lab"]
 
@@ -66,7 +66,6 @@ LAB_SETTINGS: dict[str, object] = {
 }
 ADMIN_POLL_MS = 1_000
 LOG_POLL_MS = 500
-PLAIN_EVERY_S = 10
 # The job's input topics get one partition each on the embedded broker: the lab's events
 # are few, and one partition keeps their order exactly as the collectors sent them.
 
@@ -445,20 +444,13 @@ def _watch(
             return "the streaming job stopped"
         return None
 
-    reason: str | None = None
-    if options.live:
-        reason = show_live(
-            console,
-            lambda: render(health.snapshot(), header, facts[-50:], "What the lab did"),
-            finished,
-        )
-    else:
-        last = 0.0
-        while (reason := finished()) is None:
-            if time.monotonic() - last >= PLAIN_EVERY_S:
-                console.print(plain_line(health.snapshot()), highlight=False)
-                last = time.monotonic()
-            time.sleep(0.25)
+    reason = show_until_finished(
+        console,
+        options.live,
+        lambda: render(health.snapshot(), header, facts[-50:], "What the lab did"),
+        health.snapshot,
+        finished,
+    )
     console.print(f"Stopping: {reason}")
 
 
