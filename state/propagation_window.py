@@ -240,10 +240,6 @@ class PropagationWindows:
         state = self.leaders.get(leader)
         return state.window(self.settings) if state else None
 
-    def is_pending(self, leader: int, tp: TopicPartition) -> bool:
-        state = self.leaders.get(leader)
-        return state is not None and tp in state.pending
-
     def forget(self, tp: TopicPartition) -> None:
         """The partition's change reached every cache: it is no longer waiting anywhere."""
         for state in self.leaders.values():

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs
 from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, Histogram
@@ -26,13 +27,12 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
-from state import NO_BROKER, Attribution, CauseCount
+from state import NO_BROKER, Attribution, CauseCount, IsrAtRisk, check_restart
 from state.events import DeadLetterReason, Source
 from streaming.job.metric_families import broker_families, topic_families, unhealthy_families
 from streaming.job.reachability import ReachabilityWatch, outage_over, watch_families
 from streaming.job.rendered_series import GZIP_LEVEL, RenderedOnce
 from streaming.job.shard_stats import ShardStats
-from streaming.tools.check_restart import http_answer
 
 EVENT_RESULTS = {
     Source.FETCH_RESPONSES.value: ("applied", "error_response", "dead_letter"),
@@ -42,6 +42,26 @@ EVENT_RESULTS = {
 OPENMETRICS_EOF = b"# EOF\n"
 SCRAPE_BACKLOG = 128
 """Connections the kernel queues for /metrics before the server accepts them."""
+
+
+def restart_answer(
+    query_string: str, fragile: list[IsrAtRisk] | None
+) -> tuple[str, dict[str, Any]]:
+    """The HTTP status and JSON body of ``/check/restart?broker=N`` (``isrwatch check
+    restart``'s answer, ``state.restart_check``), from the shards' fragile partitions.
+
+    200 safe, 409 not safe, 400 without a broker id, 503 before the first micro-batch.
+    """
+    brokers = parse_qs(query_string).get("broker", [])
+    if len(brokers) != 1 or not brokers[0].lstrip("-").isdigit():
+        return "400 Bad Request", {"error": "give one broker id: /check/restart?broker=N"}
+    if fragile is None:
+        return "503 Service Unavailable", {"error": "no micro-batch has completed yet"}
+    result = check_restart(fragile, int(brokers[0]))
+    body = result.to_json()
+    # the job's shards report only the partitions one broker's stop could break
+    body["fragile_partitions"] = body.pop("partitions_considered")
+    return ("200 OK" if result.safe else "409 Conflict"), body
 
 
 class _QuietHandler(WSGIRequestHandler):
@@ -124,7 +144,7 @@ class HealthExporter(Collector):
 
         def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
             if environ.get("PATH_INFO") == "/check/restart":
-                status, body = http_answer(environ.get("QUERY_STRING", ""), self.fragile())
+                status, body = restart_answer(environ.get("QUERY_STRING", ""), self.fragile())
                 start_response(status, [("Content-Type", "application/json")])
                 return [json.dumps(body).encode()]
             return self.exposition(environ, start_response)
@@ -160,7 +180,7 @@ class HealthExporter(Collector):
         start_response("200 OK", headers)
         return [light + heavy]
 
-    def fragile(self) -> list[dict[str, Any]] | None:
+    def fragile(self) -> list[IsrAtRisk] | None:
         """Partitions one broker's stop could break, from every shard's latest report
         (None before the first batch): what ``/check/restart`` answers from."""
         if not self._shards:

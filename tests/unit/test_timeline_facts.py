@@ -19,8 +19,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import msgspec
 import pytest
 
+from state import Cause, CauseKind, HealthRecord
 from state.settings import RuleSettings
 from streaming.tools.timeline.assemble import TimelineRange, assemble
 from streaming.tools.timeline.builder import TimelineBuilder
@@ -216,14 +218,32 @@ def test_capture_range_and_filters() -> None:
 # ---------------------------------------------------------------- health records alone
 
 
-def record(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any]:
-    """A health record of t-0 as the job writes it; follower 2 is described by ``extra``."""
+def record_json(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any]:
+    """A health record of t-0 as the job writes it; follower 2 is described by ``extra``
+    (it last caught up at 1 000), follower 3 is in sync."""
+    behind = status != "IN_SYNC"
     follower = {
         "broker": 2,
         "in_isr": 2 in isr,
+        "fetch_offset": 100 if behind else 500,
+        "last_caught_up_ms": 1_000 if behind else now,
+        "lag_time_ms": now - 1_000 if behind else 0,
+        "lag_time_unknown": None,
+        "lag_messages": 400 if behind else 0,
         "status": status,
-        "last_caught_up_ms": 1_000,
+        "cause": None,
         **extra.pop("follower", {}),
+    }
+    in_sync = {
+        "broker": 3,
+        "in_isr": True,
+        "fetch_offset": 500,
+        "last_caught_up_ms": now,
+        "lag_time_ms": 0,
+        "lag_time_unknown": None,
+        "lag_messages": 0,
+        "status": "IN_SYNC",
+        "cause": None,
     }
     return {
         "topic": "t",
@@ -233,51 +253,58 @@ def record(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any
         "leader_epoch": 0,
         "replicas": [1, 2, 3],
         "isr": isr,
+        "min_insync_replicas": 1,
+        "high_watermark": 100 if 2 in isr and behind else 500,
+        "leader_leo": 500,
         "under_replicated": len(isr) < 3,
         "under_min_isr": False,
         "at_min_isr": False,
         "offline": False,
         "predicted_under_replicated": status in ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE"),
-        "followers": [
-            follower,
-            {"broker": 3, "in_isr": True, "status": "IN_SYNC", "last_caught_up_ms": now},
-        ],
+        "followers": [follower, in_sync],
         "metadata": extra.pop(
             "metadata",
             {
-                "state": "CONSISTENT",
                 "stale_brokers": [],
+                "state": "CONSISTENT",
                 "blackout_earliest_ms": None,
                 "blackout_latest_ms": None,
             },
         ),
+        "cause": None,
         **extra,
     }
 
 
-SLOW = {"kind": "slow_follower", "broker": 2, "text": "broker 2 fetches slowly"}
+def record(now: int, isr: list[int], status: str, **extra: Any) -> HealthRecord:
+    return msgspec.convert(record_json(now, isr, status, **extra), HealthRecord)
+
+
+SLOW = Cause(CauseKind.FETCHER_FROM_LEADER, 2, "broker 2 fetches slowly")
+SLOW_JSON = msgspec.to_builtins(SLOW)
 
 
 def health_lines() -> list[str]:
     stale = {
-        "state": "STALE_EXPECTED",
         "stale_brokers": [1, 2, 3],
+        "state": "STALE_EXPECTED",
         "blackout_earliest_ms": 18_000,
         "blackout_latest_ms": 20_500,
     }
+    slow = {"cause": SLOW_JSON}
     records = [
-        record(5_000, [1, 2, 3], "IN_SYNC", cause=None),
-        record(7_000, [1, 2, 3], "LAGGING", follower={"cause": SLOW}, cause=SLOW),
-        record(
+        record_json(5_000, [1, 2, 3], "IN_SYNC"),
+        record_json(7_000, [1, 2, 3], "LAGGING", follower=slow, cause=SLOW_JSON),
+        record_json(
             12_000,
             [1, 2, 3],
             "SHRINK_ELIGIBLE",
-            follower={"shrink_by_ms": 16_000, "cause": SLOW},
-            cause=SLOW,
+            follower={"shrink_by_ms": 16_000, **slow},
+            cause=SLOW_JSON,
         ),
-        record(14_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, metadata=stale, cause=SLOW),
-        record(19_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, cause=SLOW),
-        record(30_000, [1, 3, 2], "IN_SYNC", cause=None),
+        record_json(14_000, [1, 3], "OUT_OF_SYNC", follower=slow, metadata=stale, cause=SLOW_JSON),
+        record_json(19_000, [1, 3], "OUT_OF_SYNC", follower=slow, cause=SLOW_JSON),
+        record_json(30_000, [1, 3, 2], "IN_SYNC"),
     ]
     no_time = {**records[0], "as_of_ms": "5000"}  # a time that is not a number: skipped
     return [json.dumps(r) for r in [*records, no_time]] + ["not json", json.dumps({"topic": "t"})]
@@ -310,12 +337,17 @@ def test_health_records_alone_infer_changes_at_the_first_record_showing_them() -
 
 
 def test_health_records_without_causes_are_fine() -> None:
+    """Records of a release that wrote no causes (nor lag_time_unknown, nor
+    min_insync_replicas) still load."""
     lines = [json.loads(line) for line in health_lines()[:6]]
     for line in lines:
-        line.pop("cause", None)
+        del line["cause"], line["min_insync_replicas"]
         for follower in line["followers"]:
-            follower.pop("cause", None)
-    timeline = TimelineBuilder(30_000, 2_000).add_all(lines).finish()
+            del follower["cause"], follower["lag_time_unknown"]
+    reader = HealthInput()
+    records = list(reader.from_lines(json.dumps(line) for line in lines))
+    assert (reader.records, reader.skipped) == (6, {})
+    timeline = TimelineBuilder(30_000, 2_000).add_all(records).finish()
     assert timeline.episodes[0].cause is None
     assert timeline.periods[0].cause is None
 
