@@ -249,6 +249,12 @@ def evaluate(
     rows = _sorted_live_rows(table)
     leader = table.leader[rows].astype(np.int64)
     leader_live = (leader != NO_LEADER) & cluster.live_mask(leader)
+    # Kafka's controller creates a partition in the NewPartition state and elects its
+    # first leader next (PartitionStateMachine: NewPartition -> OnlinePartition, every
+    # release). Until then it has no leader epoch: it is not offline (OfflinePartition is
+    # a partition whose leader is gone), a leader reports none of its conditions, and no
+    # replica follows anyone.
+    elected = (leader != NO_LEADER) | (table.leader_epoch[rows] >= 0)
     lag_time_max = cluster.lag_time_max_of(leader, settings.replica_lag_time_max_ms)
     min_isr = cluster.min_isr_of(
         table.topic_id[rows], table.topic_names, settings.min_insync_replicas
@@ -256,7 +262,7 @@ def evaluate(
     n_isr, n_replicas = table.n_isr[rows], table.n_replicas[rows]
 
     broker = table.replica_broker[rows].astype(np.int64)
-    is_follower = (broker >= 0) & (broker != leader[:, None])
+    is_follower = (broker >= 0) & (broker != leader[:, None]) & elected[:, None]
     leader_leo = table.leader_leo[rows]
     facts = FollowerFacts(
         in_isr=table.in_isr[rows],
@@ -274,7 +280,7 @@ def evaluate(
     shrinking = (status == FollowerStatus.SHRINK_ELIGIBLE) | (
         status == FollowerStatus.SHRINK_OVERDUE
     )
-    under_replicated = n_isr < n_replicas
+    under_replicated = elected & (n_isr < n_replicas)
 
     metadata = np.zeros(len(rows), dtype=np.int8)
     stale_brokers: list[list[int]] = [[] for _ in range(len(rows))]
@@ -304,9 +310,9 @@ def evaluate(
         high_watermark=table.high_watermark[rows],
         leader_leo=leader_leo,
         under_replicated=under_replicated,
-        under_min_isr=n_isr < min_isr,
-        at_min_isr=n_isr == min_isr,
-        offline=~leader_live,
+        under_min_isr=elected & (n_isr < min_isr),
+        at_min_isr=elected & (n_isr == min_isr),
+        offline=elected & ~leader_live,
         predicted_under_replicated=~under_replicated & shrinking.any(axis=1),
         lag_time_max_ms=lag_time_max,
         min_insync_replicas=min_isr,

@@ -107,7 +107,8 @@ def test_topic_creation_then_election() -> None:
     m = model()
     apply(m, TopicChange(ts=0, created={"new": {0: (1, 2), 1: (2, 1)}}))
     record = health(m, 0, topic="new")
-    assert (record.leader, record.offline, record.isr) == (-1, True, [])
+    # NewPartition until the first election: not offline (docs/domain.md#partition-health)
+    assert (record.leader, record.offline, record.isr) == (-1, False, [])
     apply(m, leader_and_isr(100, topic="new", replicas=(1, 2), isr=(1, 2)))
     assert health(m, 100, topic="new").offline is False
 

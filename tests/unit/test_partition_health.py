@@ -4,8 +4,17 @@ from __future__ import annotations
 
 import msgspec
 
-from state.events import TopicConfig
-from tests.unit.builders import apply, brokers, fetch, health, isr_change, leader_and_isr, model
+from state.events import TopicChange, TopicConfig
+from tests.unit.builders import (
+    TOPIC,
+    apply,
+    brokers,
+    fetch,
+    health,
+    isr_change,
+    leader_and_isr,
+    model,
+)
 
 
 def test_under_replicated_and_min_isr_use_the_topic_setting() -> None:
@@ -122,3 +131,42 @@ def test_records_are_sorted_by_topic_then_partition() -> None:
     )
     keys = [(r.topic, r.partition) for r in m.evaluate(0).records()]
     assert keys == [("a", 1), ("b", 2), ("b", 10)]
+
+
+def test_a_created_partition_is_not_offline_while_it_waits_for_its_first_leader() -> None:
+    """Kafka's controller creates a partition in the NewPartition state and then elects
+    its first leader (PartitionStateMachine: NewPartition -> OnlinePartition). Before the
+    election the partition is not offline (OfflinePartitionsCount counts partitions whose
+    leader is gone), nor under-replicated or under min ISR (a leader reports those), and
+    no replica is anyone's follower yet."""
+    m = model()
+    apply(m, TopicChange(ts=0, created={TOPIC: {0: (1, 2, 3)}}))
+    created = health(m, 100)
+    assert (created.leader, created.replicas, created.isr) == (-1, [1, 2, 3], [])
+    assert created.conditions() == {
+        "under_replicated": False,
+        "under_min_isr": False,
+        "at_min_isr": False,
+        "offline": False,
+        "predicted_under_replicated": False,
+    }
+    assert created.followers == []
+    assert not m.evaluate(100).unhealthy().any()
+    apply(m, leader_and_isr(100))
+    elected = health(m, 100)
+    assert elected.leader == 1
+    assert [(f.broker, f.status) for f in elected.followers] == [(2, "IN_SYNC"), (3, "IN_SYNC")]
+
+
+def test_a_partition_whose_leader_is_gone_is_offline() -> None:
+    """Once it had a leader, a partition without one is offline (OfflinePartition)."""
+    m = model()
+    apply(
+        m,
+        TopicChange(ts=0, created={TOPIC: {0: (1, 2, 3)}}),
+        leader_and_isr(100, isr=(1,)),
+        leader_and_isr(200, leader=-1, epoch=1, isr=(1,)),
+    )
+    record = health(m, 300)
+    assert (record.leader, record.offline, record.under_min_isr) == (-1, True, False)
+    assert [f.broker for f in record.followers] == [1, 2, 3]

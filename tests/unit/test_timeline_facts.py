@@ -17,6 +17,7 @@ change at 18 650. Follower 2 catches up and is added back at 25 000.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -26,10 +27,13 @@ from state import Cause, CauseKind, HealthRecord
 from state.settings import RuleSettings
 from streaming.tools.timeline.assemble import TimelineRange, assemble
 from streaming.tools.timeline.builder import TimelineBuilder
-from streaming.tools.timeline.facts import IsrChange, TimelineFilter
+from streaming.tools.timeline.facts import IsrChange, StatusSpan, TimelineFilter
 from streaming.tools.timeline.health_records import HealthInput
+from tests.unit.builders import partition_health
 
 T = 10_000
+CONF = Path(__file__).resolve().parents[2] / "conf"
+B = 1_700_000_000_000  # conf/samples/incident.jsonl starts here
 SETTINGS = RuleSettings(replica_lag_time_max_ms=T)
 
 
@@ -397,3 +401,40 @@ def test_capture_and_health_records_together() -> None:
     assert (period.start_ms, period.cause) == (13_000, SLOW)
     assert [c.exact for c in timeline.isr_changes] == [True, True]
     assert any("Health records (health records): 6" in note for note in timeline.notes)
+
+
+# ---------------------------------------------------------------- leaders are no followers
+
+
+def test_a_follower_that_becomes_the_leader_leaves_its_lane() -> None:
+    """t-0: follower 3 out of the ISR under leader 1; at 5 000 broker 3 is elected and
+    leads, broker 1 follows. Broker 3's lane and episode end at 5 000 (a leader is no
+    follower of itself); broker 1's lane starts there."""
+    before = partition_health({2: "IN_SYNC", 3: "OUT_OF_SYNC"}, topic="t", as_of_ms=1_000)
+    after = partition_health(
+        {1: "IN_SYNC", 2: "IN_SYNC"}, topic="t", as_of_ms=5_000, leader=3, replicas=[1, 2, 3]
+    )
+    timeline = TimelineBuilder(T, 2_000).add_all([before, after]).finish(end_ms=9_000)
+    assert timeline.lanes[("t", 0, 3)] == [StatusSpan(1_000, 5_000, "OUT_OF_SYNC")]
+    assert timeline.lanes[("t", 0, 1)] == [StatusSpan(5_000, 9_000, "IN_SYNC")]
+    (episode,) = timeline.episodes
+    assert (episode.broker, episode.start_ms, episode.end_ms) == (3, 1_000, 5_000)
+
+
+def test_the_sample_incident_has_no_creation_outage_and_no_leader_as_follower() -> None:
+    """conf/samples/incident.jsonl, by hand: its three partitions are created at +0 s and
+    elected at +0.1 s (never offline, never under min ISR); orders-0 is shrunk at +45 s
+    and orders-1 at +96 s (under-replicated from then); broker 1, a follower of
+    payments-0, becomes its leader at +80.05 s (its lane ends by the next evaluation,
+    at most 1 s later, and broker 3, the old leader, follows from then)."""
+    with (CONF / "samples" / "incident.jsonl").open() as lines:
+        timeline = assemble(SETTINGS, capture=list(lines))
+    periods = {(p.kind, p.topic, p.partition, p.start_ms) for p in timeline.periods}
+    assert periods == {
+        ("under_replicated", "orders", 0, B + 45_000),
+        ("under_replicated", "orders", 1, B + 96_000),
+    }
+    assert ("orders", 0, 1) not in timeline.lanes  # broker 1 leads orders-0 throughout
+    assert ("orders", 1, 2) not in timeline.lanes  # broker 2 leads orders-1 throughout
+    assert B + 80_050 <= timeline.lanes[("payments", 0, 1)][-1].end_ms <= B + 81_050
+    assert timeline.lanes[("payments", 0, 3)][0].start_ms >= B + 80_050

@@ -46,6 +46,7 @@ class _Follower:
     status: str
     since_ms: int
     in_isr: bool
+    following: bool = True  # False once a record lists it no more (it leads, say)
     spans: list[StatusSpan] = field(default_factory=list)
     episode: FollowerEpisode | None = None
     predicted_ms: int | None = None  # in the current ISR stint
@@ -72,6 +73,7 @@ class _Partition:
     periods: dict[str, PartitionPeriod] = field(default_factory=dict)
     blackout: MetadataBlackout | None = None
     changed_ms: int | None = None  # its latest ISR change
+    followers: set[int] = field(default_factory=set)  # as its latest record lists them
 
 
 class TimelineBuilder:
@@ -150,6 +152,10 @@ class TimelineBuilder:
             broker = follower.broker
             if self.where.keeps_follower(broker):
                 self._follower(tp, leader, broker, follower, now)
+        listed = {f.broker for f in record.followers}
+        for broker in state.followers - listed:
+            self._no_longer_follows((*tp, broker), now)
+        state.followers = listed
 
     def _partition_periods(
         self, state: _Partition, record: HealthRecord, now: int, cause: Cause | None
@@ -204,6 +210,8 @@ class TimelineBuilder:
         state = self._followers.get(key)
         if state is None:
             state = self._followers[key] = _Follower(status, now, in_isr)
+        elif not state.following:  # a follower again: its lane resumes now
+            state.status, state.since_ms, state.following = status, now, True
         elif status != state.status:
             state.spans.append(StatusSpan(state.since_ms, now, state.status))
             state.status, state.since_ms = status, now
@@ -219,6 +227,19 @@ class TimelineBuilder:
         seen = _Seen(tp, leader, broker, status, follower, now)
         self._overdue_follower(state, seen)
         self._episode(state, seen)
+
+    def _no_longer_follows(self, key: FollowerKey, now: int) -> None:
+        """A replica the partition's records listed as a follower and list no more: it
+        became the leader (Kafka's leader is no follower of itself), or left the
+        replicas. Its lane and its episode end here, whatever its last status was."""
+        state = self._followers.get(key)
+        if state is None or not state.following:
+            return
+        state.spans.append(StatusSpan(state.since_ms, now, state.status))
+        state.following, state.predicted_ms = False, None
+        if state.episode is not None:
+            state.episode.end_ms = now
+            state.episode = None
 
     def _overdue_follower(self, state: _Follower, seen: _Seen) -> None:
         tp, leader, broker, status, follower, now = seen
@@ -361,7 +382,9 @@ class TimelineBuilder:
         lanes: dict[FollowerKey, list[StatusSpan]] = {}
         for key in sorted(self._followers):
             follower = self._followers[key]
-            spans = [*follower.spans, StatusSpan(follower.since_ms, end, follower.status)]
+            spans = list(follower.spans)
+            if follower.following:
+                spans.append(StatusSpan(follower.since_ms, end, follower.status))
             clipped = list(_clip_spans(spans, start, end))
             if clipped:
                 lanes[key] = clipped
