@@ -47,7 +47,7 @@ from state.sharding import shard_lookup
 
 if TYPE_CHECKING:
     from state.apply_report import ApplyReport
-    from state.model import ReplicationModel
+    from state.controller_events_api import ControllerEventTarget
 
 NO_EPOCH = -1
 """The controller epoch column of an event that carries none (epochs are >= 0)."""
@@ -108,7 +108,7 @@ def segments(run: Sequence[tuple[int, LeaderAndIsr]]) -> list[Sequence[tuple[int
 
 
 def apply_leader_and_isr_run(
-    model: ReplicationModel, run: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+    model: ControllerEventTarget, run: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
 ) -> None:
     """Apply ``(source_id, event)`` pairs, all :func:`takes_in_bulk`, in order."""
     for piece in segments(run):
@@ -141,7 +141,7 @@ def live_rows_of(table: PartitionTable, topics: Topics, partitions: I64) -> I64:
     return rows
 
 
-def _owned(model: ReplicationModel, topics: Topics, partitions: I64) -> BOOL:
+def _owned(model: ControllerEventTarget, topics: Topics, partitions: I64) -> BOOL:
     if model.shard is None:
         return np.ones(len(partitions), dtype=np.bool_)
     lookup = shard_lookup(model.shard.count)
@@ -150,7 +150,7 @@ def _owned(model: ReplicationModel, topics: Topics, partitions: I64) -> BOOL:
 
 
 def _admitted_by_controller(
-    model: ReplicationModel, events: Sequence[LeaderAndIsr]
+    model: ControllerEventTarget, events: Sequence[LeaderAndIsr]
 ) -> tuple[BOOL, npt.NDArray[np.intp]]:
     """Which events a broker takes by their controller epoch, and which raise it."""
     epochs = _int_column(
@@ -165,7 +165,7 @@ def _admitted_by_controller(
 
 
 def _apply_segment(
-    model: ReplicationModel, segment: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+    model: ControllerEventTarget, segment: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
 ) -> None:
     """Events of distinct partitions (see the module docstring)."""
     table = model.table
@@ -214,7 +214,7 @@ def _apply_segment(
 
 
 def _write(
-    model: ReplicationModel,
+    model: ControllerEventTarget,
     events: list[LeaderAndIsr],
     states: list[StatedState],
     rows: I64,
@@ -306,7 +306,7 @@ def _contained(
 
 
 def apply_metadata_states(
-    model: ReplicationModel, event: UpdateMetadata, report: ApplyReport
+    model: ControllerEventTarget, event: UpdateMetadata, report: ApplyReport
 ) -> bool:
     """The partition states of ``event`` as ``ReplicationModel._update_metadata`` applies
     them, with the lookups over columns; False (nothing done) when the event names one of

@@ -17,11 +17,11 @@ from state.propagation_window import record_isr_change, record_pending_change
 
 if TYPE_CHECKING:
     from state.apply_report import ApplyReport
-    from state.model import ReplicationModel
+    from state.controller_events_api import ControllerEventTarget
 
 
 def apply_isr_change(
-    model: ReplicationModel, event: IsrChange, report: ApplyReport
+    model: ControllerEventTarget, event: IsrChange, report: ApplyReport
 ) -> DeadLetterReason | None:
     """Apply the leader's own ISR change, fenced as its controller would take it."""
     if not model.owns(event.topic, event.partition):
@@ -67,7 +67,7 @@ def apply_isr_change(
 
 
 def _isr_committed(
-    model: ReplicationModel, row: int, event: IsrChange, report: ApplyReport
+    model: ControllerEventTarget, row: int, event: IsrChange, report: ApplyReport
 ) -> None:
     """The partial IsrChange: the new ISR, the one before it not stated.
 
