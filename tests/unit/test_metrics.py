@@ -13,6 +13,7 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from state import MetadataHealth
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.job.shard_stats import ShardStats, UnhealthyPartition
 from streaming.tools.embedded_broker import free_port
@@ -271,13 +272,13 @@ def test_a_new_isr_change_series_is_scraped_at_zero_before_its_count() -> None:
 
 
 def test_the_exporter_serves_until_closed_and_releases_its_port() -> None:
-    exporter = HealthExporter()
+    server = ExporterServer(HealthExporter())
     port = free_port()
-    exporter.serve("127.0.0.1", port)
+    server.serve("127.0.0.1", port)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert b"isrwatch_events_total" in response.read()
-    exporter.close()
-    exporter.close()  # idempotent
+    server.close()
+    server.close()  # idempotent
     with socket.socket() as again:  # nobody listens any more
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", port))

@@ -19,6 +19,7 @@ from state.restart_check import breakage, check_restart, fragile_entries
 from state.settings import RuleSettings
 from streaming.cli import main
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.tools.embedded_broker import free_port
 from streaming.tools.replay import replay
@@ -186,8 +187,9 @@ def get(url: str) -> tuple[int, dict[str, Any]]:
 
 def test_the_exporter_answers_over_http_from_the_shards_fragile_partitions() -> None:
     exporter = HealthExporter()
+    server = ExporterServer(exporter)
     port = free_port()
-    exporter.serve("127.0.0.1", port)
+    server.serve("127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
     try:
         assert get(f"{base}/check/restart?broker=1")[0] == 503  # no batch yet
@@ -208,7 +210,7 @@ def test_the_exporter_answers_over_http_from_the_shards_fragile_partitions() -> 
         with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
             assert b"isrwatch_partitions" in response.read()
     finally:
-        exporter.close()
+        server.close()
 
 
 @pytest.mark.parametrize(
