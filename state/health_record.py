@@ -15,9 +15,25 @@ conf/schemas/partition-health.schema.json to the same fields.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from state.cause_kinds import NO_BROKER, CauseKind
+
+# The record's words for the model's codes; tests/unit/test_health_schema.py holds each
+# equal to its enum (FollowerStatus, MetadataState, LagTimeUnknown) and to the schema.
+StatusName = Literal[
+    "IN_SYNC",
+    "LAGGING",
+    "SHRINK_ELIGIBLE",
+    "SHRINK_OVERDUE",
+    "CATCHING_UP",
+    "OUT_OF_SYNC",
+    "OFFLINE",
+]
+MetadataStateName = Literal["CONSISTENT", "STALE_EXPECTED", "STALE_OVERDUE"]
+LagTimeUnknownName = Literal["NEVER_CAUGHT_UP"]
 
 KAFKA_DEFAULT_MIN_INSYNC_REPLICAS = 1
 """``min.insync.replicas``' default in Kafka (TopicConfig, every release): what a record
@@ -42,7 +58,7 @@ class MetadataHealth(msgspec.Struct, frozen=True):
     (docs/domain.md#metadata-staleness)."""
 
     stale_brokers: list[int]
-    state: str  # a state.metadata_cache.MetadataState name
+    state: MetadataStateName
     blackout_earliest_ms: int | None  # the propagation window; None without one
     blackout_latest_ms: int | None
 
@@ -56,9 +72,9 @@ class FollowerHealth(msgspec.Struct, frozen=True, kw_only=True):
     last_caught_up_ms: int | None  # None: not caught up since its leader's election
     lag_time_ms: int | None
     # Why lag_time_ms is None (a state.lag_time.LagTimeUnknown); records before it lack it.
-    lag_time_unknown: str | None = None
+    lag_time_unknown: LagTimeUnknownName | None = None
     lag_messages: int | None
-    status: str  # a state.shrink_rule.FollowerStatus name
+    status: StatusName
     # SHRINK_ELIGIBLE and SHRINK_OVERDUE only: absent from the JSON of any other status
     # (UNSET), null when neither a catch-up nor its entry into the ISR was seen.
     shrink_by_ms: int | msgspec.UnsetType | None = msgspec.UNSET

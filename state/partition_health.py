@@ -19,14 +19,18 @@ from state.arrays import BOOL, I64
 from state.caught_up import UNKNOWN_OFFSET
 from state.cluster_state import ClusterState
 from state.events import NO_LEADER
-from state.health_record import FollowerHealth, HealthRecord, MetadataHealth
+from state.health_record import FollowerHealth, HealthRecord, LagTimeUnknownName, MetadataHealth
 from state.lag_time import (
-    LagTimeUnknown,
     caught_up_known,
     lag_time_known,
     shrink_deadline_known,
 )
-from state.metadata_cache import MetadataCaches, MetadataState, metadata_state
+from state.metadata_cache import (
+    METADATA_STATE_NAMES,
+    MetadataCaches,
+    MetadataState,
+    metadata_state,
+)
 from state.partition_table import PartitionTable
 from state.propagation_window import PropagationWindows, blackout_window_of
 from state.settings import RuleSettings
@@ -41,11 +45,6 @@ from state.shrink_rule import (
 
 NO_FOLLOWER = -1
 """``follower_status`` of a replica slot that holds no follower (empty, or the leader)."""
-
-METADATA_STATE_NAMES: tuple[str, ...] = tuple(
-    MetadataState(code).name for code in range(max(MetadataState) + 1)
-)
-"""The record's name of each ``metadata_state`` code."""
 
 
 @dataclass(frozen=True)
@@ -206,7 +205,7 @@ class HealthFrame:
         statuses = status[present].tolist()
         shrinking = {FollowerStatus.SHRINK_ELIGIBLE.value, FollowerStatus.SHRINK_OVERDUE.value}
         lag_messages = np.maximum(0, self.leader_leo[rows][owner] - offset)
-        unknown = LagTimeUnknown.NEVER_CAUGHT_UP.value
+        unknown: LagTimeUnknownName = "NEVER_CAUGHT_UP"  # LagTimeUnknown.NEVER_CAUGHT_UP
         flat: list[FollowerHealth] = []
         for broker, in_isr, fetch_offset, caught_up, lag, known, messages, code, by in zip(
             column(self.follower_broker).tolist(),

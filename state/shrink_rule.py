@@ -18,11 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from fractions import Fraction
+from typing import get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from state.arrays import BOOL, I64
+from state.health_record import StatusName
 
 
 class FollowerStatus(IntEnum):
@@ -35,7 +37,9 @@ class FollowerStatus(IntEnum):
     OFFLINE = 6
 
 
-STATUS_NAMES: tuple[str, ...] = tuple(s.name for s in FollowerStatus)
+STATUS_NAMES: tuple[StatusName, ...] = get_args(StatusName)
+"""Every status name, in FollowerStatus code order (STATUS_NAMES[code]; a test holds the
+two equal)."""
 
 STATUS_SEVERITY: dict[str, int] = {
     FollowerStatus.IN_SYNC.name: 0,

@@ -18,6 +18,7 @@ from state.events import (
     MetadataPartitionState,
     UpdateMetadata,
 )
+from state.health_record import StatusName
 from state.settings import RuleSettings
 
 TOPIC = "orders"
@@ -153,7 +154,7 @@ LEADER_LEO = 5_000
 
 
 def follower_health(
-    broker: int, status: str, *, in_isr: bool, as_of_ms: int = AS_OF_MS, lag_ms: int = 0
+    broker: int, status: StatusName, *, in_isr: bool, as_of_ms: int = AS_OF_MS, lag_ms: int = 0
 ) -> FollowerHealth:
     """A follower in ``status``: in sync at the leader's LEO; LAGGING and SHRINK_* behind
     by ``lag_ms`` (default 20 s, 32 s and 50 s: past T / 2, T and 1.5 T); outside the ISR,
@@ -199,7 +200,7 @@ CONSISTENT = MetadataHealth(
 
 
 def partition_health(
-    followers: Mapping[int, str] | Sequence[FollowerHealth],
+    followers: Mapping[int, StatusName] | Sequence[FollowerHealth],
     *,
     topic: str = TOPIC,
     partition: int = 0,

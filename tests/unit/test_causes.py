@@ -18,18 +18,19 @@ from state import (
     attribute,
     with_causes,
 )
+from state.health_record import MetadataStateName, StatusName
 from tests.unit.builders import partition_health
 
 
 def record(
     partition: int,
     leader: int,
-    followers: dict[int, str],
+    followers: dict[int, StatusName],
     *,
     topic: str = "t",
     isr: tuple[int, ...] | None = None,
     offline: bool = False,
-    metadata: str = "CONSISTENT",
+    metadata: MetadataStateName = "CONSISTENT",
     stale: tuple[int, ...] = (),
 ) -> HealthRecord:
     return partition_health(

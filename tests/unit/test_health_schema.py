@@ -7,7 +7,7 @@ import json
 import re
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import jsonschema
 import msgspec
@@ -15,13 +15,18 @@ import pytest
 from click.testing import CliRunner
 
 from state import (
+    STATUS_NAMES,
     Cause,
     CauseKind,
     FollowerHealth,
+    FollowerStatus,
     HealthRecord,
+    LagTimeUnknown,
     MetadataHealth,
+    MetadataState,
     encode_record,
 )
+from state.health_record import LagTimeUnknownName, MetadataStateName, StatusName
 from state.settings import RuleSettings
 from streaming.cli import main
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
@@ -190,3 +195,14 @@ def test_the_structs_and_the_schema_have_the_same_fields(
         )
     written = {f for f in own["properties"] if f != "shrink_by_ms"}  # absent unless shrinking
     assert set(definition["required"]) == written
+
+
+def test_the_records_words_are_the_models_codes_and_the_schemas_enums() -> None:
+    follower = SCHEMA["$defs"]["follower"]["properties"]
+    metadata = SCHEMA["$defs"]["metadata"]["properties"]
+    assert get_args(StatusName) == tuple(s.name for s in FollowerStatus) == STATUS_NAMES
+    assert list(get_args(StatusName)) == follower["status"]["enum"]
+    assert get_args(MetadataStateName) == tuple(s.name for s in MetadataState)
+    assert list(get_args(MetadataStateName)) == metadata["state"]["enum"]
+    assert get_args(LagTimeUnknownName) == tuple(u.value for u in LagTimeUnknown)
+    assert [None, *get_args(LagTimeUnknownName)] == follower["lag_time_unknown"]["enum"]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from state import ClusterShape, HealthRecord, UnhealthyPartitions, attribute, decode_record
+from state.health_record import StatusName
 from streaming.job.metrics import HealthExporter
 from streaming.job.shard_state import STATS
 from streaming.job.shard_stats import UnhealthyPartition, encode
@@ -17,7 +18,7 @@ from tests.unit.builders import T_MS, partition_health
 from tests.unit.test_metrics import samples, shard_stats
 
 
-def lagging(partition: int, broker: int, status: str = "LAGGING") -> HealthRecord:
+def lagging(partition: int, broker: int, status: StatusName = "LAGGING") -> HealthRecord:
     return partition_health({broker: status}, topic="orders", partition=partition, leader=1)
 
 

@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from state import HealthRecord, IsrAtRisk, encode_record
+from state.health_record import StatusName
 from state.restart_check import breakage, check_restart, fragile_entries
 from state.settings import RuleSettings
 from streaming.cli import main
@@ -33,7 +34,7 @@ START_MS = 1_700_000_000_000
 def record(
     isr: list[int],
     minimum: int,
-    statuses: dict[int, str] | None = None,
+    statuses: dict[int, StatusName] | None = None,
     leader: int = 1,
     partition: int = 0,
 ) -> HealthRecord:
