@@ -213,12 +213,13 @@ def _process(
         changed = _changed(
             snapshot, frame, keys, signatures, full=settings.snapshot_when_idle and idle
         )
-        out += _health_rows(frame, keys, changed & ~frame.unhealthy())
+        unhealthy_rows = frame.unhealthy()
+        out += _health_rows(frame, keys, changed & ~unhealthy_rows)
         out += [
             {"kind": TOMBSTONE, "key": key, "value": None}
             for key in sorted(snapshot.signatures.keys() - set(keys))  # partitions gone
         ]
-        unhealthy = _unhealthy_partitions(frame, changed)
+        unhealthy = _unhealthy_partitions(frame, unhealthy_rows, changed)
         snapshot.signatures = dict(zip(keys, signatures, strict=True))
         snapshot.signature_scheme = SIGNATURES
     out.append(_stats_row(snapshot, frame, unhealthy, report, late, duplicates, now))
@@ -302,14 +303,16 @@ def _health_rows(frame: HealthFrame, keys: list[str], written: BOOL) -> list[dic
     ]
 
 
-def _unhealthy_partitions(frame: HealthFrame, changed: BOOL) -> list[UnhealthyPartition]:
+def _unhealthy_partitions(
+    frame: HealthFrame, unhealthy_rows: BOOL, changed: BOOL
+) -> list[UnhealthyPartition]:
     """The unhealthy partitions' records, for the driver to give them causes, and the
     leader's T, which the record leaves out and the metrics draw the shrink thresholds
     with."""
-    positions = np.flatnonzero(frame.unhealthy()).tolist()
+    positions = np.flatnonzero(unhealthy_rows).tolist()
     return [
-        UnhealthyPartition(record=record, replica_lag_time_max_ms=lag_time_max, changed=is_new)
-        for record, lag_time_max, is_new in zip(
+        UnhealthyPartition(record=record, replica_lag_time_max_ms=lag_time_max, changed=changed_now)
+        for record, lag_time_max, changed_now in zip(
             frame.records_at(positions),
             frame.lag_time_max_ms[positions].tolist(),
             changed[positions].tolist(),
