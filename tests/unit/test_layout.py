@@ -3,6 +3,7 @@ themselves."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,44 @@ def test_the_job_is_where_pyspark_is_imported() -> None:
     )
     assert importing, "no module imports pyspark: the scan is broken"
     assert all(path.startswith("streaming/job/") for path in importing), importing
+
+
+def _state_imports() -> dict[str, set[str]]:
+    """Each module of ``state/`` -> the ``state`` modules it imports, those made only for
+    type checking included (the package's lazy ``__init__`` left out)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((REPO / "state").glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("state."):
+                imported.add(str(node.module))
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names if a.name.startswith("state.")}
+        graph[f"state.{path.stem}"] = imported
+    return graph
+
+
+def _cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
+    """A path of imports from ``start`` back to it, if there is one."""
+    paths = [[start]]
+    seen: set[str] = set()
+    while paths:
+        path = paths.pop()
+        for module in sorted(graph.get(path[-1], ())):
+            if module == start:
+                return [*path, module]
+            if module not in seen:
+                seen.add(module)
+                paths.append([*path, module])
+    return None
+
+
+def test_state_has_no_import_cycle() -> None:
+    """A rule module names what it needs of the model or the table (a Protocol) rather than
+    importing the module that imports it back."""
+    graph = _state_imports()
+    assert len(graph) > 25
+    cycles = {m: path for m in graph if (path := _cycle_through(graph, m)) is not None}
+    assert cycles == {}
