@@ -90,3 +90,34 @@ def test_state_has_no_import_cycle() -> None:
     assert len(graph) > 25
     cycles = {m: path for m in graph if (path := _cycle_through(graph, m)) is not None}
     assert cycles == {}
+
+
+LAYERS_BELOW = {
+    "state": ("streaming",),
+    "streaming/config": ("streaming.job", "streaming.feeds", "streaming.tools", "streaming.cli"),
+    "streaming/job": ("streaming.tools", "streaming.cli"),
+    "streaming/feeds": ("streaming.tools", "streaming.cli"),
+}
+"""Each layer (a directory) and the packages above it, which it must not import: the
+model, then the configuration, then the job and the feeds, then the tools and the
+command line (docs/architecture.md)."""
+
+
+def test_no_import_runs_against_the_layers() -> None:
+    against = []
+    for layer, above in LAYERS_BELOW.items():
+        for path in sorted((REPO / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
+                against += [
+                    f"{path.relative_to(REPO)}: {name}"
+                    for name in names
+                    if any(name == top or name.startswith(top + ".") for top in above)
+                ]
+    assert against == []
