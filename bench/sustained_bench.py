@@ -72,7 +72,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from state import WireFetch
+from state import WireFetch, encode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.job.metrics import HealthExporter
@@ -411,15 +411,15 @@ class Watch:
             self.taken_in_batch[batch_id] = self._taken() - taken_before
             for key, value in zip(health["key"], health["value"], strict=True):
                 p = self.probe_keys[key]
-                for follower in json.loads(value)["followers"]:
+                for follower in json.loads(value).followers:
                     caught_up = follower.get("last_caught_up_ms")
                     if (
-                        follower["broker"] == probe_follower(p)
-                        and follower["status"] in PAST_T
+                        follower.broker == probe_follower(p)
+                        and follower.status in PAST_T
                         and (caught_up or 0) >= self.since_ms
                         and p not in self.detected
                     ):
-                        self.detected[p] = Detection(wall, follower["status"], caught_up)
+                        self.detected[p] = Detection(wall, follower.status, caught_up)
 
     def start_phase(self, since_ms: int) -> None:
         with self.lock:
@@ -1244,7 +1244,7 @@ def replay_agreement(
     began = time.monotonic()
     lines = (json.dumps(e) for e in envelopes)
     expected = {
-        f"{r['topic']}:{r['partition']}": r for r in replay(lines, RuleSettings(), None).records
+        r.key: json.loads(encode_record(r)) for r in replay(lines, RuleSettings(), None).records
     }
     replay_s = time.monotonic() - began
     same = sum(by_job.get(key) == record for key, record in expected.items())

@@ -12,7 +12,8 @@ rules, one module holding all of a rule:
 * ``state.propagation_window``: how long brokers' caches may show an old ISR;
 * ``state.metadata_cache``: metadata staleness, which brokers' caches show an old ISR
   and whether that is expected;
-* ``state.partition_health``: the health record of every partition at ``now``;
+* ``state.partition_health``: the health of every partition at ``now``;
+* ``state.health_record``: the health record, the typed product every reader reads;
 * ``state.causes``: why followers and partitions are unhealthy.
 
 The names are loaded on first use, so that a process that needs only the decoders
@@ -28,12 +29,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "state.apply_report": ("ApplyReport", "IsrChangeKind", "IsrTransition"),
     "state.arrays": ("BOOL", "I64"),
     "state.attribution_inputs": (
-        "NO_BROKER",
         "ClusterShape",
         "UnhealthyPartitions",
         "shape_of_model",
     ),
-    "state.cause_kinds": ("CauseKind",),
+    "state.cause_kinds": ("NO_BROKER", "CauseKind"),
     "state.caught_up": ("NEVER", "UNKNOWN_OFFSET"),
     "state.causes": ("Attribution", "CauseCount", "annotate", "attribute", "with_causes"),
     "state.controller_decoder": ("decode_controller_events",),
@@ -47,14 +47,22 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "state.fetch_decoder": ("WireFetch", "decode_fetches"),
     "state.flapping": ("Flap",),
     "state.follower_fetch_state": ("WIRE_COLUMNS", "FetchBatch"),
-    "state.health_signature": ("health_signatures",),
+    "state.health_signature": ("health_signatures", "legacy_health_signature"),
     "state.lag_time": ("LagTimeUnknown", "caught_up_known", "time_or_none"),
     "state.metadata_cache": ("MetadataState",),
     "state.model": ("ReplicationModel",),
-    "state.partition_health": ("NO_FOLLOWER", "HealthFrame", "HealthRecord"),
+    "state.health_record": (
+        "Cause",
+        "FollowerHealth",
+        "HealthRecord",
+        "MetadataHealth",
+        "decode_record",
+        "encode_record",
+    ),
+    "state.partition_health": ("NO_FOLLOWER", "HealthFrame"),
     "state.partition_table": ("PartitionTable",),
     "state.propagation_window": ("NO_TIME", "BlackoutWindow", "blackout_window_of"),
-    "state.restart_check": ("RestartCheck", "check_restart", "fragile_entries"),
+    "state.restart_check": ("IsrAtRisk", "RestartCheck", "check_restart", "fragile_entries"),
     "state.sharding": ("Shard", "shard_lookup", "shard_of"),
     "state.shrink_rule": ("STATUS_NAMES", "FollowerStatus", "shrink_deadline_ms"),
 }
@@ -71,12 +79,12 @@ if TYPE_CHECKING:
     from state.apply_report import IsrTransition as IsrTransition
     from state.arrays import BOOL as BOOL
     from state.arrays import I64 as I64
-    from state.attribution_inputs import NO_BROKER as NO_BROKER
     from state.attribution_inputs import ClusterShape as ClusterShape
     from state.attribution_inputs import UnhealthyPartitions as UnhealthyPartitions
     from state.attribution_inputs import shape_of_model as shape_of_model
     from state.caught_up import NEVER as NEVER
     from state.caught_up import UNKNOWN_OFFSET as UNKNOWN_OFFSET
+    from state.cause_kinds import NO_BROKER as NO_BROKER
     from state.cause_kinds import CauseKind as CauseKind
     from state.causes import Attribution as Attribution
     from state.causes import CauseCount as CauseCount
@@ -95,7 +103,14 @@ if TYPE_CHECKING:
     from state.flapping import Flap as Flap
     from state.follower_fetch_state import WIRE_COLUMNS as WIRE_COLUMNS
     from state.follower_fetch_state import FetchBatch as FetchBatch
+    from state.health_record import Cause as Cause
+    from state.health_record import FollowerHealth as FollowerHealth
+    from state.health_record import HealthRecord as HealthRecord
+    from state.health_record import MetadataHealth as MetadataHealth
+    from state.health_record import decode_record as decode_record
+    from state.health_record import encode_record as encode_record
     from state.health_signature import health_signatures as health_signatures
+    from state.health_signature import legacy_health_signature as legacy_health_signature
     from state.lag_time import LagTimeUnknown as LagTimeUnknown
     from state.lag_time import caught_up_known as caught_up_known
     from state.lag_time import time_or_none as time_or_none
@@ -103,11 +118,11 @@ if TYPE_CHECKING:
     from state.model import ReplicationModel as ReplicationModel
     from state.partition_health import NO_FOLLOWER as NO_FOLLOWER
     from state.partition_health import HealthFrame as HealthFrame
-    from state.partition_health import HealthRecord as HealthRecord
     from state.partition_table import PartitionTable as PartitionTable
     from state.propagation_window import NO_TIME as NO_TIME
     from state.propagation_window import BlackoutWindow as BlackoutWindow
     from state.propagation_window import blackout_window_of as blackout_window_of
+    from state.restart_check import IsrAtRisk as IsrAtRisk
     from state.restart_check import RestartCheck as RestartCheck
     from state.restart_check import check_restart as check_restart
     from state.restart_check import fragile_entries as fragile_entries

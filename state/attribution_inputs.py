@@ -18,15 +18,15 @@ import numpy as np
 import numpy.typing as npt
 
 from state.arrays import I64
+from state.cause_kinds import NO_BROKER
+from state.health_record import HealthRecord
 from state.maintenance import Maintenance
+from state.metadata_cache import MetadataState
 from state.shrink_rule import FollowerStatus
 
 if TYPE_CHECKING:
     from state.model import ReplicationModel
     from state.partition_health import HealthFrame
-
-NO_BROKER = -1
-"""The responsible broker of a cause that blames none (``"broker": null``)."""
 
 
 @dataclass(frozen=True)
@@ -176,41 +176,36 @@ class UnhealthyPartitions:
     followers: LaggingFollowers
 
     @staticmethod
-    def of(records: Sequence[Mapping[str, Any]]) -> UnhealthyPartitions:
+    def of(records: Sequence[HealthRecord]) -> UnhealthyPartitions:
         """From health records (replay's, or the ones the shards report as unhealthy)."""
         partition: list[int] = []
         broker: list[int] = []
         leader_of: list[int] = []
         status: list[int] = []
         for i, record in enumerate(records):
-            for follower in record["followers"]:
-                code = FollowerStatus[follower["status"]]
+            for follower in record.followers:
+                code = FollowerStatus[follower.status]
                 if code != FollowerStatus.IN_SYNC:
                     partition.append(i)
-                    broker.append(follower["broker"])
-                    leader_of.append(record["leader"])
+                    broker.append(follower.broker)
+                    leader_of.append(record.leader)
                     status.append(code)
+        n = len(records)
         return UnhealthyPartitions(
-            keys=[(r["topic"], r["partition"]) for r in records],
-            leader=np.fromiter((r["leader"] for r in records), np.int64, len(records)),
-            offline=np.fromiter((r["offline"] for r in records), np.bool_, len(records)),
-            under_replicated=np.fromiter(
-                (r["under_replicated"] for r in records), np.bool_, len(records)
-            ),
-            last_isr=np.fromiter(
-                (r["isr"][-1] if r["isr"] else NO_BROKER for r in records), np.int64, len(records)
-            ),
+            keys=[(r.topic, r.partition) for r in records],
+            leader=np.fromiter((r.leader for r in records), np.int64, n),
+            offline=np.fromiter((r.offline for r in records), np.bool_, n),
+            under_replicated=np.fromiter((r.under_replicated for r in records), np.bool_, n),
+            last_isr=np.fromiter((r.isr[-1] if r.isr else NO_BROKER for r in records), np.int64, n),
             metadata_overdue=np.fromiter(
-                (r["metadata"]["state"] == "STALE_OVERDUE" for r in records),
+                (r.metadata.state == MetadataState.STALE_OVERDUE.name for r in records),
                 np.bool_,
-                len(records),
+                n,
             ),
             metadata_stale=np.fromiter(
-                (r["metadata"]["state"] != "CONSISTENT" for r in records),
-                np.bool_,
-                len(records),
+                (r.metadata.state != MetadataState.CONSISTENT.name for r in records), np.bool_, n
             ),
-            stale_brokers=[list(r["metadata"]["stale_brokers"]) for r in records],
+            stale_brokers=[list(r.metadata.stale_brokers) for r in records],
             followers=LaggingFollowers(
                 np.asarray(partition, dtype=np.int64),
                 np.asarray(broker, dtype=np.int64),

@@ -23,14 +23,11 @@ caught-up time; ``state.lag_time`` says how it is reported.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numba
 import numpy as np
 import numpy.typing as npt
-
-if TYPE_CHECKING:
-    from state.partition_table import PartitionTable
 
 UNKNOWN_OFFSET = -1
 """``log_end_offset`` of a follower whose fetch offset has not been seen (since election)."""
@@ -68,8 +65,29 @@ def update_fetch_state(
     replica[LOG_END_OFFSET] = fetch_offset
 
 
+class FollowerColumns(Protocol):
+    """The columns of the partition table (``state.partition_table``) the reset reads and
+    writes: the table is built on this module's record layout, so it is named by what is
+    used of it rather than imported."""
+
+    @property
+    def leader_leo(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def epoch_start_offset(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def in_isr(self) -> npt.NDArray[np.bool_]: ...
+    @property
+    def log_end_offset(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def last_fetch_time_ms(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def last_fetch_leader_leo(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def last_caught_up_ms(self) -> npt.NDArray[np.int64]: ...
+
+
 def reset_on_become_leader(
-    table: PartitionTable, row: int, now_ms: int, *, new_leader: bool
+    table: FollowerColumns, row: int, now_ms: int, *, new_leader: bool
 ) -> None:
     """Kafka's Partition.makeLeader on a new leader epoch: reset every remote replica.
 
@@ -89,7 +107,7 @@ def reset_on_become_leader(
 
 
 def reset_rows_on_become_leader(
-    table: PartitionTable,
+    table: FollowerColumns,
     rows: npt.NDArray[np.int64],
     now_ms: npt.NDArray[np.int64],
     new_leader: npt.NDArray[np.bool_],

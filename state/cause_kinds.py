@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 from enum import StrEnum
-from typing import Any
 
-from state.attribution_inputs import NO_BROKER
-
-Cause = dict[str, Any]
-"""``{"kind": str, "broker": int | None, "text": str}`` as in the health record."""
+NO_BROKER = -1
+"""The responsible broker of a cause that blames none (``"broker": null``)."""
 
 
 class CauseKind(StrEnum):
@@ -34,7 +31,3 @@ class CauseKind(StrEnum):
 KINDS: tuple[CauseKind, ...] = tuple(CauseKind)
 RANK = {kind: rank for rank, kind in enumerate(KINDS)}
 """Each kind's precedence: lower ranks first."""
-
-
-def cause(kind: CauseKind, broker: int, text: str) -> Cause:
-    return {"kind": kind.value, "broker": None if broker == NO_BROKER else broker, "text": text}

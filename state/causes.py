@@ -33,19 +33,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
+import msgspec
 import numpy as np
 
 from state.arrays import I64
 from state.attribution_inputs import (
-    NO_BROKER,
     ClusterShape,
     UnhealthyPartitions,
     pair_code,
     pairs_of,
 )
-from state.cause_kinds import KINDS, RANK, Cause, CauseKind, cause
+from state.cause_kinds import KINDS, NO_BROKER, RANK, CauseKind
+from state.health_record import Cause, HealthRecord, cause
 from state.maintenance import MaintenanceState
 from state.partition_causes import partition_causes
 from state.shrink_rule import FollowerStatus
@@ -94,7 +94,7 @@ class Attribution:
             self.partitions.under_replicated.tolist(),
             strict=True,
         ):
-            if under and found["kind"] == CauseKind.PLANNED_MAINTENANCE:
+            if under and found.kind == CauseKind.PLANNED_MAINTENANCE:
                 counts[topic] = counts.get(topic, 0) + 1
         return counts
 
@@ -105,12 +105,12 @@ class Attribution:
         for found, leader in zip(
             self.follower_cause, self.partitions.followers.leader.tolist(), strict=True
         ):
-            key = (found["kind"], NO_BROKER if found["broker"] is None else found["broker"])
+            key = (found.kind.value, NO_BROKER if found.broker is None else found.broker)
             entry = counts.setdefault(key, CauseCount(*key))
             entry.followers += 1
             leaders.setdefault(key, set()).add(leader)
         for found in self.partition_cause:
-            key = (found["kind"], NO_BROKER if found["broker"] is None else found["broker"])
+            key = (found.kind.value, NO_BROKER if found.broker is None else found.broker)
             counts.setdefault(key, CauseCount(*key)).partitions += 1
         for key, entry in counts.items():
             entry.leaders = len(leaders.get(key, ()))
@@ -357,21 +357,21 @@ def _follower_cause(
 
 
 def annotate(
-    records: Sequence[Mapping[str, Any]], unhealthy: Sequence[int], shape: ClusterShape
-) -> list[dict[str, Any]]:
+    records: Sequence[HealthRecord], unhealthy: Sequence[int], shape: ClusterShape
+) -> list[HealthRecord]:
     """Every record with its causes, the positions ``unhealthy`` attributed over ``shape``."""
     attribution = attribute(UnhealthyPartitions.of([records[i] for i in unhealthy]), shape)
     causes = attribution.causes_by_partition()
-    return [with_causes(r, causes.get((r["topic"], r["partition"]))) for r in records]
+    return [with_causes(r, causes.get((r.topic, r.partition))) for r in records]
 
 
 def with_causes(
-    record: Mapping[str, Any], causes: tuple[Cause, dict[int, Cause]] | None
-) -> dict[str, Any]:
-    """The health record with its ``cause`` and each follower's (null where healthy)."""
+    record: HealthRecord, causes: tuple[Cause, dict[int, Cause]] | None
+) -> HealthRecord:
+    """The health record with its ``cause`` and each follower's (None where healthy)."""
     partition_cause, follower_causes = causes if causes is not None else (None, {})
     followers = [
-        {**follower, "cause": follower_causes.get(follower["broker"])}
-        for follower in record["followers"]
+        msgspec.structs.replace(follower, cause=follower_causes.get(follower.broker))
+        for follower in record.followers
     ]
-    return {**record, "followers": followers, "cause": partition_cause}
+    return msgspec.structs.replace(record, followers=followers, cause=partition_cause)

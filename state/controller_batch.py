@@ -47,7 +47,7 @@ from state.sharding import shard_lookup
 
 if TYPE_CHECKING:
     from state.apply_report import ApplyReport
-    from state.model import ReplicationModel
+    from state.controller_events_api import ControllerEventTarget
 
 NO_EPOCH = -1
 """The controller epoch column of an event that carries none (epochs are >= 0)."""
@@ -108,7 +108,7 @@ def segments(run: Sequence[tuple[int, LeaderAndIsr]]) -> list[Sequence[tuple[int
 
 
 def apply_leader_and_isr_run(
-    model: ReplicationModel, run: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+    model: ControllerEventTarget, run: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
 ) -> None:
     """Apply ``(source_id, event)`` pairs, all :func:`takes_in_bulk`, in order."""
     for piece in segments(run):
@@ -141,7 +141,7 @@ def live_rows_of(table: PartitionTable, topics: Topics, partitions: I64) -> I64:
     return rows
 
 
-def _owned(model: ReplicationModel, topics: Topics, partitions: I64) -> BOOL:
+def _owned(model: ControllerEventTarget, topics: Topics, partitions: I64) -> BOOL:
     if model.shard is None:
         return np.ones(len(partitions), dtype=np.bool_)
     lookup = shard_lookup(model.shard.count)
@@ -150,7 +150,7 @@ def _owned(model: ReplicationModel, topics: Topics, partitions: I64) -> BOOL:
 
 
 def _admitted_by_controller(
-    model: ReplicationModel, events: Sequence[LeaderAndIsr]
+    model: ControllerEventTarget, events: Sequence[LeaderAndIsr]
 ) -> tuple[BOOL, npt.NDArray[np.intp]]:
     """Which events a broker takes by their controller epoch, and which raise it."""
     epochs = _int_column(
@@ -165,7 +165,7 @@ def _admitted_by_controller(
 
 
 def _apply_segment(
-    model: ReplicationModel, segment: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
+    model: ControllerEventTarget, segment: Sequence[tuple[int, LeaderAndIsr]], report: ApplyReport
 ) -> None:
     """Events of distinct partitions (see the module docstring)."""
     table = model.table
@@ -187,7 +187,7 @@ def _apply_segment(
     # A partial leader change (a log line with no epoch) raised the least epoch a later
     # election may carry above the one held (ReplicationModel._leader_elected).
     least_leader_epoch = held_leader_epoch
-    if model._epoch_floors:
+    if model.has_epoch_floors:
         floor_of = model.floor_after_partial_election
         floors = _int_column(
             [NO_EPOCH if (f := floor_of(e.topic, e.partition)) is None else f for e in events]
@@ -214,7 +214,7 @@ def _apply_segment(
 
 
 def _write(
-    model: ReplicationModel,
+    model: ControllerEventTarget,
     events: list[LeaderAndIsr],
     states: list[StatedState],
     rows: I64,
@@ -235,7 +235,7 @@ def _write(
             [states[i].replicas for i in fresh],
         )
     row_list = rows.tolist()
-    if model._epoch_floors:  # an epoch is known again for each of them
+    if model.has_epoch_floors:  # an epoch is known again for each of them
         for event in events:
             model.clear_epoch_floor(event.topic, event.partition)
     old_isr = [table.isr[row] for row in row_list]
@@ -270,13 +270,13 @@ def _write(
     table.change_origin[moved] = controller_change_origin(model.windows)
     for i in np.flatnonzero(changed).tolist():
         row, event = row_list[i], events[i]
-        if not model._zk and (
+        if not model.zookeeper_mode and (
             event.metadata_offset is not None or table.isr_change_offset[row] >= 0
         ):
-            model._track_metadata_offset(row, event.metadata_offset, old_isr[i])
+            model.record_metadata_offset(row, event.metadata_offset, old_isr[i])
         if old_isr[i]:
             report.isr_transitions.append(
-                model._transition(row, old_isr[i], isrs[i], event.ts, by_controller=True)
+                model.record_isr_transition(row, old_isr[i], isrs[i], event.ts, by_controller=True)
             )
     elected = new_epoch & (leader != NO_LEADER)
     reset_rows_on_become_leader(table, rows[elected], ts[elected], new_leader[elected])
@@ -306,7 +306,7 @@ def _contained(
 
 
 def apply_metadata_states(
-    model: ReplicationModel, event: UpdateMetadata, report: ApplyReport
+    model: ControllerEventTarget, event: UpdateMetadata, report: ApplyReport
 ) -> bool:
     """The partition states of ``event`` as ``ReplicationModel._update_metadata`` applies
     them, with the lookups over columns; False (nothing done) when the event names one of
@@ -354,5 +354,5 @@ def apply_metadata_states(
         # The change reached every cache only if this broker took it (an eviction for a
         # topic deletion is no propagation).
         if row in stale_before and not caches.stale_brokers(row, model.cluster):
-            model._observe_propagated(row, event.ts, report)
+            model.observe_propagation(row, event.ts, report)
     return True

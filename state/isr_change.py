@@ -17,18 +17,18 @@ from state.propagation_window import record_isr_change, record_pending_change
 
 if TYPE_CHECKING:
     from state.apply_report import ApplyReport
-    from state.model import ReplicationModel
+    from state.controller_events_api import ControllerEventTarget
 
 
 def apply_isr_change(
-    model: ReplicationModel, event: IsrChange, report: ApplyReport
+    model: ControllerEventTarget, event: IsrChange, report: ApplyReport
 ) -> DeadLetterReason | None:
     """Apply the leader's own ISR change, fenced as its controller would take it."""
     if not model.owns(event.topic, event.partition):
         # Another shard holds the partition; its leader's window still moves. This
         # shard cannot fence the change by leader epoch: a stale IsrChange that the
         # owner rejects still widens the leader's window here (README).
-        if model._zk and event.leader != NO_LEADER:
+        if model.zookeeper_mode and event.leader != NO_LEADER:
             tp = TopicPartition(event.topic, event.partition)
             record_pending_change(model.table, model.windows, event.leader, tp, event.ts)
         return None
@@ -37,7 +37,7 @@ def apply_isr_change(
     if row < 0:
         return DeadLetterReason.UNKNOWN_PARTITION
     if event.leader_epoch is not None:
-        if event.leader_epoch < model._epoch_floor(event.topic, event.partition, row):
+        if event.leader_epoch < model.least_leader_epoch(event.topic, event.partition, row):
             return DeadLetterReason.STALE_LEADER_EPOCH
         if event.leader_epoch > table.leader_epoch[row]:
             return DeadLetterReason.UNKNOWN_LEADER_EPOCH
@@ -56,16 +56,18 @@ def apply_isr_change(
     if event.partition_epoch is not None:
         table.partition_epoch[row] = event.partition_epoch
     record_isr_change(table, model.windows, row, event.ts, by_leader=True, leader=event.leader)
-    model._track_metadata_offset(row, event.metadata_offset, old_isr)
+    model.record_metadata_offset(row, event.metadata_offset, old_isr)
     report.isr_transitions.append(
-        model._transition(row, event.old_isr, event.new_isr, event.ts, by_controller=False)
+        model.record_isr_transition(
+            row, event.old_isr, event.new_isr, event.ts, by_controller=False
+        )
     )
     model.caches.refresh(row)
     return None
 
 
 def _isr_committed(
-    model: ReplicationModel, row: int, event: IsrChange, report: ApplyReport
+    model: ControllerEventTarget, row: int, event: IsrChange, report: ApplyReport
 ) -> None:
     """The partial IsrChange: the new ISR, the one before it not stated.
 
@@ -86,7 +88,7 @@ def _isr_committed(
     if event.partition_epoch is not None:
         table.partition_epoch[row] = event.partition_epoch
     if set(old_isr) == set(event.new_isr):
-        if model._zk:
+        if model.zookeeper_mode:
             tp = TopicPartition(event.topic, event.partition)
             record_pending_change(model.table, model.windows, event.leader, tp, event.ts)
         return
@@ -94,9 +96,9 @@ def _isr_committed(
     if old_isr:
         table.mark_isr_entries(row, set(event.new_isr) - set(old_isr), event.ts)
     record_isr_change(table, model.windows, row, event.ts, by_leader=True, leader=event.leader)
-    model._track_metadata_offset(row, event.metadata_offset, old_isr)
+    model.record_metadata_offset(row, event.metadata_offset, old_isr)
     if old_isr:
         report.isr_transitions.append(
-            model._transition(row, old_isr, event.new_isr, event.ts, by_controller=False)
+            model.record_isr_transition(row, old_isr, event.new_isr, event.ts, by_controller=False)
         )
     model.caches.refresh(row)

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from enum import IntEnum
+from typing import get_args
 
 import numpy as np
 
 from state.cluster_state import ClusterState
 from state.events import LEADER_DURING_DELETE, UpdateMetadata
+from state.health_record import MetadataStateName
 from state.partition_table import PartitionTable
 from state.propagation_window import BlackoutWindow, QuorumProgress, applied_by_ms, has_applied
 from state.settings import PropagationSettings
@@ -34,6 +36,10 @@ class MetadataState(IntEnum):
     CONSISTENT = 0
     STALE_EXPECTED = 1
     STALE_OVERDUE = 2
+
+
+METADATA_STATE_NAMES: tuple[MetadataStateName, ...] = get_args(MetadataStateName)
+"""Every state name, in MetadataState code order (a test holds the two equal)."""
 
 
 class MetadataCaches:

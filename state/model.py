@@ -92,12 +92,6 @@ class ReplicationModel:
         self.caches = MetadataCaches(self.table)
         self.windows = PropagationWindows(settings.propagation)
 
-    def reconfigure(self, settings: RuleSettings) -> None:
-        """Judge the kept state by new rules (a restart with a changed ``rules`` section):
-        thresholds and windows are computed at evaluation time, so nothing is recomputed."""
-        self.settings = settings
-        self.windows.settings = settings.propagation
-
     @property
     def flaps(self) -> FlapHistory:
         """Removals from and re-adds to the ISR of this model's followers (flapping)."""
@@ -121,7 +115,14 @@ class ReplicationModel:
         return self._epoch_floors
 
     @property
-    def _zk(self) -> bool:
+    def has_epoch_floors(self) -> bool:
+        """Whether any partition has a floor from a partial leader change."""
+        return bool(self._epoch_floors)
+
+    @property
+    def zookeeper_mode(self) -> bool:
+        """ZooKeeper mode: ISR changes reach brokers' caches by the controller's
+        UpdateMetadata (KRaft: by the metadata log, whose offsets are tracked)."""
         return self.settings.propagation.mode is PropagationMode.ZK
 
     # ------------------------------------------------------------------ apply
@@ -257,7 +258,7 @@ class ReplicationModel:
         table = self.table
         row = table.live_row_of(event.topic, event.partition)
         if row >= 0:
-            if leader_epoch < self._epoch_floor(event.topic, event.partition, row):
+            if leader_epoch < self.least_leader_epoch(event.topic, event.partition, row):
                 return DeadLetterReason.STALE_LEADER_EPOCH
             if (
                 leader_epoch == table.leader_epoch[row]
@@ -285,17 +286,17 @@ class ReplicationModel:
             record_isr_change(
                 table, self.windows, row, event.ts, by_leader=False, leader=event.leader
             )
-            self._track_metadata_offset(row, event.metadata_offset, old_isr)
+            self.record_metadata_offset(row, event.metadata_offset, old_isr)
             if old_isr:
                 report.isr_transitions.append(
-                    self._transition(row, old_isr, isr, event.ts, by_controller=True)
+                    self.record_isr_transition(row, old_isr, isr, event.ts, by_controller=True)
                 )
         if new_epoch and event.leader != NO_LEADER:
             reset_on_become_leader(table, row, event.ts, new_leader=new_leader)
         self.caches.refresh(row)
         return None
 
-    def _epoch_floor(self, topic: str, partition: int, row: int) -> int:
+    def least_leader_epoch(self, topic: str, partition: int, row: int) -> int:
         """The least leader epoch an epoch-bearing event about the row may have: the one
         held, or above it after a partial leader change."""
         held = int(self.table.leader_epoch[row])
@@ -334,16 +335,18 @@ class ReplicationModel:
         if event.leader == table.leader[row]:
             return None  # nothing new: the leader held (or this line read twice)
         key = (event.topic, event.partition)
-        self.epoch_floors[key] = self._epoch_floor(event.topic, event.partition, row) + 1
+        self.epoch_floors[key] = self.least_leader_epoch(event.topic, event.partition, row) + 1
         table.leader[row] = event.leader
         if event.leader != NO_LEADER:
             reset_on_become_leader(table, row, event.ts, new_leader=True)
         self.caches.refresh(row)
         return None
 
-    def _transition(
+    def record_isr_transition(
         self, row: int, old: Sequence[int], new: Sequence[int], ts: int, *, by_controller: bool
     ) -> IsrTransition:
+        """An ISR change of the row applied: kept in the flapping history and the
+        maintenance log, and returned for the report."""
         tp = self.table.topic_partition(row)
         leader = int(self.table.leader[row])
         kind = isr_change_kind(old, new)
@@ -364,10 +367,10 @@ class ReplicationModel:
     def _metadata_log_progress(self, event: MetadataLogProgress, report: ApplyReport) -> None:
         quorum = QuorumProgress.of(event, self.settings.propagation.kraft_propagation_max_ms)
         self.windows.quorum = quorum
-        if self._zk:
+        if self.zookeeper_mode:
             return
         for row, ms in apply_quorum_report(self.caches, self.cluster, quorum):
-            self._observe_propagated(row, ms, report)
+            self.observe_propagation(row, ms, report)
 
     def _update_metadata(self, event: UpdateMetadata, report: ApplyReport) -> None:
         if len(event.partitions) >= BULK_MIN_STATES and apply_metadata_states(self, event, report):
@@ -375,15 +378,19 @@ class ReplicationModel:
         propagated, ignored = apply_update_metadata(self.caches, self.cluster, event, self.owns)
         report.ignored_metadata_entries += ignored
         for row in propagated:
-            self._observe_propagated(row, event.ts, report)
+            self.observe_propagation(row, event.ts, report)
 
-    def _observe_propagated(self, row: int, ts: int, report: ApplyReport) -> None:
+    def observe_propagation(self, row: int, ts: int, report: ApplyReport) -> None:
+        """The row's ISR reached every live broker's cache at ``ts``: its delay, if the
+        change was seen, goes to the report."""
         delay = observe_propagated(self.table, self.windows, row, ts)
         if delay is not None:
             report.propagation_delays_ms.append(delay)
 
-    def _track_metadata_offset(self, row: int, offset: int | None, old_isr: Sequence[int]) -> None:
-        if not self._zk:
+    def record_metadata_offset(self, row: int, offset: int | None, old_isr: Sequence[int]) -> None:
+        """KRaft: the metadata log offset of the row's ISR change, which brokers' caches
+        have once they applied it (nothing in ZooKeeper mode)."""
+        if not self.zookeeper_mode:
             track_metadata_offset(self.caches, self.windows.quorum, row, offset, old_isr)
 
     def _topic_change(self, event: TopicChange) -> None:

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from state.arrays import I64
-from state.attribution_inputs import NO_BROKER, UnhealthyPartitions
-from state.cause_kinds import Cause, CauseKind, cause
+from state.attribution_inputs import UnhealthyPartitions
+from state.cause_kinds import NO_BROKER, CauseKind
+from state.health_record import Cause, cause
 
 
 def partition_causes(

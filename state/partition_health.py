@@ -1,7 +1,8 @@
 """Health of every partition of a shard at a time ``now`` (docs/domain.md#partition-health).
 
 :func:`evaluate` works on whole columns; :meth:`HealthFrame.records` turns rows of the
-result into the partition health records of docs/health-record.md, field for field.
+result into the partition health records of docs/health-record.md
+(``state.health_record``), field for field.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
@@ -17,13 +19,18 @@ from state.arrays import BOOL, I64
 from state.caught_up import UNKNOWN_OFFSET
 from state.cluster_state import ClusterState
 from state.events import NO_LEADER
+from state.health_record import FollowerHealth, HealthRecord, LagTimeUnknownName, MetadataHealth
 from state.lag_time import (
-    LagTimeUnknown,
     caught_up_known,
     lag_time_known,
     shrink_deadline_known,
 )
-from state.metadata_cache import MetadataCaches, MetadataState, metadata_state
+from state.metadata_cache import (
+    METADATA_STATE_NAMES,
+    MetadataCaches,
+    MetadataState,
+    metadata_state,
+)
 from state.partition_table import PartitionTable
 from state.propagation_window import PropagationWindows, blackout_window_of
 from state.settings import RuleSettings
@@ -38,13 +45,6 @@ from state.shrink_rule import (
 
 NO_FOLLOWER = -1
 """``follower_status`` of a replica slot that holds no follower (empty, or the leader)."""
-
-HealthRecord = dict[str, Any]
-
-METADATA_STATE_NAMES: tuple[str, ...] = tuple(
-    MetadataState(code).name for code in range(max(MetadataState) + 1)
-)
-"""The record's name of each ``metadata_state`` code."""
 
 
 @dataclass(frozen=True)
@@ -86,6 +86,24 @@ class HealthFrame:
     def __len__(self) -> int:
         return len(self.rows)
 
+    def unhealthy(self) -> BOOL:
+        """Partitions that are not fully healthy: under-replicated, under min ISR,
+        offline, predicted to shrink, with stale metadata, or with a follower not
+        IN_SYNC. Only these get causes (``state.causes``), per-partition metrics series
+        (a bounded cardinality), a place in the live view, and a say in the restart
+        check; the way Kafka's ``Partition`` owns ``isUnderReplicated``."""
+        statuses = self.follower_status
+        not_in_sync = ((statuses >= 0) & (statuses != FollowerStatus.IN_SYNC)).any(axis=1)
+        unhealthy: BOOL = (
+            self.under_replicated
+            | self.under_min_isr
+            | self.offline
+            | self.predicted_under_replicated
+            | (self.metadata_state != MetadataState.CONSISTENT)
+            | not_in_sync
+        )
+        return unhealthy
+
     def status_counts(self) -> dict[str, int]:
         """Followers by status over the whole frame."""
         counts = np.bincount(
@@ -103,7 +121,7 @@ class HealthFrame:
 
     def records_at(self, indices: Sequence[int]) -> list[HealthRecord]:
         """Health records of the given positions, built column by column: one numpy pass
-        per field over all of them, then one dict per record and per follower."""
+        per field over all of them, then one struct per record and per follower."""
         rows = np.asarray(indices, dtype=np.int64)
         followers = self._followers(rows)
         leo = self.leader_leo[rows].tolist()
@@ -117,30 +135,30 @@ class HealthFrame:
         )
         states = [METADATA_STATE_NAMES[m] for m in self.metadata_state[rows].tolist()]
         return [
-            {
-                "topic": self.topic[i],
-                "partition": partition,
-                "as_of_ms": self.as_of_ms,
-                "leader": leader,
-                "leader_epoch": epoch,
-                "replicas": list(self.replicas[i]),
-                "isr": list(self.isr[i]),
-                "min_insync_replicas": min_isr,
-                "high_watermark": high_watermark,
-                "leader_leo": leader_leo,
-                "under_replicated": under_replicated,
-                "under_min_isr": under_min_isr,
-                "at_min_isr": at_min_isr,
-                "offline": offline,
-                "predicted_under_replicated": predicted,
-                "followers": followers_of,
-                "metadata": {
-                    "stale_brokers": self.stale_brokers[i],
-                    "state": state,
-                    "blackout_earliest_ms": self.blackout_earliest_ms[i],
-                    "blackout_latest_ms": self.blackout_latest_ms[i],
-                },
-            }
+            HealthRecord(
+                topic=self.topic[i],
+                partition=partition,
+                as_of_ms=self.as_of_ms,
+                leader=leader,
+                leader_epoch=epoch,
+                replicas=list(self.replicas[i]),
+                isr=list(self.isr[i]),
+                min_insync_replicas=min_isr,
+                high_watermark=high_watermark,
+                leader_leo=leader_leo,
+                under_replicated=under_replicated,
+                under_min_isr=under_min_isr,
+                at_min_isr=at_min_isr,
+                offline=offline,
+                predicted_under_replicated=predicted,
+                followers=followers_of,
+                metadata=MetadataHealth(
+                    stale_brokers=self.stale_brokers[i],
+                    state=state,
+                    blackout_earliest_ms=self.blackout_earliest_ms[i],
+                    blackout_latest_ms=self.blackout_latest_ms[i],
+                ),
+            )
             for (
                 i,
                 partition,
@@ -167,7 +185,7 @@ class HealthFrame:
             )
         ]
 
-    def _followers(self, rows: I64) -> list[list[HealthRecord]]:
+    def _followers(self, rows: I64) -> list[list[FollowerHealth]]:
         """The followers' part of the records of ``rows``: the replica slots that hold a
         follower, in slot order."""
         status = self.follower_status[rows]
@@ -187,8 +205,8 @@ class HealthFrame:
         statuses = status[present].tolist()
         shrinking = {FollowerStatus.SHRINK_ELIGIBLE.value, FollowerStatus.SHRINK_OVERDUE.value}
         lag_messages = np.maximum(0, self.leader_leo[rows][owner] - offset)
-        unknown = LagTimeUnknown.NEVER_CAUGHT_UP.value
-        flat: list[HealthRecord] = []
+        unknown: LagTimeUnknownName = "NEVER_CAUGHT_UP"  # LagTimeUnknown.NEVER_CAUGHT_UP
+        flat: list[FollowerHealth] = []
         for broker, in_isr, fetch_offset, caught_up, lag, known, messages, code, by in zip(
             column(self.follower_broker).tolist(),
             column(self.follower_in_isr).tolist(),
@@ -201,19 +219,20 @@ class HealthFrame:
             times(column(self.follower_shrink_by_ms), column(self.follower_shrink_by_known)),
             strict=True,
         ):
-            follower: HealthRecord = {
-                "broker": broker,
-                "in_isr": in_isr,
-                "fetch_offset": fetch_offset,
-                "last_caught_up_ms": caught_up,
-                "lag_time_ms": lag,
-                "lag_time_unknown": None if known else unknown,
-                "lag_messages": messages,
-                "status": STATUS_NAMES[code],
-            }
-            if code in shrinking:
-                follower["shrink_by_ms"] = by
-            flat.append(follower)
+            flat.append(
+                FollowerHealth(
+                    broker=broker,
+                    in_isr=in_isr,
+                    fetch_offset=fetch_offset,
+                    last_caught_up_ms=caught_up,
+                    lag_time_ms=lag,
+                    lag_time_unknown=None if known else unknown,
+                    lag_messages=messages,
+                    status=STATUS_NAMES[code],
+                    # only a follower Kafka is about to remove has a deadline
+                    shrink_by_ms=by if code in shrinking else msgspec.UNSET,
+                )
+            )
         ends = np.cumsum(present.sum(axis=1)).tolist()
         return [flat[start:end] for start, end in zip([0, *ends][:-1], ends, strict=True)]
 
@@ -229,6 +248,12 @@ def evaluate(
     rows = _sorted_live_rows(table)
     leader = table.leader[rows].astype(np.int64)
     leader_live = (leader != NO_LEADER) & cluster.live_mask(leader)
+    # Kafka's controller creates a partition in the NewPartition state and elects its
+    # first leader next (PartitionStateMachine: NewPartition -> OnlinePartition, every
+    # release). Until then it has no leader epoch: it is not offline (OfflinePartition is
+    # a partition whose leader is gone), a leader reports none of its conditions, and no
+    # replica follows anyone.
+    elected = (leader != NO_LEADER) | (table.leader_epoch[rows] >= 0)
     lag_time_max = cluster.lag_time_max_of(leader, settings.replica_lag_time_max_ms)
     min_isr = cluster.min_isr_of(
         table.topic_id[rows], table.topic_names, settings.min_insync_replicas
@@ -236,7 +261,7 @@ def evaluate(
     n_isr, n_replicas = table.n_isr[rows], table.n_replicas[rows]
 
     broker = table.replica_broker[rows].astype(np.int64)
-    is_follower = (broker >= 0) & (broker != leader[:, None])
+    is_follower = (broker >= 0) & (broker != leader[:, None]) & elected[:, None]
     leader_leo = table.leader_leo[rows]
     facts = FollowerFacts(
         in_isr=table.in_isr[rows],
@@ -254,7 +279,7 @@ def evaluate(
     shrinking = (status == FollowerStatus.SHRINK_ELIGIBLE) | (
         status == FollowerStatus.SHRINK_OVERDUE
     )
-    under_replicated = n_isr < n_replicas
+    under_replicated = elected & (n_isr < n_replicas)
 
     metadata = np.zeros(len(rows), dtype=np.int8)
     stale_brokers: list[list[int]] = [[] for _ in range(len(rows))]
@@ -284,9 +309,9 @@ def evaluate(
         high_watermark=table.high_watermark[rows],
         leader_leo=leader_leo,
         under_replicated=under_replicated,
-        under_min_isr=n_isr < min_isr,
-        at_min_isr=n_isr == min_isr,
-        offline=~leader_live,
+        under_min_isr=elected & (n_isr < min_isr),
+        at_min_isr=elected & (n_isr == min_isr),
+        offline=elected & ~leader_live,
         predicted_under_replicated=~under_replicated & shrinking.any(axis=1),
         lag_time_max_ms=lag_time_max,
         min_insync_replicas=min_isr,

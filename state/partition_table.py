@@ -311,10 +311,6 @@ class PartitionTable:
         mask = self.in_isr[row] & np.isin(self.replica_broker[row], brokers)
         self.isr_since_ms[row, mask] = ts
 
-    def slot_of(self, row: int, broker: int) -> int:
-        hits = np.flatnonzero(self.replica_broker[row] == broker)
-        return int(hits[0]) if len(hits) else -1
-
 
 def padded(
     broker_lists: Sequence[tuple[int, ...]], width: int = 0

@@ -29,13 +29,13 @@ cache holds the change (``state.metadata_cache``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
 
 from state.events import IsrChangePropagation, MetadataLogProgress, TopicPartition
 from state.settings import PropagationMode, PropagationSettings
-
-if TYPE_CHECKING:
-    from state.partition_table import PartitionTable
 
 NO_TIME = -1
 """A window bound that has no value (``PartitionTable.frozen_earliest_ms`` and the like)."""
@@ -240,10 +240,6 @@ class PropagationWindows:
         state = self.leaders.get(leader)
         return state.window(self.settings) if state else None
 
-    def is_pending(self, leader: int, tp: TopicPartition) -> bool:
-        state = self.leaders.get(leader)
-        return state is not None and tp in state.pending
-
     def forget(self, tp: TopicPartition) -> None:
         """The partition's change reached every cache: it is no longer waiting anywhere."""
         for state in self.leaders.values():
@@ -253,8 +249,33 @@ class PropagationWindows:
 # --------------------------------------------- each partition's window (partition table)
 
 
+class WindowColumns(Protocol):
+    """What the windows read and write of the partition table (``state.partition_table``):
+    the table is built on this module's vocabulary (NO_TIME, ChangeOrigin), so it is named
+    by what is used of it rather than imported."""
+
+    @property
+    def isr_changed_ms(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def change_origin(self) -> npt.NDArray[np.int32]: ...
+    @property
+    def change_broker(self) -> npt.NDArray[np.int32]: ...
+    @property
+    def frozen_earliest_ms(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def frozen_latest_ms(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def isr_change_offset(self) -> npt.NDArray[np.int64]: ...
+    @property
+    def isr(self) -> list[tuple[int, ...]]: ...
+    @property
+    def cached_isr(self) -> list[dict[int, frozenset[int]]]: ...
+    def live_row_of(self, topic: str, partition: int) -> int: ...
+    def topic_partition(self, row: int) -> TopicPartition: ...
+
+
 def record_isr_change(
-    table: PartitionTable,
+    table: WindowColumns,
     windows: PropagationWindows,
     row: int,
     ts: int,
@@ -283,7 +304,7 @@ def controller_change_origin(windows: PropagationWindows) -> int:
 
 
 def record_pending_change(
-    table: PartitionTable, windows: PropagationWindows, leader: int, tp: TopicPartition, ts: int
+    table: WindowColumns, windows: PropagationWindows, leader: int, tp: TopicPartition, ts: int
 ) -> None:
     """ZooKeeper mode: ``leader`` put ``tp`` in its isrChangeSet at ``ts`` (the partition
     may be another shard's: the leader's window depends on every partition it leads)."""
@@ -291,13 +312,13 @@ def record_pending_change(
 
 
 def record_propagation(
-    table: PartitionTable, windows: PropagationWindows, event: IsrChangePropagation
+    table: WindowColumns, windows: PropagationWindows, event: IsrChangePropagation
 ) -> None:
     """ZooKeeper mode: the broker's isr-change-propagation task fired."""
     _freeze(table, windows.record_propagation(event.broker, event.partitions, event.ts))
 
 
-def _freeze(table: PartitionTable, frozen: dict[TopicPartition, BlackoutWindow]) -> None:
+def _freeze(table: WindowColumns, frozen: dict[TopicPartition, BlackoutWindow]) -> None:
     """These partitions left their leader's pending set: keep the window they had."""
     for tp, window in frozen.items():
         row = table.live_row_of(tp.topic, tp.partition)
@@ -308,7 +329,7 @@ def _freeze(table: PartitionTable, frozen: dict[TopicPartition, BlackoutWindow])
 
 
 def observe_propagated(
-    table: PartitionTable, windows: PropagationWindows, row: int, ts: int
+    table: WindowColumns, windows: PropagationWindows, row: int, ts: int
 ) -> int | None:
     """The observed end of the row's window: every live cache has its change at ``ts``.
     Returns the propagation delay (None when the change time is not known)."""
@@ -320,7 +341,7 @@ def observe_propagated(
 
 
 def blackout_window_of(
-    table: PartitionTable, row: int, windows: PropagationWindows, settings: PropagationSettings
+    table: WindowColumns, row: int, windows: PropagationWindows, settings: PropagationSettings
 ) -> BlackoutWindow | None:
     """When the latest ISR change of this partition should reach every cache."""
     origin = int(table.change_origin[row])
@@ -344,7 +365,7 @@ def blackout_window_of(
     return None
 
 
-def reported_behind_ms(table: PartitionTable, row: int, quorum: QuorumProgress) -> int | None:
+def reported_behind_ms(table: WindowColumns, row: int, quorum: QuorumProgress) -> int | None:
     """The time of the newest report if it shows a broker that holds an older ISR still
     behind the row's latest ISR change; else None."""
     offset = int(table.isr_change_offset[row])

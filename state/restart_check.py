@@ -17,13 +17,15 @@ so the driver answers for the whole cluster from a small list (:func:`fragile`).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import msgspec
 import numpy as np
 
 from state.arrays import BOOL
+from state.health_record import HealthRecord
 from state.partition_health import HealthFrame
 from state.shrink_rule import FollowerStatus
 
@@ -32,10 +34,30 @@ OFFLINE = "offline"
 UNDER_MIN_ISR = "under_min_isr"
 
 
-def remaining_isr(record: Mapping[str, Any]) -> list[int]:
-    """The ISR without the followers Kafka is about to remove (or should have)."""
-    going = {f["broker"] for f in record["followers"] if f["status"] in GOING}
-    return [b for b in record["isr"] if b not in going]
+class IsrAtRisk(msgspec.Struct, frozen=True, kw_only=True):
+    """What the check reads of a partition: its ISR without the followers Kafka is about
+    to remove (or should have), and its ``min.insync.replicas``. The job's shards report
+    these for the fragile partitions only (:func:`fragile_entries`); the tool makes them
+    from health records (:meth:`of`)."""
+
+    topic: str
+    partition: int
+    as_of_ms: int
+    leader: int
+    remaining_isr: list[int]
+    min_insync_replicas: int
+
+    @staticmethod
+    def of(record: HealthRecord) -> IsrAtRisk:
+        going = {f.broker for f in record.followers if f.status in GOING}
+        return IsrAtRisk(
+            topic=record.topic,
+            partition=record.partition,
+            as_of_ms=record.as_of_ms,
+            leader=record.leader,
+            remaining_isr=[b for b in record.isr if b not in going],
+            min_insync_replicas=record.min_insync_replicas,
+        )
 
 
 @dataclass(frozen=True)
@@ -51,20 +73,20 @@ class Breakage:
     becomes: str  # OFFLINE or UNDER_MIN_ISR
 
 
-def breakage(record: Mapping[str, Any], broker: int) -> Breakage | None:
+def breakage(partition: IsrAtRisk, broker: int) -> Breakage | None:
     """What stopping ``broker`` does to this partition, or None if nothing breaks."""
-    isr = remaining_isr(record)
+    isr = partition.remaining_isr
     if broker not in isr:
         return None
     after = [b for b in isr if b != broker]
-    minimum = int(record["min_insync_replicas"])
+    minimum = partition.min_insync_replicas
     if after and len(after) >= minimum:
         return None
     return Breakage(
-        record["topic"],
-        record["partition"],
-        record["leader"],
-        isr,
+        partition.topic,
+        partition.partition,
+        partition.leader,
+        list(isr),
         after,
         minimum,
         UNDER_MIN_ISR if after else OFFLINE,
@@ -92,15 +114,15 @@ class RestartCheck:
         }
 
 
-def check_restart(records: Iterable[Mapping[str, Any]], broker: int) -> RestartCheck:
-    """The answer for ``broker`` over the latest health record of each partition."""
+def check_restart(partitions: Iterable[IsrAtRisk], broker: int) -> RestartCheck:
+    """The answer for ``broker`` over the latest health of each partition."""
     considered = 0
     newest: int | None = None
     broken: list[Breakage] = []
-    for record in records:
+    for partition in partitions:
         considered += 1
-        newest = record["as_of_ms"] if newest is None else max(newest, record["as_of_ms"])
-        found = breakage(record, broker)
+        newest = partition.as_of_ms if newest is None else max(newest, partition.as_of_ms)
+        found = breakage(partition, broker)
         if found is not None:
             broken.append(found)
     broken.sort(key=lambda b: (b.topic, b.partition))
@@ -125,22 +147,20 @@ def fragile(frame: HealthFrame) -> BOOL:
     return result
 
 
-def fragile_entries(frame: HealthFrame) -> list[dict[str, Any]]:
-    """The fragile partitions in the smallest form :func:`breakage` reads: the remaining
-    ISR, no followers (those about to go are already left out)."""
+def fragile_entries(frame: HealthFrame) -> list[IsrAtRisk]:
+    """The fragile partitions, what :func:`breakage` reads of them."""
     entries = []
     going = _going(frame)
     for i in np.flatnonzero(fragile(frame)).tolist():
         gone = set(frame.follower_broker[i][going[i]].tolist())
         entries.append(
-            {
-                "topic": frame.topic[i],
-                "partition": int(frame.partition[i]),
-                "as_of_ms": frame.as_of_ms,
-                "leader": int(frame.leader[i]),
-                "isr": [b for b in frame.isr[i] if b not in gone],
-                "followers": [],
-                "min_insync_replicas": int(frame.min_insync_replicas[i]),
-            }
+            IsrAtRisk(
+                topic=frame.topic[i],
+                partition=int(frame.partition[i]),
+                as_of_ms=frame.as_of_ms,
+                leader=int(frame.leader[i]),
+                remaining_isr=[b for b in frame.isr[i] if b not in gone],
+                min_insync_replicas=int(frame.min_insync_replicas[i]),
+            )
         )
     return entries

@@ -18,11 +18,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import IntEnum
 from fractions import Fraction
+from typing import get_args
 
 import numpy as np
 import numpy.typing as npt
 
 from state.arrays import BOOL, I64
+from state.health_record import StatusName
 
 
 class FollowerStatus(IntEnum):
@@ -35,7 +37,22 @@ class FollowerStatus(IntEnum):
     OFFLINE = 6
 
 
-STATUS_NAMES: tuple[str, ...] = tuple(s.name for s in FollowerStatus)
+STATUS_NAMES: tuple[StatusName, ...] = get_args(StatusName)
+"""Every status name, in FollowerStatus code order (STATUS_NAMES[code]; a test holds the
+two equal)."""
+
+STATUS_SEVERITY: dict[str, int] = {
+    FollowerStatus.IN_SYNC.name: 0,
+    FollowerStatus.LAGGING.name: 1,
+    FollowerStatus.CATCHING_UP.name: 2,
+    FollowerStatus.SHRINK_ELIGIBLE.name: 3,
+    FollowerStatus.OUT_OF_SYNC.name: 4,
+    FollowerStatus.OFFLINE.name: 5,
+    FollowerStatus.SHRINK_OVERDUE.name: 6,
+}
+"""How bad each follower status is, higher worse: a follower out of the ISR is worse than
+one still in it, and Kafka failing to act (SHRINK_OVERDUE) is the worst of all. The
+timeline ranks episodes, and the live view its rows, by it."""
 
 SHRINK_DEADLINE_FORMULA = "max(last caught up + 1.5 T, ISR entry + T/2)"
 """The shrink deadline that :func:`shrink_deadline_ms` computes, in words: every text that

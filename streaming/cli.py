@@ -15,6 +15,7 @@ from typing import TextIO
 import click
 
 from dashboards.cli import dashboards_command
+from state import encode_record
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.config import dump_config
 from streaming.feeds.collectors.cli import collect
@@ -75,7 +76,7 @@ def replay_command(
     config = load_or_exit(config_file, overrides)
     result = replay(events_file, config.rules, until_ms)
     for record in result.records:
-        click.echo(_dump_line(record))
+        click.echo(encode_record(record).decode())
     if dead_letters_file is not None:
         for line, letter in result.dead_letters:
             dead_letters_file.write(

@@ -9,13 +9,19 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from state import BlackoutWindow, HealthFrame, HealthRecord, ReplicationModel, parse_json_line
+from state import (
+    BlackoutWindow,
+    FollowerHealth,
+    HealthFrame,
+    HealthRecord,
+    MetadataHealth,
+    ReplicationModel,
+    parse_json_line,
+)
 from state.events import DeadLetter, DeadLetterReason, Event, IsrChange, IsrChangePropagation
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
-from streaming.job.metric_families import PARTITION_FLAGS
 
 START_MS = 1_700_000_000_000
 
@@ -36,9 +42,9 @@ class MonitorRun:
     stale_overdue: list[tuple[int, tuple[str, int], tuple[int, ...]]] = field(default_factory=list)
     first_seen: dict[tuple[str, FollowerKey | tuple[str, int]], int] = field(default_factory=dict)
     # the removed follower's report just before each shrink was applied: (ts, key) -> record
-    before_shrink: dict[tuple[int, FollowerKey], dict[str, Any]] = field(default_factory=dict)
+    before_shrink: dict[tuple[int, FollowerKey], FollowerHealth] = field(default_factory=dict)
     # each propagated partition's metadata just before the propagation: (ts, broker, tp) -> ...
-    before_propagation: dict[tuple[int, int, str, int], dict[str, Any]] = field(
+    before_propagation: dict[tuple[int, int, str, int], MetadataHealth] = field(
         default_factory=dict
     )
     # the leader's predicted blackout window just before each propagation: (ts, broker) -> ...
@@ -62,7 +68,7 @@ class MonitorRun:
 
 
 def by_partition(frame: HealthFrame) -> dict[tuple[str, int], HealthRecord]:
-    return {(r["topic"], r["partition"]): r for r in frame.records()}
+    return {(r.topic, r.partition): r for r in frame.records()}
 
 
 def run_monitor(
@@ -92,20 +98,20 @@ def run_monitor(
 
     def observe(now: int) -> None:
         for record in model.evaluate(now).records():
-            tp = (record["topic"], record["partition"])
-            for flag in PARTITION_FLAGS:
-                if record[flag]:
+            tp = (record.topic, record.partition)
+            for flag, holds in record.conditions().items():
+                if holds:
                     run.flags[flag] += 1
                     run.first_seen.setdefault((flag, tp), now)
-            state = record["metadata"]["state"]
+            state = record.metadata.state
             run.metadata_states[state] += 1
             run.first_seen.setdefault((state, tp), now)
             if state == "STALE_OVERDUE":
-                run.stale_overdue.append((now, tp, tuple(record["metadata"]["stale_brokers"])))
-            for follower in record["followers"]:
-                key = (*tp, follower["broker"])
-                run.statuses[follower["status"]] += 1
-                run.first_seen.setdefault((follower["status"], key), now)
+                run.stale_overdue.append((now, tp, tuple(record.metadata.stale_brokers)))
+            for follower in record.followers:
+                key = (*tp, follower.broker)
+                run.statuses[follower.status] += 1
+                run.first_seen.setdefault((follower.status, key), now)
 
     next_check = START_MS + every_ms
     for number, sim_event in enumerate(sim.events()):
@@ -123,9 +129,9 @@ def run_monitor(
         ):
             flush()
             record = by_partition(model.evaluate(event.ts))[(event.topic, event.partition)]
-            for follower in record["followers"]:
-                if follower["broker"] in set(event.old_isr) - set(event.new_isr):
-                    key = (event.topic, event.partition, follower["broker"])
+            for follower in record.followers:
+                if follower.broker in set(event.old_isr) - set(event.new_isr):
+                    key = (event.topic, event.partition, follower.broker)
                     run.before_shrink[(event.ts, key)] = follower
         if isinstance(event, IsrChangePropagation):
             flush()
@@ -134,7 +140,7 @@ def run_monitor(
             records = by_partition(model.evaluate(event.ts))
             for tp in event.partitions:
                 if (tp.topic, tp.partition) in records:
-                    metadata = records[(tp.topic, tp.partition)]["metadata"]
+                    metadata = records[(tp.topic, tp.partition)].metadata
                     run.before_propagation[(event.ts, event.broker, tp.topic, tp.partition)] = (
                         metadata
                     )

@@ -45,6 +45,7 @@ from prometheus_client import generate_latest
 from state import ReplicationModel, Shard, shard_of
 from state.events import LeaderAndIsr
 from state.settings import RuleSettings
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.job.routing import FETCH, ROUTED_ARROW_SCHEMA, _pandas_type
 from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process
@@ -329,7 +330,8 @@ def run_scrapes(
     alone = generate_latest(exporter.registry)
     render_alone = time.process_time() - render
     port = free_port()
-    exporter.serve("127.0.0.1", port)
+    server = ExporterServer(exporter)
+    server.serve("127.0.0.1", port)
     url = f"http://127.0.0.1:{port}/metrics"
     headers = PROMETHEUS_HEADERS if prometheus else {}
     timings = []
@@ -351,7 +353,7 @@ def run_scrapes(
             update_cpu.append(time.thread_time() - cpu)
             batch += 1
 
-    renderings = exporter._unhealthy_rendered.renderings
+    renderings = exporter.unhealthy_rendered.renderings
     cpu = time.process_time()
     updater = threading.Thread(target=updates, daemon=True)
     updater.start()
@@ -379,8 +381,8 @@ def run_scrapes(
         stop.set()
         updater.join()
         cpu = time.process_time() - cpu
-        renderings = exporter._unhealthy_rendered.renderings - renderings
-        exporter.close()
+        renderings = exporter.unhealthy_rendered.renderings - renderings
+        server.close()
     results: list[dict[str, Any]] = json.loads(client.stdout)
     by_family, values = families(alone.decode())
     done = [r for r in results if "error" not in r]

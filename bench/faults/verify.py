@@ -25,6 +25,7 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from faults.load import Produced
+from state import encode_record
 from state.settings import RuleSettings
 from streaming.tools.replay import replay
 
@@ -47,7 +48,7 @@ def expected_from(produced: Sequence[Produced]) -> Expected:
     }
     for line, letter in result.dead_letters:
         letters[valid[line - 1].coordinates] = letter.reason.value
-    health = {f"{r['topic']}:{r['partition']}": dict(r) for r in result.records}
+    health = {r.key: json.loads(encode_record(r)) for r in result.records}
     return Expected(Counter(result.report.applied), health, letters, len(produced))
 
 

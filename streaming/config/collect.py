@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
-from typing import Annotated
+from typing import Annotated, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import AfterValidator, BaseModel, Field, PositiveInt
@@ -38,10 +39,40 @@ def _check_time_zone(name: str) -> str:
 TimeZoneName = Annotated[str, AfterValidator(_check_time_zone)]
 
 
+CUSTOM_GROUPS: Final = frozenset({"time", "level", "logger", "thread", "message"})
+"""The named groups a custom log layout may have (the log reader fills an entry's fields
+from them: streaming.feeds.collectors.log_layouts)."""
+
+
+class LayoutError(ValueError):
+    """The configured layout cannot be used; the message says why."""
+
+
+def compile_custom_layout(pattern: str) -> re.Pattern[str]:
+    """The configured layout regex, checked: it compiles, names ``time`` and ``message``,
+    and names no group the reader does not know."""
+    try:
+        compiled = re.compile(pattern)
+    except re.error as error:
+        raise LayoutError(f"collect.logs.layout is not a valid regex: {error}") from None
+    names = set(compiled.groupindex)
+    missing = {"time", "message"} - names
+    if missing:
+        raise LayoutError(
+            "collect.logs.layout must have the named groups (?P<time>...) and"
+            f" (?P<message>...); missing: {', '.join(sorted(missing))}"
+        )
+    unknown = names - CUSTOM_GROUPS
+    if unknown:
+        raise LayoutError(
+            f"collect.logs.layout has unknown named groups {', '.join(sorted(unknown))};"
+            f" allowed: {', '.join(sorted(CUSTOM_GROUPS))}"
+        )
+    return compiled
+
+
 def _check_log_layout(pattern: str | None) -> str | None:
     if pattern is not None:
-        from streaming.feeds.collectors.log_layouts import compile_custom_layout
-
         compile_custom_layout(pattern)  # raises LayoutError (a ValueError) saying why
     return pattern
 

@@ -20,12 +20,30 @@ from streaming.config.field_types import NonEmptyStr
 from streaming.config.librdkafka import librdkafka_names
 
 __all__ = [
+    "DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH",
+    "DEFAULT_REQUEST_TIMEOUT_MS",
+    "DEFAULT_RETRY_BACKOFF_MAX_MS",
+    "DEFAULT_RETRY_BACKOFF_MS",
     "KafkaSettings",
     "SaslMechanism",
     "SecurityProtocol",
     "SourceFormat",
     "StartingOffsets",
+    "backoff_max_too_short",
 ]
+
+# The defaults of the settings the Kafka source also takes as options of its own
+# (streaming.job.kafka_source.options): one definition for both.
+DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH = 100_000
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000  # kafka-python's request_timeout_ms default
+DEFAULT_RETRY_BACKOFF_MS = 1_000
+DEFAULT_RETRY_BACKOFF_MAX_MS = 30_000
+
+
+def backoff_max_too_short(retry_backoff_ms: int, retry_backoff_max_ms: int) -> bool:
+    """Whether the longest wait between reconnection attempts is shorter than the first:
+    the wait doubles from the first up to the longest, so that cannot be."""
+    return retry_backoff_max_ms < retry_backoff_ms
 
 
 class SecurityProtocol(StrEnum):
@@ -119,7 +137,7 @@ class KafkaSettings(BaseModel):
         description="where a query with no checkpoint starts: earliest or latest",
     )
     max_records_per_partition_per_batch: PositiveInt = Field(
-        default=100000,
+        default=DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH,
         description="most records read per topic-partition per micro-batch; a micro-batch "
         "it cuts stops every partition at one event time (python source)",
     )
@@ -129,12 +147,16 @@ class KafkaSettings(BaseModel):
         "in proportion to their backlog (Spark's maxOffsetsPerTrigger), aligned on event "
         "time as the per-partition limit; none: no such limit",
     )
-    request_timeout_ms: PositiveInt = Field(default=30000, description="client request timeout, ms")
+    request_timeout_ms: PositiveInt = Field(
+        default=DEFAULT_REQUEST_TIMEOUT_MS, description="client request timeout, ms"
+    )
     retry_backoff_ms: PositiveInt = Field(
-        default=1000, description="first wait before retrying a failed request or connection, ms"
+        default=DEFAULT_RETRY_BACKOFF_MS,
+        description="first wait before retrying a failed request or connection, ms",
     )
     retry_backoff_max_ms: PositiveInt = Field(
-        default=30000, description="longest wait between reconnection attempts, ms"
+        default=DEFAULT_RETRY_BACKOFF_MAX_MS,
+        description="longest wait between reconnection attempts, ms",
     )
 
     @model_validator(mode="after")
@@ -159,7 +181,7 @@ class KafkaSettings(BaseModel):
                     f"(security_protocol is {protocol})"
                 )
                 problems.append((name, why, (name, "security_protocol")))
-        if self.retry_backoff_max_ms < self.retry_backoff_ms:
+        if backoff_max_too_short(self.retry_backoff_ms, self.retry_backoff_max_ms):
             why = f"must be at least retry_backoff_ms ({self.retry_backoff_ms})"
             problems.append(
                 ("retry_backoff_max_ms", why, ("retry_backoff_max_ms", "retry_backoff_ms"))

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 
 from prometheus_client.core import GaugeMetricFamily, Metric
 
-from state.shrink_rule import SHRINK_DEADLINE_FORMULA
+from state.metadata_cache import MetadataState
+from state.shrink_rule import SHRINK_DEADLINE_FORMULA, FollowerStatus
 from streaming.job.shard_stats import ShardStats
 
 PARTITION_FLAGS = (
@@ -152,37 +153,37 @@ def unhealthy_families(shards: list[ShardStats]) -> Iterator[Metric]:
         labels=["topic", "partition", "broker", "status", "leader"],
     )
     for shard in shards:
-        for record in shard.unhealthy:
-            topic, partition = record["topic"], str(record["partition"])
-            for flag in PARTITION_FLAGS:
-                if record[flag] and flag != "at_min_isr":
+        for reported in shard.unhealthy:
+            record = reported.record
+            topic, partition = record.topic, str(record.partition)
+            for flag, holds in record.conditions().items():
+                if holds and flag != "at_min_isr":
                     condition.add_metric([topic, partition, flag], 1)
-            metadata = record["metadata"]
-            if metadata["state"] != "CONSISTENT":
-                state = metadata["state"].lower()
+            metadata = record.metadata
+            if metadata.state != MetadataState.CONSISTENT.name:
+                state = metadata.state.lower()
                 condition.add_metric([topic, partition, f"metadata_{state}"], 1)
-            if metadata["blackout_earliest_ms"] is not None:
+            if metadata.blackout_earliest_ms is not None:
                 blackout_earliest.add_metric(
-                    [topic, partition], metadata["blackout_earliest_ms"] / 1000
+                    [topic, partition], metadata.blackout_earliest_ms / 1000
                 )
-                blackout_latest.add_metric(
-                    [topic, partition], metadata["blackout_latest_ms"] / 1000
-                )
-            high_watermark.add_metric([topic, partition], record["high_watermark"])
-            leader_leo.add_metric([topic, partition], record["leader_leo"])
-            lag_time_max.add_metric([topic, partition], record["replica_lag_time_max_ms"] / 1000)
-            for f in record["followers"]:
-                if f["status"] == "IN_SYNC":
+            if metadata.blackout_latest_ms is not None:
+                blackout_latest.add_metric([topic, partition], metadata.blackout_latest_ms / 1000)
+            high_watermark.add_metric([topic, partition], record.high_watermark)
+            leader_leo.add_metric([topic, partition], record.leader_leo)
+            lag_time_max.add_metric([topic, partition], reported.replica_lag_time_max_ms / 1000)
+            for f in record.followers:
+                if f.status == FollowerStatus.IN_SYNC.name:
                     continue
-                labels = [topic, partition, str(f["broker"]), f["status"], str(record["leader"])]
+                labels = [topic, partition, str(f.broker), f.status, str(record.leader)]
                 follower_status.add_metric(labels, 1)
                 # null: no time to count from (state.lag_time), so no series at all
-                if f["lag_time_ms"] is not None:
-                    follower_lag.add_metric(labels, f["lag_time_ms"] / 1000)
-                if f["lag_messages"] is not None:
-                    follower_messages.add_metric(labels, f["lag_messages"])
-                if f.get("shrink_by_ms") is not None:
-                    shrink_by.add_metric(labels, f["shrink_by_ms"] / 1000)
+                if f.lag_time_ms is not None:
+                    follower_lag.add_metric(labels, f.lag_time_ms / 1000)
+                if f.lag_messages is not None:
+                    follower_messages.add_metric(labels, f.lag_messages)
+                if f.shrink_deadline_ms is not None:
+                    shrink_by.add_metric(labels, f.shrink_deadline_ms / 1000)
     yield condition
     yield high_watermark
     yield leader_leo

@@ -1,4 +1,5 @@
-"""The Prometheus exporter, served by the driver.
+"""The Prometheus exporter's collection and rendering, on the driver (its HTTP side:
+``streaming.job.exporter_http``).
 
 Each micro-batch every shard reports its gauges and this batch's counters (a stats row,
 ``streaming.job.shard_state``). Gauges are rendered from the latest report of each shard by
@@ -11,28 +12,24 @@ from __future__ import annotations
 
 import gzip
 import json
-import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, Histogram
 from prometheus_client import Counter as PromCounter
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
-from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
 from prometheus_client.registry import Collector
 
-from state import NO_BROKER, Attribution, CauseCount
+from state import NO_BROKER, Attribution, CauseCount, IsrAtRisk
 from state.events import DeadLetterReason, Source
 from streaming.job.metric_families import broker_families, topic_families, unhealthy_families
 from streaming.job.reachability import ReachabilityWatch, outage_over, watch_families
 from streaming.job.rendered_series import GZIP_LEVEL, RenderedOnce
 from streaming.job.shard_stats import ShardStats
-from streaming.tools.check_restart import http_answer
 
 EVENT_RESULTS = {
     Source.FETCH_RESPONSES.value: ("applied", "error_response", "dead_letter"),
@@ -40,15 +37,6 @@ EVENT_RESULTS = {
 }
 """The result of every input event, by source (see ``HealthExporter.record_batch``)."""
 OPENMETRICS_EOF = b"# EOF\n"
-SCRAPE_BACKLOG = 128
-"""Connections the kernel queues for /metrics before the server accepts them."""
-
-
-class _QuietHandler(WSGIRequestHandler):
-    """No access log line per scrape."""
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
 
 
 class HealthExporter(Collector):
@@ -67,7 +55,6 @@ class HealthExporter(Collector):
         self._causes: list[CauseCount] = []
         self._planned: dict[str, int] = {}  # topic -> expected under-replicated partitions
         self._maintenance: dict[int, tuple[str, int]] = {}
-        self._server: Any = None
         self._batch_time = time.time()
         self.events = PromCounter(
             "isrwatch_events",
@@ -114,37 +101,18 @@ class HealthExporter(Collector):
             self.dead_letters.labels(reason.value)
         self.registry.register(self)
         # /metrics renders the unhealthy partitions' series once per batch (exposition)
-        self._unhealthy_rendered = RenderedOnce(
+        self.unhealthy_rendered = RenderedOnce(
             lambda: unhealthy_families(list(self._shards.values()))
         )
         self._scrape = threading.local()  # .light: this thread renders all but those
 
-    def serve(self, host: str, port: int) -> None:
-        """Serve /metrics (and /check/restart) on ``host:port`` until :meth:`close`."""
-
-        def app(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-            if environ.get("PATH_INFO") == "/check/restart":
-                status, body = http_answer(environ.get("QUERY_STRING", ""), self.fragile())
-                start_response(status, [("Content-Type", "application/json")])
-                return [json.dumps(body).encode()]
-            return self.exposition(environ, start_response)
-
-        class Server(ThreadingWSGIServer):  # IPv4 or IPv6, as the host says
-            address_family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
-            # the listen backlog: socketserver's 5 made the kernel drop connections when
-            # more scrapers than that arrived at once (each then waited for a SYN retry)
-            request_queue_size = SCRAPE_BACKLOG
-
-        server = make_server(host, port, app, Server, handler_class=_QuietHandler)
-        threading.Thread(target=server.serve_forever, daemon=True).start()
-        self._server = server
-
-    def exposition(self, environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
-        """``/metrics``: the registry rendered now, but the unhealthy partitions' series
-        as rendered once since the last batch (``streaming.job.rendered_series``). A gzip
-        answer is two gzip members, which a gzip reader (Prometheus') reads as one."""
-        encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
-        compressed = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
+    def render(
+        self, encoder: Callable[[Any], bytes], content_type: str, *, compressed: bool
+    ) -> bytes:
+        """The registry in ``encoder``'s format, rendered now, but the unhealthy
+        partitions' series as rendered once since the last batch
+        (``streaming.job.rendered_series``). Compressed, it is two gzip members, which a
+        gzip reader (Prometheus') reads as one."""
         self._scrape.light = True
         try:
             light = encoder(self.registry)
@@ -153,26 +121,15 @@ class HealthExporter(Collector):
         light = light.removesuffix(OPENMETRICS_EOF)  # OpenMetrics: one # EOF, at the end
         if compressed:
             light = gzip.compress(light, GZIP_LEVEL)
-        heavy = self._unhealthy_rendered.render(encoder, content_type, compressed=compressed)
-        headers = [("Content-Type", content_type)]
-        if compressed:
-            headers.append(("Content-Encoding", "gzip"))
-        start_response("200 OK", headers)
-        return [light + heavy]
+        heavy = self.unhealthy_rendered.render(encoder, content_type, compressed=compressed)
+        return light + heavy
 
-    def fragile(self) -> list[dict[str, Any]] | None:
+    def fragile(self) -> list[IsrAtRisk] | None:
         """Partitions one broker's stop could break, from every shard's latest report
         (None before the first batch): what ``/check/restart`` answers from."""
         if not self._shards:
             return None
         return [entry for shard in self._shards.values() for entry in shard.fragile]
-
-    def close(self) -> None:
-        """Stop serving and release the port (idempotent)."""
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
 
     # ---------------------------------------------------------------- updates
 
@@ -220,7 +177,7 @@ class HealthExporter(Collector):
                 self.bounced.labels(str(bounced)).inc()
         self.batch_duration.observe(duration_s)
         self._batch_time = time.time()
-        self._unhealthy_rendered.changed()
+        self.unhealthy_rendered.changed()
 
     # -------------------------------------------------------------- collector
 

@@ -35,6 +35,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import explain_failure
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
 from streaming.job.reachability import ReachabilityWatch, watch_timing
@@ -318,8 +319,9 @@ def run(
     exporter = exporter or HealthExporter()
     if config.kafka.source_format is SourceFormat.PYTHON:
         exporter.source_status = source_status_file(config)
+    server = ExporterServer(exporter)
     if config.metrics.enabled:
-        exporter.serve(config.metrics.host, config.metrics.port)
+        server.serve(config.metrics.host, config.metrics.port)
     stop = stop or threading.Event()
     spark = spark_session(config)
     sink = make_sink(config, exporter, health_out, on_batch)
@@ -357,7 +359,7 @@ def run(
         watch.stop()
         exporter.watch = None  # its last state would go stale
         sink.close()
-        exporter.close()
+        server.close()
 
 
 def until_caught_up(query: Any, stop: threading.Event, after_batch: int = -1) -> None:

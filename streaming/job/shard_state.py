@@ -10,8 +10,11 @@ it is tested without Spark. Per call it:
 3. applies the rest in event-time order (ties: Kafka topic, partition, offset);
 4. evaluates every partition of the shard at ``now`` = the largest event time seen in
    the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
-5. emits a health record for every partition whose health changed (a tombstone for a
-   partition that is gone), the dead letters, and one stats row for the metrics.
+5. emits the health record of every healthy partition whose health changed (a tombstone
+   for a partition that is gone), the dead letters, and one stats row: counters, gauges
+   and the records of the unhealthy partitions, changed or not. The driver gives those
+   their causes (``streaming.job.attribution``) and writes the changed ones, so that each
+   record crosses Spark once and is encoded once.
 
 Groups time out after every batch, so a shard with no new events is still evaluated:
 a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time alone.
@@ -21,12 +24,11 @@ from __future__ import annotations
 
 import gc
 import pickle
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, cast
 
-import msgspec
 import numpy as np
 import pandas as pd
 
@@ -34,35 +36,25 @@ from state import (
     BOOL,
     ApplyReport,
     FetchBatch,
-    FollowerStatus,
     HealthFrame,
-    HealthRecord,
-    MetadataState,
     ReplicationModel,
     RoutedControllerEvent,
     Shard,
+    encode_record,
     fragile_entries,
     health_signatures,
+    legacy_health_signature,
     shape_of_model,
 )
 from state.events import DeadLetterReason
 from state.settings import RuleSettings
 from streaming.job import shard_stats
 from streaming.job.dead_letter_rows import dead_letter_row, dead_letter_rows
-from streaming.job.routing import (
-    DEAD,
-    FETCH,
-    conform,
-    stable_hash,
-    unpack_fetches,
-)
+from streaming.job.routing import DEAD, FETCH, conform, unpack_fetches
 from streaming.job.shard_gauges import broker_gauges, topic_gauges
 from streaming.job.shard_snapshot import SIGNATURES
 from streaming.job.shard_snapshot import ShardSnapshot as ShardSnapshot  # re-exported: its old home
-from streaming.job.shard_stats import (
-    IsrTransitionCount,
-    ShardStats,
-)
+from streaming.job.shard_stats import IsrTransitionCount, ShardStats, UnhealthyPartition
 from streaming.job.state_format import read_snapshot, write_snapshot
 
 HEALTH = "health"
@@ -74,8 +66,6 @@ OUTPUT_SCHEMA = (
 )
 OUTPUT_COLUMNS = [part.strip().split(" ")[0] for part in OUTPUT_SCHEMA.split(",")]
 STATE_SCHEMA = "snapshot binary"
-
-_ENCODER = msgspec.json.Encoder()
 
 CLOCK_DELAY_MS = 30 * 24 * 3600 * 1000
 """Delay of Spark's own watermark. The job gives Spark a month so that Spark drops no
@@ -107,52 +97,6 @@ def save_snapshot(snapshot: ShardSnapshot) -> bytes:
         return write_snapshot(snapshot)
 
 
-def legacy_health_signature(frame: HealthFrame, i: int) -> int:
-    """The signature of partition ``i`` as snapshots before ``state.health_signature``
-    kept it (a digest of the same facts, one partition at a time). Read once, by the
-    first batch after such a snapshot is restored, so that it writes only what changed."""
-    statuses = frame.follower_status[i]
-    followers = tuple(
-        (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
-        for k in np.flatnonzero(statuses >= 0).tolist()
-    )
-    return stable_hash(
-        repr(
-            (
-                int(frame.leader[i]),
-                int(frame.leader_epoch[i]),
-                frame.isr[i],
-                frame.replicas[i],
-                bool(frame.under_replicated[i]),
-                bool(frame.under_min_isr[i]),
-                bool(frame.at_min_isr[i]),
-                bool(frame.offline[i]),
-                bool(frame.predicted_under_replicated[i]),
-                followers,
-                int(frame.metadata_state[i]),
-                tuple(frame.stale_brokers[i]),
-                frame.blackout_earliest_ms[i],
-                frame.blackout_latest_ms[i],
-            )
-        )
-    )
-
-
-def is_unhealthy(frame: HealthFrame) -> BOOL:
-    """Partitions that get per-partition metrics series (bounded cardinality)."""
-    statuses = frame.follower_status
-    not_in_sync = ((statuses >= 0) & (statuses != FollowerStatus.IN_SYNC)).any(axis=1)
-    unhealthy: BOOL = (
-        frame.under_replicated
-        | frame.under_min_isr
-        | frame.offline
-        | frame.predicted_under_replicated
-        | (frame.metadata_state != MetadataState.CONSISTENT)
-        | not_in_sync
-    )
-    return unhealthy
-
-
 def make_shard_function(
     settings: ShardJobSettings,
 ) -> Callable[[tuple[Any, ...], Iterator[pd.DataFrame], Any], Iterator[pd.DataFrame]]:
@@ -181,7 +125,7 @@ def make_shard_function(
 
 @contextmanager
 def cyclic_gc_paused() -> Iterator[None]:
-    """Python's cycle collector off for a block that makes ~10^5 containers (a dict per
+    """Python's cycle collector off for a block that makes ~10^5 containers (a struct per
     record and follower) and leaves no cycles: each full collection would walk every live
     object, the shard's whole state included (a third of a batch's CPU when every
     partition changes, ``bench/batch_bench.py``). Reference counting still frees them."""
@@ -258,11 +202,27 @@ def _process(
             snapshot.clock_ms = max(snapshot.clock_ms, int(events["ts"].max()))
     now = max(snapshot.clock_ms, stream_clock_ms)
     frame = snapshot.model.evaluate(now) if now >= 0 else None
-    records = _Records(frame)
+    unhealthy: list[UnhealthyPartition] = []
     if frame is not None:
         idle = rows is None
-        out += _health_rows(snapshot, frame, records, full=settings.snapshot_when_idle and idle)
-    out.append(_stats_row(snapshot, frame, records, report, late, duplicates, now))
+        keys = [
+            f"{topic}:{partition}"
+            for topic, partition in zip(frame.topic, frame.partition.tolist(), strict=True)
+        ]
+        signatures = health_signatures(frame).tolist()
+        changed = _changed(
+            snapshot, frame, keys, signatures, full=settings.snapshot_when_idle and idle
+        )
+        unhealthy_rows = frame.unhealthy()
+        out += _health_rows(frame, keys, changed & ~unhealthy_rows)
+        out += [
+            {"kind": TOMBSTONE, "key": key, "value": None}
+            for key in sorted(snapshot.signatures.keys() - set(keys))  # partitions gone
+        ]
+        unhealthy = _unhealthy_partitions(frame, unhealthy_rows, changed)
+        snapshot.signatures = dict(zip(keys, signatures, strict=True))
+        snapshot.signature_scheme = SIGNATURES
+    out.append(_stats_row(snapshot, frame, unhealthy, report, late, duplicates, now))
     return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
 
 
@@ -309,68 +269,62 @@ def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: i
     return keep
 
 
-class _Records:
-    """The health records of a frame's partitions, each built once per batch (a changed
-    partition that is unhealthy is both written and reported in the stats)."""
-
-    def __init__(self, frame: HealthFrame | None) -> None:
-        self.frame = frame
-        self._built: dict[int, HealthRecord] = {}
-
-    def at(self, positions: Sequence[int]) -> list[HealthRecord]:
-        missing = [i for i in positions if i not in self._built]
-        if missing and self.frame is not None:
-            self._built.update(zip(missing, self.frame.records_at(missing), strict=True))
-        return [self._built[i] for i in positions]
-
-
-def _health_rows(
-    snapshot: ShardSnapshot, frame: HealthFrame, records: _Records, *, full: bool
-) -> list[dict[str, object]]:
-    """A record for every partition whose health changed (all with ``full``), a tombstone
-    for every partition gone; the signatures kept for the next batch."""
-    keys = [
-        f"{topic}:{partition}"
-        for topic, partition in zip(frame.topic, frame.partition.tolist(), strict=True)
-    ]
-    signatures = health_signatures(frame).tolist()
+def _changed(
+    snapshot: ShardSnapshot,
+    frame: HealthFrame,
+    keys: list[str],
+    signatures: list[int],
+    *,
+    full: bool,
+) -> BOOL:
+    """The partitions whose health changed since the signatures kept (all with ``full``)."""
+    if full:
+        return np.ones(len(frame), dtype=np.bool_)
     kept = snapshot.signatures
     compared = (
         signatures
         if snapshot.signature_scheme == SIGNATURES
         else [legacy_health_signature(frame, i) for i in range(len(frame))]
     )
-    changed = (
-        range(len(keys))
-        if full
-        else [
-            i
-            for i, (key, signature) in enumerate(zip(keys, compared, strict=True))
-            if kept.get(key) != signature
-        ]
+    return np.fromiter(
+        (kept.get(key) != signature for key, signature in zip(keys, compared, strict=True)),
+        np.bool_,
+        len(frame),
     )
-    out: list[dict[str, object]] = [
-        {"kind": HEALTH, "key": keys[i], "value": text}
-        for i, text in zip(changed, _json_texts(records.at(changed)), strict=True)
+
+
+def _health_rows(frame: HealthFrame, keys: list[str], written: BOOL) -> list[dict[str, object]]:
+    """The records of the ``written`` partitions, as the topic carries them: healthy
+    partitions, so they have no cause and the driver writes them as they are."""
+    positions = np.flatnonzero(written).tolist()
+    return [
+        {"kind": HEALTH, "key": keys[i], "value": encode_record(record).decode()}
+        for i, record in zip(positions, frame.records_at(positions), strict=True)
     ]
-    current = dict(zip(keys, signatures, strict=True))
-    for key in kept.keys() - current.keys():
-        out.append({"kind": TOMBSTONE, "key": key, "value": None})
-    snapshot.signatures = current
-    snapshot.signature_scheme = SIGNATURES
-    return out
 
 
-def _json_texts(records: list[HealthRecord]) -> list[str]:
-    """Records as JSON text for the driver, which reads them back (``attribution``) and
-    writes its own text of each: msgspec's encoder, a fifth of json.dumps' CPU."""
-    return [_ENCODER.encode(record).decode() for record in records]
+def _unhealthy_partitions(
+    frame: HealthFrame, unhealthy_rows: BOOL, changed: BOOL
+) -> list[UnhealthyPartition]:
+    """The unhealthy partitions' records, for the driver to give them causes, and the
+    leader's T, which the record leaves out and the metrics draw the shrink thresholds
+    with."""
+    positions = np.flatnonzero(unhealthy_rows).tolist()
+    return [
+        UnhealthyPartition(record=record, replica_lag_time_max_ms=lag_time_max, changed=changed_now)
+        for record, lag_time_max, changed_now in zip(
+            frame.records_at(positions),
+            frame.lag_time_max_ms[positions].tolist(),
+            changed[positions].tolist(),
+            strict=True,
+        )
+    ]
 
 
 def _stats_row(
     snapshot: ShardSnapshot,
     frame: HealthFrame | None,
-    records: _Records,
+    unhealthy: list[UnhealthyPartition],
     report: ApplyReport,
     late: int,
     duplicates: int,
@@ -380,18 +334,6 @@ def _stats_row(
     shard = snapshot.model.shard.index if snapshot.model.shard else 0
     rules = snapshot.model.settings
     whole = frame is not None and len(frame) > 0
-    # T of the leader: the record leaves it out, the metrics draw the shrink thresholds
-    unhealthy: list[dict[str, Any]] = []
-    if frame is not None and whole:
-        positions = np.flatnonzero(is_unhealthy(frame))
-        unhealthy = [
-            {**record, "replica_lag_time_max_ms": lag_time_max}
-            for record, lag_time_max in zip(
-                records.at(positions.tolist()),
-                frame.lag_time_max_ms[positions].tolist(),
-                strict=True,
-            )
-        ]
     stats = ShardStats(
         shard=shard,
         applied=dict(report.applied),

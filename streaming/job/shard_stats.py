@@ -19,7 +19,7 @@ from typing import Any
 
 import msgspec
 
-from state import Flap
+from state import Flap, HealthRecord, IsrAtRisk
 
 
 class TopicGauges(msgspec.Struct, frozen=True, kw_only=True):
@@ -53,6 +53,19 @@ class IsrTransitionCount(msgspec.Struct, frozen=True, array_like=True):
     by_controller: bool
 
 
+class UnhealthyPartition(msgspec.Struct, frozen=True, kw_only=True):
+    """An unhealthy partition as its shard reports it. The driver gives its record the
+    causes found over every shard's report (``streaming.job.attribution``) and writes it
+    when ``changed``, or when its causes changed: the shard writes no record of its own
+    for it, so the record crosses Spark once."""
+
+    record: HealthRecord  # without causes
+    # T of its leader (the broker's replica.lag.time.max.ms): the record leaves it out;
+    # the exporter and the live view draw the shrink thresholds with it.
+    replica_lag_time_max_ms: int
+    changed: bool  # its health changed in this batch (state.health_signature)
+
+
 class ShardStats(msgspec.Struct, frozen=True, kw_only=True):
     """Counters of one micro-batch and gauges of one shard after it."""
 
@@ -72,12 +85,12 @@ class ShardStats(msgspec.Struct, frozen=True, kw_only=True):
     partitions: int
     topics: dict[str, TopicGauges]
     brokers: dict[str, BrokerGauges]  # key: broker id (-1: no leader)
-    unhealthy: list[dict[str, Any]]  # health records, plus replica_lag_time_max_ms
+    unhealthy: list[UnhealthyPartition]
     # The denominators of cause attribution (``state.causes.ClusterShape.to_json``),
     # added up over shards on the driver; None while the shard has no partition.
     cause_shape: dict[str, Any] | None = None
     # What one broker's stop could break (``state.restart_check.fragile_entries``).
-    fragile: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    fragile: list[IsrAtRisk] = msgspec.field(default_factory=list)
     # Followers removed from the ISR within the flapping window (``state.flapping``).
     flapping: list[Flap] = msgspec.field(default_factory=list)
 

@@ -111,7 +111,7 @@ class BatchSink:
         self.write(batch_id, rows, started)
 
     def write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:
-        with cyclic_gc_paused():  # a dict per record and follower, no cycles
+        with cyclic_gc_paused():  # a struct per record and follower, no cycles
             self._write(batch_id, rows, started)
 
     def _write(self, batch_id: int, rows: pd.DataFrame, started: float) -> None:

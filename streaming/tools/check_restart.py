@@ -3,7 +3,8 @@
 The answer (``state.restart_check``) is computed from the latest health record of every
 partition, read from the compacted ``partition-health`` topic or from a JSON-lines file
 (``replay``'s output, or ``run --health-out``'s: the last record of a partition wins).
-The job's exporter serves the same answer at ``/check/restart?broker=N``.
+The job's exporter serves the same answer at ``/check/restart?broker=N``
+(``streaming.job.metrics``), from the fragile partitions its shards report.
 
 Exit codes: 0 safe, 1 not safe (or still not safe when ``--wait`` times out), 2 error.
 """
@@ -12,21 +13,20 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
-from urllib.parse import parse_qs
 
 import click
+import msgspec
 
-from state import RestartCheck, check_restart
+from state import HealthRecord, IsrAtRisk, RestartCheck, check_restart, decode_record
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.config import IsrwatchConfig
 
 SAFE, NOT_SAFE, ERROR = 0, 1, 2
 POLL_INTERVAL_S = 1.0
 
-Records = Sequence[Mapping[str, Any]]
+Records = Sequence[HealthRecord]
 
 
 class HealthUnavailableError(Exception):
@@ -35,12 +35,15 @@ class HealthUnavailableError(Exception):
 
 def latest_per_partition(values: Iterable[tuple[str, str | None]]) -> Records:
     """A compacted topic's view: the last value per key; a tombstone (None) deletes it."""
-    latest: dict[str, Mapping[str, Any]] = {}
+    latest: dict[str, HealthRecord] = {}
     for key, value in values:
         if value is None:
             latest.pop(key, None)
         else:
-            latest[key] = json.loads(value)
+            try:
+                latest[key] = decode_record(value)
+            except msgspec.DecodeError as error:
+                raise HealthUnavailableError(f"{key}: not a health record ({error})") from error
     return list(latest.values())
 
 
@@ -54,9 +57,8 @@ def read_file(path: Path) -> Records:
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
-            values.append((f"{record['topic']}:{record['partition']}", line))
-        except (ValueError, KeyError, TypeError) as error:
+            values.append((decode_record(line).key, line))
+        except msgspec.DecodeError as error:
             raise HealthUnavailableError(
                 f"{path}:{number}: not a health record ({error})"
             ) from error
@@ -104,7 +106,7 @@ def answer(read: Callable[[], Records], broker: int, wait_s: float | None) -> Re
         records = read()
         if not records:
             raise HealthUnavailableError("no health records")
-        result = check_restart(records, broker)
+        result = check_restart(map(IsrAtRisk.of, records), broker)
         if result.safe or deadline is None or time.monotonic() >= deadline:
             return result
         time.sleep(min(POLL_INTERVAL_S, max(0.0, deadline - time.monotonic())))
@@ -163,20 +165,3 @@ def restart_command(
         raise SystemExit(ERROR) from error
     click.echo(json.dumps(result.to_json(), indent=2))
     raise SystemExit(SAFE if result.safe else NOT_SAFE)
-
-
-def http_answer(query_string: str, records: Records | None) -> tuple[str, dict[str, Any]]:
-    """The HTTP status and JSON body of ``/check/restart?broker=N`` on the exporter.
-
-    200 safe, 409 not safe, 400 without a broker id, 503 before the first micro-batch.
-    """
-    brokers = parse_qs(query_string).get("broker", [])
-    if len(brokers) != 1 or not brokers[0].lstrip("-").isdigit():
-        return "400 Bad Request", {"error": "give one broker id: /check/restart?broker=N"}
-    if records is None:
-        return "503 Service Unavailable", {"error": "no micro-batch has completed yet"}
-    result = check_restart(records, int(brokers[0]))
-    body = result.to_json()
-    # the job's shards report only the partitions one broker's stop could break
-    body["fragile_partitions"] = body.pop("partitions_considered")
-    return ("200 OK" if result.safe else "409 Conflict"), body

@@ -10,12 +10,11 @@ from __future__ import annotations
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import pandas as pd
 
 from streaming.job.routing import DEAD
-from streaming.job.shard_stats import ShardStats
+from streaming.job.shard_stats import ShardStats, UnhealthyPartition
 from streaming.job.sinks import dead_letters_by_reason, shard_stats_of
 
 CONDITIONS = ("offline", "under_min_isr", "under_replicated", "predicted_under_replicated")
@@ -31,7 +30,7 @@ class HealthSnapshot:
     partitions: int = 0
     totals: Counter[str] = field(default_factory=Counter)
     followers: Counter[str] = field(default_factory=Counter)
-    unhealthy: list[dict[str, Any]] = field(default_factory=list)
+    unhealthy: list[UnhealthyPartition] = field(default_factory=list)
     dead_letters: Counter[str] = field(default_factory=Counter)
 
 
@@ -76,5 +75,5 @@ class ClusterHealth:
                     snapshot.totals[condition] += int(getattr(gauges, condition))
                 snapshot.followers.update(gauges.followers)
             snapshot.unhealthy.extend(stats.unhealthy)
-        snapshot.unhealthy.sort(key=lambda r: (r["topic"], r["partition"]))
+        snapshot.unhealthy.sort(key=lambda p: (p.record.topic, p.record.partition))
         return snapshot

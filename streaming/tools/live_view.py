@@ -14,10 +14,12 @@ from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
 from rich.live import Live
-from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from state import FollowerHealth, HealthRecord
+from state.shrink_rule import STATUS_NAMES, STATUS_SEVERITY
+from streaming.job.shard_stats import UnhealthyPartition
 from streaming.tools.cluster_health import HealthSnapshot
 
 STATUS_STYLE = {
@@ -29,7 +31,6 @@ STATUS_STYLE = {
     "OUT_OF_SYNC": "magenta",
     "OFFLINE": "bold red",
 }
-STATUS_ORDER = list(STATUS_STYLE)
 # ------------------------------------------------------------------ rendering
 #
 # The view fits the terminal: what matters comes first and gets the lines it needs, what
@@ -52,12 +53,12 @@ def shown(value: object) -> str:
     return "-" if value is None else str(value)
 
 
-def leader_of(record: dict[str, Any]) -> str:
-    return "-" if record["leader"] < 0 else str(record["leader"])  # -1: no leader
+def leader_of(record: HealthRecord) -> str:
+    return "-" if record.leader < 0 else str(record.leader)  # -1: no leader
 
 
-def partition_name(record: dict[str, Any]) -> str:
-    return f"{record['topic']}-{record['partition']}"
+def partition_name(record: HealthRecord) -> str:
+    return f"{record.topic}-{record.partition}"
 
 
 def lag_bar(lag_ms: int, lag_max_ms: int, width: int = 24) -> Text:
@@ -110,14 +111,15 @@ class Section:
         return table
 
 
-def _followers(
-    snapshot: HealthSnapshot, *statuses: str
-) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+Follower = tuple[UnhealthyPartition, FollowerHealth]
+
+
+def _followers(snapshot: HealthSnapshot, *statuses: str) -> list[Follower]:
     return [
-        (record, follower)
-        for record in snapshot.unhealthy
-        for follower in record["followers"]
-        if follower["status"] in statuses
+        (partition, follower)
+        for partition in snapshot.unhealthy
+        for follower in partition.record.followers
+        if follower.status in statuses
     ]
 
 
@@ -130,17 +132,17 @@ def predicted_shrinks(snapshot: HealthSnapshot) -> Section:
     (``shrink_by_ms``: by then its isr-expiration task has removed them)."""
     now = snapshot.now_ms
     found = _followers(snapshot, "SHRINK_ELIGIBLE")
-    found.sort(key=lambda rf: (rf[1].get("shrink_by_ms") is None, rf[1].get("shrink_by_ms") or 0))
+    found.sort(key=lambda pf: (pf[1].shrink_deadline_ms is None, pf[1].shrink_deadline_ms or 0))
     rows: list[tuple[Cell, ...]] = [
         (
-            partition_name(r),
-            str(f["broker"]),
-            leader_of(r),
-            Text(seconds(_until(f.get("shrink_by_ms"), now)), style="bold dark_orange"),
-            seconds(f["lag_time_ms"]),
-            shown(f["lag_messages"]),
+            partition_name(p.record),
+            str(f.broker),
+            leader_of(p.record),
+            Text(seconds(_until(f.shrink_deadline_ms, now)), style="bold dark_orange"),
+            seconds(f.lag_time_ms),
+            shown(f.lag_messages),
         )
-        for r, f in found
+        for p, f in found
     ]
     return Section(
         "Predicted shrinks: Kafka removes these followers from the ISR",
@@ -154,18 +156,18 @@ def overdue_shrinks(snapshot: HealthSnapshot) -> Section:
     """SHRINK_OVERDUE followers, most overdue first: past Kafka's deadline, still in the ISR."""
     now = snapshot.now_ms
     found = _followers(snapshot, "SHRINK_OVERDUE")
-    found.sort(key=lambda rf: rf[1].get("shrink_by_ms") or 0)
+    found.sort(key=lambda pf: pf[1].shrink_deadline_ms or 0)
     rows: list[tuple[Cell, ...]] = []
-    for r, f in found:
-        late = _until(f.get("shrink_by_ms"), now)
+    for p, f in found:
+        late = _until(f.shrink_deadline_ms, now)
         rows.append(
             (
-                partition_name(r),
-                str(f["broker"]),
-                leader_of(r),
+                partition_name(p.record),
+                str(f.broker),
+                leader_of(p.record),
                 Text(seconds(None if late is None else -late), style="bold red"),
-                seconds(f["lag_time_ms"]),
-                shown(f["lag_messages"]),
+                seconds(f.lag_time_ms),
+                shown(f.lag_messages),
             )
         )
     return Section(
@@ -176,27 +178,31 @@ def overdue_shrinks(snapshot: HealthSnapshot) -> Section:
     )
 
 
-def _partitions(title: str, records: list[dict[str, Any]], style: str) -> Section:
+def _partitions(title: str, records: list[HealthRecord], style: str) -> Section:
     rows: list[tuple[Cell, ...]] = [
-        (partition_name(r), leader_of(r), shown(r["isr"]), shown(r["replicas"])) for r in records
+        (partition_name(r), leader_of(r), shown(r.isr), shown(r.replicas)) for r in records
     ]
     return Section(title, ("partition", "leader", "isr", "replicas"), rows, style)
 
 
+def _records(snapshot: HealthSnapshot) -> list[HealthRecord]:
+    return [p.record for p in snapshot.unhealthy]
+
+
 def offline_partitions(snapshot: HealthSnapshot) -> Section:
-    records = [r for r in snapshot.unhealthy if r["offline"]]
+    records = [r for r in _records(snapshot) if r.offline]
     return _partitions("Offline: no live leader", records, "bold red")
 
 
 def under_min_isr_partitions(snapshot: HealthSnapshot) -> Section:
-    records = [r for r in snapshot.unhealthy if r["under_min_isr"] and not r["offline"]]
+    records = [r for r in _records(snapshot) if r.under_min_isr and not r.offline]
     return _partitions("Under min ISR: acks=all producers fail", records, "red")
 
 
 def under_replicated_partitions(snapshot: HealthSnapshot) -> Section:
-    worse = ("under_min_isr", "offline")  # shown in their own sections
+    # under min ISR and offline are shown in their own sections
     records = [
-        r for r in snapshot.unhealthy if r["under_replicated"] and not any(r[w] for w in worse)
+        r for r in _records(snapshot) if r.under_replicated and not (r.under_min_isr or r.offline)
     ]
     return _partitions("Under-replicated", records, "dark_orange")
 
@@ -204,18 +210,18 @@ def under_replicated_partitions(snapshot: HealthSnapshot) -> Section:
 def other_followers(snapshot: HealthSnapshot, width: int) -> Section:
     """The other followers not in sync, worst status first, then the longest lag."""
     found = _followers(snapshot, "LAGGING", "OFFLINE", "OUT_OF_SYNC", "CATCHING_UP")
-    found.sort(key=lambda rf: (-STATUS_ORDER.index(rf[1]["status"]), -(rf[1]["lag_time_ms"] or 0)))
+    found.sort(key=lambda pf: (-STATUS_SEVERITY[pf[1].status], -(pf[1].lag_time_ms or 0)))
     bar = width >= 110  # room for the lag against T and 1.5 T
     rows: list[tuple[Cell, ...]] = []
-    for r, f in found:
-        lag, lag_max = f["lag_time_ms"], int(r.get("replica_lag_time_max_ms", 0))
+    for p, f in found:
+        lag, lag_max = f.lag_time_ms, p.replica_lag_time_max_ms
         row: tuple[Cell, ...] = (
-            partition_name(r),
-            str(f["broker"]),
-            leader_of(r),
-            Text(f["status"], style=STATUS_STYLE[f["status"]]),
+            partition_name(p.record),
+            str(f.broker),
+            leader_of(p.record),
+            Text(f.status, style=STATUS_STYLE[f.status]),
             seconds(lag),
-            shown(f["lag_messages"]),
+            shown(f.lag_messages),
         )
         if bar:
             row += (lag_bar(lag, lag_max) if lag is not None and lag_max else "-",)
@@ -229,9 +235,9 @@ def other_followers(snapshot: HealthSnapshot, width: int) -> Section:
 def stale_metadata(snapshot: HealthSnapshot) -> Section:
     now = snapshot.now_ms
     rows: list[tuple[Cell, ...]] = []
-    for r in snapshot.unhealthy:
-        metadata = r["metadata"]
-        state = metadata["state"]
+    for r in _records(snapshot):
+        metadata = r.metadata
+        state = metadata.state
         if state == "CONSISTENT":
             continue
         style = "bold red" if state == "STALE_OVERDUE" else "cyan"
@@ -239,9 +245,9 @@ def stale_metadata(snapshot: HealthSnapshot) -> Section:
             (
                 partition_name(r),
                 Text(state, style=style),
-                shown(metadata["stale_brokers"]),
-                _relative(metadata["blackout_earliest_ms"], now),
-                _relative(metadata["blackout_latest_ms"], now),
+                shown(metadata.stale_brokers),
+                _relative(metadata.blackout_earliest_ms, now),
+                _relative(metadata.blackout_latest_ms, now),
             )
         )
     return Section(
@@ -290,7 +296,7 @@ def render_summary(snapshot: HealthSnapshot) -> Text:
     text.append(" stale ")
     text.append(str(stale), style="cyan" if stale else "green")
     text.append("\nfollowers:", style="bold")
-    for status in STATUS_ORDER:
+    for status in STATUS_NAMES:
         if snapshot.followers[status]:
             text.append(f" {status} {snapshot.followers[status]}", style=STATUS_STYLE[status])
     return text
@@ -385,11 +391,6 @@ def fact_lines(facts: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
-def render_facts(facts: Sequence[dict[str, Any]], limit: int = 6) -> Panel:
-    lines = fact_lines(facts)[-limit:]
-    return Panel("\n".join(lines) or "nothing yet", title="What the simulated cluster did")
-
-
 def render(
     snapshot: HealthSnapshot,
     header: str,
@@ -450,7 +451,7 @@ def plain_line(snapshot: HealthSnapshot) -> str:
     """The view as one line, for terminals that are not interactive (logs, CI)."""
     totals = snapshot.totals
     followers = " ".join(
-        f"{s}={snapshot.followers[s]}" for s in STATUS_ORDER if snapshot.followers[s]
+        f"{s}={snapshot.followers[s]}" for s in STATUS_NAMES if snapshot.followers[s]
     )
     return (
         f"as of {clock(snapshot.now_ms)}: {snapshot.partitions} partitions, "

@@ -24,7 +24,6 @@ from state import (
 )
 from state.events import DeadLetter, DeadLetterReason, Event, FetchResponse, Source
 from state.settings import RuleSettings
-from streaming.job.shard_state import is_unhealthy
 
 REPLAY_FILE = "replay-file"
 """``DeadLetter.source`` of a line that is not a valid envelope."""
@@ -102,6 +101,6 @@ def replay(lines: Iterable[str], settings: RuleSettings, until_ms: int | None) -
         # Causes come from the pattern over every partition, which replay holds.
         frame = model.evaluate(as_of)
         shape = shape_of_model(frame, model)
-        unhealthy = np.flatnonzero(is_unhealthy(frame)).tolist()
+        unhealthy = np.flatnonzero(frame.unhealthy()).tolist()
         records = annotate(list(frame.records()), unhealthy, shape)
     return ReplayResult(records, as_of, len(events), after_until, dead, report)

@@ -11,6 +11,7 @@ from typing import Any
 
 from kafka import KafkaConsumer, TopicPartition
 
+from state import encode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.feeds.publisher import KafkaPublisher
@@ -30,7 +31,7 @@ def replayed() -> dict[str, dict[str, Any]]:
     """``isrwatch replay``'s health records for the sample, by ``topic:partition``."""
     with SAMPLE.open() as lines:
         return {
-            f"{r['topic']}:{r['partition']}": r for r in replay(lines, RuleSettings(), None).records
+            r.key: json.loads(encode_record(r)) for r in replay(lines, RuleSettings(), None).records
         }
 
 

@@ -5,28 +5,30 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
 from kafka import KafkaProducer
 
+from state import encode_record
 from streaming.cli import main
 from streaming.tools.embedded_broker import EmbeddedBroker
+from tests.unit.builders import partition_health
 
 pytestmark = pytest.mark.integration
 
 
-def health(partition: int, isr: list[int]) -> dict[str, Any]:
-    return {
-        "topic": "orders",
-        "partition": partition,
-        "as_of_ms": 1,
-        "leader": isr[0],
-        "isr": isr,
-        "min_insync_replicas": 2,
-        "followers": [],
-    }
+def health(partition: int, isr: list[int]) -> bytes:
+    """orders-``partition``'s record: ``isr`` in sync, its first member the leader."""
+    return encode_record(
+        partition_health(
+            dict.fromkeys(isr[1:], "IN_SYNC"),
+            topic="orders",
+            partition=partition,
+            leader=isr[0],
+            min_insync_replicas=2,
+        )
+    )
 
 
 def test_reads_the_latest_health_per_partition_from_the_topic(broker: EmbeddedBroker) -> None:
@@ -40,9 +42,7 @@ def test_reads_the_latest_health_per_partition_from_the_topic(broker: EmbeddedBr
         ("orders:1", None),  # ...then deleted (tombstone)
         ("orders:2", health(2, [3, 4])),  # at min ISR: stopping 3 or 4 breaks it
     ]:
-        producer.send(
-            topic, key=key.encode(), value=None if value is None else json.dumps(value).encode()
-        )
+        producer.send(topic, key=key.encode(), value=value)
     producer.flush()
     producer.close()
     args = [

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import CollectorRegistry
 
+from state import encode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.feeds.collectors.log_collector import LogCollector
@@ -71,7 +72,7 @@ def test_collected_logs_drive_the_job_like_replay(
     )
     replayed = replay(capture, RuleSettings(), None)
     assert not replayed.dead_letters
-    expected = {f"{r['topic']}:{r['partition']}": r for r in replayed.records}
+    expected = {r.key: json.loads(encode_record(r)) for r in replayed.records}
     assert from_job == expected
     assert sorted(expected) == ["payments:0", "payments:1"]
     assert expected["payments:1"]["isr"] == [2, 1, 3]

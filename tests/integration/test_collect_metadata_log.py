@@ -10,13 +10,13 @@ collectors, the publisher, the broker, the job and its sinks are the real ones.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import ClassVar
 
 import pytest
 from prometheus_client import CollectorRegistry
 
+from state import decode_record
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.feeds.collectors.admin_collector import AdminCollector
@@ -158,24 +158,23 @@ def test_job_fed_by_the_kraft_collectors_agrees_with_replay(
     health_out = tmp_path / "health.jsonl"
     run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
     final = {
-        (r["topic"], r["partition"]): r
-        for r in map(json.loads, health_out.read_text().splitlines())
+        (r.topic, r.partition): r for r in map(decode_record, health_out.read_text().splitlines())
     }
-    assert final[(topic, 0)]["isr"] == [1, 2, 3]
-    assert final[(topic, 1)]["isr"] == [2, 1]
-    assert final[(topic, 0)]["metadata"]["state"] == "CONSISTENT"
-    assert final[(topic, 1)]["at_min_isr"]  # two in sync, min.insync.replicas 2 (ConfigRecord)
+    assert final[(topic, 0)].isr == [1, 2, 3]
+    assert final[(topic, 1)].isr == [2, 1]
+    assert final[(topic, 0)].metadata.state == "CONSISTENT"
+    assert final[(topic, 1)].at_min_isr  # two in sync, min.insync.replicas 2 (ConfigRecord)
 
     # replay: the same events, in the job's order (event time; ties by topic offset,
     # and the metadata log's events were published first)
     published = sorted(log_spy.events + admin_spy.events, key=lambda e: e.ts)
     lines = [envelope_line(event) for event in published]
-    as_of = final[(topic, 0)]["as_of_ms"]
+    as_of = final[(topic, 0)].as_of_ms
     replayed = replay(lines, KRAFT, as_of)
     assert not replayed.dead_letters
-    assert {(r["topic"], r["partition"]): r for r in replayed.records} == final
+    assert {(r.topic, r.partition): r for r in replayed.records} == final
     # and what the quorum said along the way: broker 3 still behind record 9 at 11 s,
     # past the 5 s change + 2 s fetch timeout, so overdue then
-    at_11s = {r["partition"]: r for r in replay(lines, KRAFT, T0 + 11_000).records}
-    assert at_11s[0]["metadata"]["stale_brokers"] == [3]
-    assert at_11s[0]["metadata"]["state"] == "STALE_OVERDUE"
+    at_11s = {r.partition: r for r in replay(lines, KRAFT, T0 + 11_000).records}
+    assert at_11s[0].metadata.stale_brokers == [3]
+    assert at_11s[0].metadata.state == "STALE_OVERDUE"

@@ -10,11 +10,11 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from state import HealthRecord, decode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.feeds.publisher import KafkaPublisher
@@ -51,29 +51,30 @@ def test_slow_follower_through_the_job_matches_the_ground_truth(
     written = [json.loads(line) for line in health_out.read_text().splitlines()]
     # every record the job wrote, along the way and at the end, keeps the output contract
     assert assert_health_records_valid(written) == len(written) > 0
-    final: dict[tuple[str, int], dict[str, Any]] = {}
-    for record in written:
-        final[(record["topic"], record["partition"])] = record
+    records = [decode_record(line) for line in health_out.read_text().splitlines()]
+    final: dict[tuple[str, int], HealthRecord] = {}
+    for record in records:
+        final[(record.topic, record.partition)] = record
 
     # what really happened: broker 3 dropped from the ISR of every partition it follows
     shrunk = {(s["topic"], s["partition"]) for s in sim.truth.of("isr_shrink")}
     assert shrunk
-    assert {tp for tp, r in final.items() if r["under_replicated"]} == shrunk
-    assert {tp: (r["leader"], r["isr"]) for tp, r in final.items()} == {
+    assert {tp for tp, r in final.items() if r.under_replicated} == shrunk
+    assert {tp: (r.leader, r.isr) for tp, r in final.items()} == {
         tp: (p.leader, p.isr) for tp, p in sim.partitions.items()
     }
     for tp in shrunk:
-        (follower,) = [f for f in final[tp]["followers"] if f["broker"] == 3]
-        assert follower["status"] == "OUT_OF_SYNC"
+        (follower,) = [f for f in final[tp].followers if f.broker == 3]
+        assert follower.status == "OUT_OF_SYNC"
     # Kafka behaved: never overdue, in any record the job wrote along the way (a backlog
     # read in few micro-batches shows few intermediate states: tests/unit has those)
-    statuses = {f["status"] for r in written for f in r["followers"]}
+    statuses = {f.status for r in records for f in r.followers}
     assert "SHRINK_OVERDUE" not in statuses
-    assert all(r["metadata"]["state"] != "STALE_OVERDUE" for r in written)
+    assert all(r.metadata.state != "STALE_OVERDUE" for r in records)
     # and the job agrees with replay, record for record, at the same time
     lines = [envelope_line(event) for event in events]
-    replayed = replay(lines, RuleSettings(), final[next(iter(final))]["as_of_ms"]).records
-    assert {(r["topic"], r["partition"]): r for r in replayed} == final
+    replayed = replay(lines, RuleSettings(), final[next(iter(final))].as_of_ms).records
+    assert {(r.topic, r.partition): r for r in replayed} == final
 
 
 # ---------------------------------------------------------------- the demo

@@ -10,6 +10,7 @@ reference is `replay` over the same events.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -25,6 +26,7 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from state import encode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig
 from streaming.feeds.publisher import KafkaPublisher
@@ -159,7 +161,7 @@ def publish(config: IsrwatchConfig, events: Sequence[InputRecord]) -> None:
 
 def replayed(events: Sequence[InputRecord]) -> dict[str, Any]:
     records = replay([envelope_line(e) for e in events], RuleSettings(), None).records
-    return {f"{r['topic']}:{r['partition']}": r for r in records}
+    return {r.key: json.loads(encode_record(r)) for r in records}
 
 
 def applied_by_type(port: int) -> Counter[str] | None:

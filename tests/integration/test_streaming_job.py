@@ -21,6 +21,7 @@ from streaming.config import IsrwatchConfig
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import run
 from streaming.job.shard_state import STATS
+from streaming.job.sinks import shard_stats_of
 from streaming.tools.embedded_broker import EmbeddedBroker
 from tests.integration.kafka_topics import (
     assert_health_is_replays,
@@ -220,18 +221,14 @@ def test_silent_follower_reaches_shrink_eligible_by_timeout_alone(
     # gets no event at all from now on.
     produce(job_config, [fetch(busy, B + t) for t in range(5_000, 40_001, 5_000)])
     run(job_config, available_now=True, exporter=HealthExporter(), on_batch=batches)
-    final = last_per_key(
-        [
-            (key, value)
-            for frame in batches.frames
-            for key, value in zip(
-                frame[frame["kind"] == "health"]["key"],
-                frame[frame["kind"] == "health"]["value"],
-                strict=True,
-            )
-        ]
-    )
-    follower = final["t:0"]["followers"][0]
+    # t:0 is unhealthy: its record is in its shard's stats (the driver writes it)
+    final = {
+        reported.record.key: reported.record
+        for frame in batches.frames
+        for stats in shard_stats_of(frame)
+        for reported in stats.unhealthy
+    }
+    follower = final["t:0"].followers[0]
     # Caught up at the election (B); evaluated at B + 40 000 > B + 30 000 = T.
-    assert (final["t:0"]["as_of_ms"], follower["status"]) == (B + 40_000, "SHRINK_ELIGIBLE")
-    assert follower["shrink_by_ms"] == B + 45_000
+    assert (final["t:0"].as_of_ms, follower.status) == (B + 40_000, "SHRINK_ELIGIBLE")
+    assert follower.shrink_by_ms == B + 45_000

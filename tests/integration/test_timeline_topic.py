@@ -49,12 +49,12 @@ def test_records_from_the_topic_since_a_time(broker: EmbeddedBroker) -> None:
     )
     everything = HealthInput()
     records = everything.from_topic(config, timeout_ms=5_000)
-    assert [r["as_of_ms"] for r in records] == [5_000, 7_000, 12_000, 14_000, 19_000, 30_000]
+    assert [r.as_of_ms for r in records] == [5_000, 7_000, 12_000, 14_000, 19_000, 30_000]
     assert everything.skipped == {"invalid_json": 1, "not_a_health_record": 2}
     # The seek by timestamp is an optimisation: records before the range may come too (the
     # embedded broker answers a timestamp lookup with offset 0), none within it may be lost.
     later = HealthInput(since_ms=12_000, until_ms=20_000)
-    read = [r["as_of_ms"] for r in later.from_topic(config, timeout_ms=5_000)]
+    read = [r.as_of_ms for r in later.from_topic(config, timeout_ms=5_000)]
     assert [t for t in read if t >= 12_000] == [12_000, 14_000, 19_000]
     assert later.skipped["after_the_range"] == 1
 

@@ -94,7 +94,7 @@ def partition(
             "blackout_earliest_ms": None,
             "blackout_latest_ms": None,
         },
-        "replica_lag_time_max_ms": T,
+        "cause": None,
     }
     record.update(flags)
     return record
@@ -199,7 +199,14 @@ def stats() -> ShardStats:
     for gauges in topics.values():
         gauges["followers"] = dict(gauges["followers"])
     return shard_stats(
-        0, now_ms=NOW, partitions=len(records), topics=topics, brokers={}, unhealthy=records
+        0,
+        now_ms=NOW,
+        partitions=len(records),
+        topics=topics,
+        brokers={},
+        # the shards' report, in its JSON form: ShardStats decodes it whole (every field of
+        # the record is required)
+        unhealthy=[{"record": r, "replica_lag_time_max_ms": T, "changed": True} for r in records],
     )
 
 

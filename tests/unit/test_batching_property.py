@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, cast
 
+import msgspec
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -26,6 +27,7 @@ from state.events import (
     UpdateMetadata,
 )
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
+from tests.unit.builders import CONSISTENT
 
 TOPICS = ("a", "b")
 BROKERS = (1, 2, 3)
@@ -284,7 +286,7 @@ def sharded_outcome(
         transitions += report.isr_transitions
     records = sorted(
         (r for m in models for r in m.evaluate(now).records()),
-        key=lambda r: (r["topic"], r["partition"]),
+        key=lambda r: (r.topic, r.partition),
     )
     return records, sorted(rejected), applied, sorted(delays), transitions
 
@@ -313,8 +315,8 @@ def test_shards_fed_by_routing_equal_one_model(
     if any(isinstance(sequence[n], IsrChange) for n, _ in whole_rejected):
         # A shard cannot fence another shard's IsrChange by leader epoch, so the
         # leader's window may differ; everything else must not (docs/architecture.md).
-        for record in (*records, *whole_records):
-            record.pop("metadata")
+        records = [msgspec.structs.replace(r, metadata=CONSISTENT) for r in records]
+        whole_records = [msgspec.structs.replace(r, metadata=CONSISTENT) for r in whole_records]
     assert records == whole_records
 
 
@@ -367,10 +369,7 @@ def test_batching_and_sharding_keep_the_entry_time_of_a_re_added_follower() -> N
             whole = outcome(sequence, [len(sequence)], mode, now)
             records = cast("list[HealthRecord]", whole[0])
             assert [
-                (f["status"], f["shrink_by_ms"])
-                for r in records
-                for f in r["followers"]
-                if f["broker"] == 2
+                (f.status, f.shrink_by_ms) for r in records for f in r.followers if f.broker == 2
             ] == [(status, 95_000)] * len(partitions)
             assert outcome(sequence, [1] * len(sequence), mode, now) == whole
             assert outcome(sequence, [3, 2, 5], mode, now) == whole

@@ -1,46 +1,52 @@
 """Cause attribution (state/causes.py): each rule on hand-built clusters, boundaries included.
 
-Records carry only what attribution reads; shapes say how many replicas each broker
-follows from each leader (``pairs``: follower, leader, count) and how many partitions
-each leader leads with followers (``led``).
+Records are whole (``tests.unit.builders.partition_health``); shapes say how many replicas
+each broker follows from each leader (``pairs``: follower, leader, count) and how many
+partitions each leader leads with followers (``led``).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from state import (
+    Cause,
+    CauseKind,
     ClusterShape,
+    HealthRecord,
+    MetadataHealth,
     UnhealthyPartitions,
     annotate,
     attribute,
     with_causes,
 )
-
-OUT = {"CATCHING_UP", "OUT_OF_SYNC", "OFFLINE"}  # statuses of followers outside the ISR
+from state.health_record import MetadataStateName, StatusName
+from tests.unit.builders import partition_health
 
 
 def record(
     partition: int,
     leader: int,
-    followers: dict[int, str],
+    followers: dict[int, StatusName],
     *,
     topic: str = "t",
     isr: tuple[int, ...] | None = None,
     offline: bool = False,
-    metadata: str = "CONSISTENT",
+    metadata: MetadataStateName = "CONSISTENT",
     stale: tuple[int, ...] = (),
-) -> dict[str, Any]:
-    return {
-        "topic": topic,
-        "partition": partition,
-        "leader": leader,
-        "isr": list(isr if isr is not None else (leader, *followers)),
-        "offline": offline,
-        "under_replicated": any(s != "IN_SYNC" and s in OUT for s in followers.values()),
-        "followers": [{"broker": b, "status": s} for b, s in followers.items()],
-        "metadata": {"state": metadata, "stale_brokers": list(stale)},
-    }
+) -> HealthRecord:
+    return partition_health(
+        followers,
+        topic=topic,
+        partition=partition,
+        leader=leader,
+        isr=isr if isr is not None else (leader, *followers),
+        offline=offline,
+        metadata=MetadataHealth(
+            stale_brokers=list(stale),
+            state=metadata,
+            blackout_earliest_ms=None,
+            blackout_latest_ms=None,
+        ),
+    )
 
 
 def shape(
@@ -49,10 +55,10 @@ def shape(
     return ClusterShape.from_json({"pairs": pairs, "led": led, "live": live})
 
 
-def causes(records: list[dict[str, Any]], cluster: ClusterShape) -> list[tuple[str, int | None]]:
+def causes(records: list[HealthRecord], cluster: ClusterShape) -> list[tuple[str, int | None]]:
     """(kind, broker) of every lagging follower, in record order."""
     attribution = attribute(UnhealthyPartitions.of(records), cluster)
-    return [(c["kind"], c["broker"]) for c in attribution.follower_cause]
+    return [(c.kind, c.broker) for c in attribution.follower_cause]
 
 
 # Broker 3 follows 10 partitions: 5 from leader 1, 5 from leader 2 (leaders 1 and 2 lead
@@ -61,7 +67,7 @@ TEN = [[3, 1, 5], [3, 2, 5], [4, 1, 15], [4, 2, 15]]
 LED = [[1, 20], [2, 20]]
 
 
-def lagging_on(from_1: int, from_2: int) -> list[dict[str, Any]]:
+def lagging_on(from_1: int, from_2: int) -> list[HealthRecord]:
     return [record(p, 1, {3: "LAGGING", 4: "IN_SYNC"}) for p in range(from_1)] + [
         record(10 + p, 2, {3: "SHRINK_ELIGIBLE"}) for p in range(from_2)
     ]
@@ -71,7 +77,7 @@ def test_behind_on_more_than_half_from_two_leaders_is_the_follower_broker() -> N
     # 6 of 10 > 5, from leaders 1 and 2
     assert causes(lagging_on(3, 3), shape(TEN, LED)) == [("follower_broker_behind", 3)] * 6
     text = attribute(UnhealthyPartitions.of(lagging_on(3, 3)), shape(TEN, LED)).follower_cause[0]
-    assert text["text"] == "broker 3 is behind on 6 of the 10 partitions it follows, from 2 leaders"
+    assert text.text == "broker 3 is behind on 6 of the 10 partitions it follows, from 2 leaders"
 
 
 def test_behind_on_exactly_half_is_not_most_then_each_leader_is_judged() -> None:
@@ -91,8 +97,8 @@ def test_one_partition_from_a_leader_is_the_partition_alone() -> None:
     # 1 of 1 from leader 1: most, but a single partition is no pattern
     cluster = shape([[3, 1, 1], [3, 2, 9], [4, 1, 19], [4, 2, 11]], LED)
     got = attribute(UnhealthyPartitions.of(lagging_on(1, 0)), cluster).follower_cause
-    assert [(c["kind"], c["broker"]) for c in got] == [("partition_alone", None)]
-    assert got[0]["text"] == (
+    assert [(c.kind, c.broker) for c in got] == [("partition_alone", None)]
+    assert got[0].text == (
         "only t-0 lags on broker 3 (from leader 1): a hot partition or one log, not the brokers"
     )
 
@@ -106,8 +112,8 @@ def test_followers_on_two_brokers_lag_in_four_fifths_of_what_a_leader_leads() ->
     records = [record(p, 1, {2: "LAGGING", 3: "LAGGING"}) for p in range(3)]
     records.append(record(3, 1, {2: "LAGGING", 3: "IN_SYNC"}))  # 4 of 5 >= 0.8 x 5
     got = attribute(UnhealthyPartitions.of(records), shape(SLOW_LEADER, [[1, 5], [4, 20]]))
-    assert {(c["kind"], c["broker"]) for c in got.follower_cause} == {("leader_slow", 1)}
-    assert got.follower_cause[0]["text"] == (
+    assert {(c.kind, c.broker) for c in got.follower_cause} == {("leader_slow", 1)}
+    assert got.follower_cause[0].text == (
         "leader 1 is slow to serve: followers on 2 brokers lag in 4 of the 5 partitions it leads"
     )
 
@@ -133,32 +139,30 @@ def test_an_offline_or_unregistered_follower_is_its_broker_down() -> None:
     ]
     cluster = shape([[2, 1, 40], [3, 1, 40], [5, 1, 40]], [[1, 40]], live=[1, 2, 3, 4])
     got = attribute(UnhealthyPartitions.of(records), cluster).follower_cause
-    assert [(c["kind"], c["broker"]) for c in got] == [("broker_down", 2), ("broker_down", 5)]
-    assert got[0]["text"] == "broker 2 is down (not registered)"
+    assert [(c.kind, c.broker) for c in got] == [("broker_down", 2), ("broker_down", 5)]
+    assert got[0].text == "broker 2 is down (not registered)"
 
 
 def test_overdue_shrinks_under_one_leader_are_that_leader_under_two_the_cluster() -> None:
     one = [record(p, 1, {3: "SHRINK_OVERDUE", 2: "LAGGING"}) for p in range(2)]
     cluster = shape([[2, 1, 10], [3, 1, 10], [2, 4, 10], [3, 4, 10]], [[1, 10], [4, 10]])
     got = attribute(UnhealthyPartitions.of(one), cluster)
-    assert [(c["kind"], c["broker"]) for c in got.follower_cause] == [
+    assert [(c.kind, c.broker) for c in got.follower_cause] == [
         ("leader_not_shrinking", 1),
         ("partition_alone", None),
     ] * 2
-    assert got.follower_cause[0]["text"] == (
+    assert got.follower_cause[0].text == (
         "leader 1 keeps 2 followers in the ISR past their shrink deadline: its "
         "isr-expiration task or ISR updates are stuck"
     )
     # the partition's principal cause is Kafka not acting, ahead of the lag
-    assert [(c["kind"], c["broker"]) for c in got.partition_cause] == [
-        ("leader_not_shrinking", 1)
-    ] * 2
+    assert [(c.kind, c.broker) for c in got.partition_cause] == [("leader_not_shrinking", 1)] * 2
     two = [*one, record(9, 4, {2: "SHRINK_OVERDUE"})]
     got = attribute(UnhealthyPartitions.of(two), cluster)
-    overdue = [c for c in got.follower_cause if c["kind"] == "cluster_not_shrinking"]
+    overdue = [c for c in got.follower_cause if c.kind == "cluster_not_shrinking"]
     assert len(overdue) == 3
-    assert {c["broker"] for c in overdue} == {None}
-    assert overdue[0]["text"] == (
+    assert {c.broker for c in overdue} == {None}
+    assert overdue[0].text == (
         "3 followers past their shrink deadline under 2 leaders: ISR updates fail "
         "cluster-wide (controller or ZooKeeper)"
     )
@@ -174,7 +178,7 @@ def test_partition_causes_without_lagging_followers() -> None:
         record(5, 2, {1: "IN_SYNC"}),
     ]
     got = attribute(UnhealthyPartitions.of(records), shape([[1, 2, 5]], [[2, 5]]))
-    assert [(c["kind"], c["broker"]) for c in got.partition_cause] == [
+    assert [(c.kind, c.broker) for c in got.partition_cause] == [
         ("offline_leader", 3),
         ("metadata_stale_on_broker", 4),
         ("metadata_stale_on_broker", 4),
@@ -182,10 +186,10 @@ def test_partition_causes_without_lagging_followers() -> None:
         ("metadata_propagating", None),
         ("unexplained", None),
     ]
-    assert got.partition_cause[0]["text"] == (
+    assert got.partition_cause[0].text == (
         "no live leader: waiting for broker 3, the last in-sync replica"
     )
-    assert got.partition_cause[1]["text"] == (
+    assert got.partition_cause[1].text == (
         "broker 4 still caches an old ISR past the propagation window (2 partitions): "
         "UpdateMetadata did not reach it"
     )
@@ -199,7 +203,7 @@ def test_the_issue_example_counts_with_thousands_separators() -> None:
     records = [record(p, 4 + p % 5, {3: "LAGGING", 9: "IN_SYNC"}) for p in range(1204)]
     cluster = shape(pairs, [[leader, 1200] for leader in range(4, 9)])
     got = attribute(UnhealthyPartitions.of(records), cluster)
-    assert got.follower_cause[0]["text"] == (
+    assert got.follower_cause[0].text == (
         "broker 3 is behind on 1,204 of the 1,500 partitions it follows, from 5 leaders"
     )
     [summary] = got.summary()
@@ -242,14 +246,10 @@ def test_healthy_records_and_in_sync_followers_carry_null() -> None:
     sick = record(1, 1, {2: "IN_SYNC", 3: "OFFLINE"})
     cluster = shape([[2, 1, 2], [3, 1, 1]], [[1, 2]], live=[1, 2])
     out = annotate([healthy, sick], [1], cluster)
-    assert out[0]["cause"] is None
-    assert out[0]["followers"][0]["cause"] is None
-    assert out[1]["cause"] == {
-        "kind": "broker_down",
-        "broker": 3,
-        "text": "broker 3 is down (not registered)",
-    }
-    assert [f["cause"] for f in out[1]["followers"]] == [None, out[1]["cause"]]
+    assert out[0].cause is None
+    assert out[0].followers[0].cause is None
+    assert out[1].cause == Cause(CauseKind.BROKER_DOWN, 3, "broker 3 is down (not registered)")
+    assert [f.cause for f in out[1].followers] == [None, out[1].cause]
     assert with_causes(healthy, None) == out[0]
 
 

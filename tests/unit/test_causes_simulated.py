@@ -23,8 +23,7 @@ from state.events import DeadLetter, Event, FetchResponse
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
 from streaming.job.attribution import attribute_shards
-from streaming.job.shard_state import is_unhealthy
-from streaming.job.shard_stats import ShardStats
+from streaming.job.shard_stats import ShardStats, UnhealthyPartition
 from tests.unit.test_metrics import shard_stats
 
 START_MS = 1_700_000_000_000
@@ -34,7 +33,7 @@ SHARDS = 3
 def attribution_of(model: ReplicationModel, now: int) -> Attribution:
     frame = model.evaluate(now)
     records = list(frame.records())
-    unhealthy = [records[i] for i in np.flatnonzero(is_unhealthy(frame)).tolist()]
+    unhealthy = [records[i] for i in np.flatnonzero(frame.unhealthy()).tolist()]
     return attribute(UnhealthyPartitions.of(unhealthy), shape_of_model(frame, model))
 
 
@@ -43,7 +42,14 @@ def shard_report(model: ReplicationModel, now: int) -> ShardStats:
     frame = model.evaluate(now)
     return shard_stats(
         0,
-        unhealthy=[frame.record(i) for i in np.flatnonzero(is_unhealthy(frame)).tolist()],
+        unhealthy=[
+            UnhealthyPartition(
+                record=frame.record(i),
+                replica_lag_time_max_ms=int(frame.lag_time_max_ms[i]),
+                changed=True,
+            )
+            for i in np.flatnonzero(frame.unhealthy()).tolist()
+        ],
         cause_shape=shape_of_model(frame, model).to_json(),
     )
 
@@ -150,7 +156,7 @@ def test_attribution_names_the_fault_the_simulator_injected(
     whole, sharded, actions = simulate(scenario, at_s, overrides)
     expected = (kind, responsible(actions))
     assert whole.partition_cause, "the fault left no unhealthy partition"
-    assert {(c["kind"], c["broker"]) for c in whole.partition_cause} == {expected}
-    assert {(c["kind"], c["broker"]) for c in whole.follower_cause} <= {expected}
+    assert {(c.kind, c.broker) for c in whole.partition_cause} == {expected}
+    assert {(c.kind, c.broker) for c in whole.follower_cause} <= {expected}
     # the driver, over three shards' reports, says exactly what one model says
     assert sharded.causes_by_partition() == whole.causes_by_partition()

@@ -49,9 +49,10 @@ def test_the_layout_is_recorded_and_a_changed_one_refused(tmp_path: Path) -> Non
 def test_restored_state_is_judged_by_the_current_rules() -> None:
     from state import ReplicationModel
     from state.settings import PropagationSettings, RuleSettings
+    from streaming.job.shard_state import ShardSnapshot, restore_snapshot, save_snapshot
 
-    model = ReplicationModel(RuleSettings())
+    saved = save_snapshot(ShardSnapshot(ReplicationModel(RuleSettings())))
     changed = RuleSettings(warn_ratio=0.8, propagation=PropagationSettings(overdue_slack_ms=500))
-    model.reconfigure(changed)
+    model = restore_snapshot(saved, changed).model
     assert model.settings == changed
     assert model.windows.settings.overdue_slack_ms == 500

@@ -19,6 +19,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from state import HealthRecord, decode_record
 from state.events import Source
 from state.settings import RuleSettings
 from streaming.job import shard_stats
@@ -132,15 +133,20 @@ def restored() -> Shards:
     return shards
 
 
-def health(output: pd.DataFrame) -> dict[str, Any]:
+def health(output: pd.DataFrame) -> dict[str, HealthRecord | None]:
+    """What the output writes, by key: a record (a healthy partition's health row, an
+    unhealthy one's changed record in the stats) or a tombstone (None)."""
     rows = output[output["kind"].isin([HEALTH, TOMBSTONE])]
-    return {
-        k: None if v is None else json.loads(v)
+    written: dict[str, HealthRecord | None] = {
+        k: None if v is None else decode_record(v)
         for k, v in zip(rows["key"], rows["value"], strict=True)
     }
+    for stats in (shard_stats.decode(v) for v in output[output["kind"] == STATS]["value"]):
+        written.update((p.record.key, p.record) for p in stats.unhealthy if p.changed)
+    return written
 
 
-def annotated(flush: pd.DataFrame) -> dict[str, Any]:
+def annotated(flush: pd.DataFrame) -> dict[str, HealthRecord | None]:
     """Health records with their causes, as the driver writes them (and replay does)."""
     stats = [shard_stats.decode(v) for v in flush[flush["kind"] == STATS]["value"]]
     records, _ = CauseAnnotator().annotate(flush[flush["kind"].isin([HEALTH, TOMBSTONE])], stats)
@@ -194,7 +200,7 @@ def assert_the_rest_ends_as_from_scratch_and_replay(upgraded: Shards) -> None:
     assert annotated(upgraded_flush) == annotated(scratch_flush)
     lines = [json.dumps(envelope) for envelope in envelopes]
     replayed = replay(lines, RuleSettings(), None)
-    expected = {f"{r['topic']}:{r['partition']}": r for r in replayed.records}
+    expected = {r.key: r for r in replayed.records}
     assert annotated(upgraded_flush) == expected
     assert len(expected) == 12  # isr-churn-storm: 12 partitions
     for output in (upgraded_second, upgraded_flush):

@@ -17,15 +17,14 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from streaming.config.collect import LayoutError, compile_custom_layout
 from streaming.feeds.collectors.log_layouts import (
     BAD_TIMESTAMP,
     CONTINUATION,
     NO_TIMESTAMP,
     UNKNOWN_LAYOUT,
     Entry,
-    LayoutError,
     LineReader,
-    compile_custom_layout,
     parse_time,
 )
 

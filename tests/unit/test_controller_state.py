@@ -35,7 +35,7 @@ def test_events_of_an_older_controller_epoch_are_ignored_and_counted() -> None:
     )
     assert report.rejected_ids == [0]
     assert report.rejected_reasons == [DeadLetterReason.STALE_CONTROLLER_EPOCH]
-    assert health(m, 2_000)["leader"] == 3
+    assert health(m, 2_000).leader == 3
     assert m.cluster.controller_epoch == 7
 
 
@@ -52,7 +52,7 @@ def test_older_leader_epoch_is_stale() -> None:
     apply(m, leader_and_isr(0, leader=1, epoch=5))
     report = apply(m, leader_and_isr(1_000, leader=2, epoch=4))
     assert report.rejected_reasons == [DeadLetterReason.STALE_LEADER_EPOCH]
-    assert (health(m, 1_000)["leader"], health(m, 1_000)["leader_epoch"]) == (1, 5)
+    assert (health(m, 1_000).leader, health(m, 1_000).leader_epoch) == (1, 5)
 
 
 def test_same_leader_epoch_with_older_partition_epoch_is_stale() -> None:
@@ -60,7 +60,7 @@ def test_same_leader_epoch_with_older_partition_epoch_is_stale() -> None:
     apply(m, leader_and_isr(0, epoch=5, partition_epoch=9))
     report = apply(m, leader_and_isr(1_000, epoch=5, partition_epoch=8, isr=(1,)))
     assert report.rejected_reasons == [DeadLetterReason.STALE_PARTITION_EPOCH]
-    assert health(m, 1_000)["isr"] == [1, 2, 3]
+    assert health(m, 1_000).isr == [1, 2, 3]
 
 
 def test_isr_change_fencing() -> None:
@@ -79,7 +79,7 @@ def test_isr_change_fencing() -> None:
         DeadLetterReason.NOT_LEADER,
         DeadLetterReason.UNKNOWN_PARTITION,
     ]
-    assert health(m, 1_000)["isr"] == [1, 2, 3]
+    assert health(m, 1_000).isr == [1, 2, 3]
 
 
 def test_log_derived_isr_change_without_epochs_applies_to_the_current_epoch() -> None:
@@ -91,8 +91,8 @@ def test_log_derived_isr_change_without_epochs_applies_to_the_current_epoch() ->
         (IsrChangeKind.SHRINK, False)
     ]
     record = health(m, 1_000)
-    assert record["isr"] == [1, 3]
-    assert follower(record, 2)["in_isr"] is False
+    assert record.isr == [1, 3]
+    assert follower(record, 2).in_isr is False
 
 
 def test_expansion_is_counted_as_an_expand() -> None:
@@ -100,16 +100,17 @@ def test_expansion_is_counted_as_an_expand() -> None:
     apply(m, leader_and_isr(0, isr=(1, 2)))
     report = apply(m, isr_change(1_000, (1, 2), (1, 2, 3)))
     assert [t.kind for t in report.isr_transitions] == [IsrChangeKind.EXPAND]
-    assert follower(health(m, 1_000), 3)["in_isr"] is True
+    assert follower(health(m, 1_000), 3).in_isr is True
 
 
 def test_topic_creation_then_election() -> None:
     m = model()
     apply(m, TopicChange(ts=0, created={"new": {0: (1, 2), 1: (2, 1)}}))
     record = health(m, 0, topic="new")
-    assert (record["leader"], record["offline"], record["isr"]) == (-1, True, [])
+    # NewPartition until the first election: not offline (docs/domain.md#partition-health)
+    assert (record.leader, record.offline, record.isr) == (-1, False, [])
     apply(m, leader_and_isr(100, topic="new", replicas=(1, 2), isr=(1, 2)))
-    assert health(m, 100, topic="new")["offline"] is False
+    assert health(m, 100, topic="new").offline is False
 
 
 def test_topic_deletion_removes_its_partitions() -> None:
@@ -133,8 +134,8 @@ def test_leader_minus_two_deletes_and_a_recreated_topic_starts_fresh() -> None:
     assert m.partition_count() == 0
     apply(m, leader_and_isr(30, epoch=0))  # recreated: epoch 0 is not stale any more
     record = health(m, 30)
-    assert (record["leader_epoch"], record["leader_leo"]) == (0, 0)
-    assert follower(record, 2)["fetch_offset"] is None
+    assert (record.leader_epoch, record.leader_leo) == (0, 0)
+    assert follower(record, 2).fetch_offset is None
 
 
 def test_reassignment_keeps_the_state_of_replicas_that_stay() -> None:
@@ -146,9 +147,9 @@ def test_reassignment_keeps_the_state_of_replicas_that_stay() -> None:
         leader_and_isr(2_000, epoch=0, partition_epoch=1, replicas=(1, 4, 2), isr=(1, 2)),
     )
     record = health(m, 2_000)
-    assert [f["broker"] for f in record["followers"]] == [4, 2]
-    assert follower(record, 2)["last_caught_up_ms"] == 1_000
-    assert follower(record, 4)["fetch_offset"] is None
+    assert [f.broker for f in record.followers] == [4, 2]
+    assert follower(record, 2).last_caught_up_ms == 1_000
+    assert follower(record, 4).fetch_offset is None
 
 
 def test_bounced_and_dead_brokers() -> None:
@@ -180,7 +181,7 @@ def test_isr_change_on_a_leaderless_partition_is_rejected() -> None:
     apply(m, leader_and_isr(0, leader=-1, epoch=1))
     report = apply(m, isr_change(1_000, (1, 2, 3), (2, 3), leader=-1, epoch=None))
     assert report.rejected_reasons == [DeadLetterReason.NOT_LEADER]
-    assert health(m, 1_000)["isr"] == [1, 2, 3]
+    assert health(m, 1_000).isr == [1, 2, 3]
 
 
 def isr_since(m: ReplicationModel, row: int) -> dict[int, int]:
@@ -228,5 +229,5 @@ def test_isr_entry_times_are_pickled_and_an_older_pickle_loads_without_them() ->
     old = pickle.loads(pickle.dumps(m))
     assert old.table.isr_since_ms.shape == old.table.replica_broker.shape
     assert not old.table.isr_since_ms.any()
-    assert follower(health(old, 45_001), 3)["status"] == "SHRINK_OVERDUE"
-    assert follower(health(restored, 45_001), 3)["status"] == "SHRINK_ELIGIBLE"
+    assert follower(health(old, 45_001), 3).status == "SHRINK_OVERDUE"
+    assert follower(health(restored, 45_001), 3).status == "SHRINK_ELIGIBLE"

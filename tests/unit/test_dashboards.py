@@ -27,7 +27,8 @@ from dashboards.promql import metric_names, substitute, variables
 from state import ClusterShape, UnhealthyPartitions, attribute
 from streaming.cli import main
 from streaming.job.metrics import HealthExporter
-from tests.unit.test_metrics import shard_stats
+from tests.unit.builders import partition_health
+from tests.unit.test_metrics import shard_stats, unhealthy_record
 
 register_default_plugins()
 
@@ -59,32 +60,7 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
             {"consecutive_failures": 0, "failures_total": 2, "last_success_at": 1_700_000_000.0}
         )
     )
-    follower = {
-        "broker": 3,
-        "lag_time_ms": 40_000,
-        "lag_messages": 10,
-        "status": "SHRINK_ELIGIBLE",
-        "shrink_by_ms": 1_700_000_005_000,
-    }
-    record = {
-        "topic": "orders",
-        "partition": 0,
-        "leader": 1,
-        "under_replicated": True,
-        "under_min_isr": True,
-        "at_min_isr": False,
-        "offline": True,
-        "predicted_under_replicated": True,
-        "high_watermark": 5,
-        "leader_leo": 15,
-        "replica_lag_time_max_ms": 30_000,
-        "followers": [follower],
-        "metadata": {
-            "state": "STALE_OVERDUE",
-            "blackout_earliest_ms": 1_700_000_000_000,
-            "blackout_latest_ms": 1_700_000_002_500,
-        },
-    }
+    record = unhealthy_record(0)  # a follower about to shrink, metadata stale in its window
     flap = {
         "topic": "orders",
         "partition": 0,
@@ -109,16 +85,7 @@ def exported_metric_names(tmp_path: Path) -> set[str]:
             "maintenance": [[2, "restarted", 1_700_000_000_000]],
         }
     )
-    lagging = {
-        "topic": "orders",
-        "partition": 0,
-        "leader": 1,
-        "isr": [1],
-        "offline": False,
-        "under_replicated": True,
-        "followers": [{"broker": 3, "status": "LAGGING"}],
-        "metadata": {"state": "CONSISTENT", "stale_brokers": []},
-    }
+    lagging = partition_health({3: "LAGGING"}, topic="orders", leader=1)
     exporter.record_causes(attribute(UnhealthyPartitions.of([lagging]), shape))
     text = generate_latest(exporter.registry).decode()
     return {s.name for f in text_string_to_metric_families(text) for s in f.samples}

@@ -21,8 +21,8 @@ def test_fetch_at_leader_leo_is_caught_up_at_its_own_time() -> None:
     m = model()
     apply(m, leader_and_isr(1_000), fetch(5_000, follower=2, offset=700, leader_leo=700))
     f = follower(health(m, 5_000), 2)
-    assert f["last_caught_up_ms"] == 5_000
-    assert f["fetch_offset"] == 700
+    assert f.last_caught_up_ms == 5_000
+    assert f.fetch_offset == 700
 
 
 def test_fetch_that_reached_the_previous_leader_leo_is_caught_up_at_the_previous_fetch() -> None:
@@ -35,7 +35,7 @@ def test_fetch_that_reached_the_previous_leader_leo_is_caught_up_at_the_previous
     )
     # Fetch 1: o=100 < L=500, o >= previous L (0, reset at election) -> caught up at 1 000
     # (the election time, the previous "fetch"). Fetch 2: o=500 >= previous L=500 -> 2 000.
-    assert follower(health(m, 3_000), 2)["last_caught_up_ms"] == 2_000
+    assert follower(health(m, 3_000), 2).last_caught_up_ms == 2_000
 
 
 def test_fetch_behind_the_previous_leader_leo_does_not_advance_last_caught_up() -> None:
@@ -49,9 +49,9 @@ def test_fetch_behind_the_previous_leader_leo_does_not_advance_last_caught_up() 
         fetch(5_000, follower=2, offset=850, leader_leo=1_700),  # 850 < 1 300: no progress
     )
     f = follower(health(m, 5_000), 2)
-    assert f["last_caught_up_ms"] == 2_000
-    assert f["fetch_offset"] == 850
-    assert f["lag_messages"] == 1_700 - 850
+    assert f.last_caught_up_ms == 2_000
+    assert f.fetch_offset == 850
+    assert f.lag_messages == 1_700 - 850
 
 
 def test_last_caught_up_never_moves_backwards() -> None:
@@ -62,7 +62,7 @@ def test_last_caught_up_never_moves_backwards() -> None:
         fetch(9_000, follower=2, offset=500, leader_leo=500),  # caught up at 9 000
         fetch(8_000, follower=2, offset=500, leader_leo=500),  # an older timestamp
     )
-    assert follower(health(m, 9_000), 2)["last_caught_up_ms"] == 9_000
+    assert follower(health(m, 9_000), 2).last_caught_up_ms == 9_000
 
 
 def test_error_response_changes_nothing() -> None:
@@ -75,8 +75,8 @@ def test_error_response_changes_nothing() -> None:
     )
     record = health(m, 3_000)
     f = follower(record, 2)
-    assert (f["fetch_offset"], f["last_caught_up_ms"]) == (400, 1_000)
-    assert (record["leader_leo"], record["high_watermark"]) == (500, 400)
+    assert (f.fetch_offset, f.last_caught_up_ms) == (400, 1_000)
+    assert (record.leader_leo, record.high_watermark) == (500, 400)
 
 
 def test_stale_and_foreign_fetches_are_rejected_with_their_reason() -> None:
@@ -103,8 +103,8 @@ def test_stale_and_foreign_fetches_are_rejected_with_their_reason() -> None:
     ]
     assert report.applied["FetchResponse"] == 1
     record = health(m, 2_000)
-    assert follower(record, 2)["fetch_offset"] is None  # no rejected fetch was applied
-    assert follower(record, 3)["fetch_offset"] == 5
+    assert follower(record, 2).fetch_offset is None  # no rejected fetch was applied
+    assert follower(record, 3).fetch_offset == 5
 
 
 def test_high_watermark_and_leader_leo_come_from_the_latest_applied_fetch() -> None:
@@ -118,7 +118,7 @@ def test_high_watermark_and_leader_leo_come_from_the_latest_applied_fetch() -> N
         fetch(2_200, follower=3, offset=1, leader_leo=999, hw=999, epoch=7),  # rejected
     )
     record = health(m, 2_200)
-    assert (record["leader_leo"], record["high_watermark"]) == (110, 85)
+    assert (record.leader_leo, record.high_watermark) == (110, 85)
 
 
 def test_reset_on_become_leader() -> None:
@@ -132,19 +132,19 @@ def test_reset_on_become_leader() -> None:
         leader_and_isr(9_000, leader=2, epoch=1, isr=(2, 1)),
     )
     record = health(m, 9_000)
-    assert [f["broker"] for f in record["followers"]] == [1, 3]
+    assert [f.broker for f in record.followers] == [1, 3]
     old_leader, out_of_isr = follower(record, 1), follower(record, 3)
-    assert old_leader["last_caught_up_ms"] == 9_000  # in the new ISR: caught up at election
+    assert old_leader.last_caught_up_ms == 9_000  # in the new ISR: caught up at election
     # Not in the ISR: Kafka's resetReplicaState stores 0, "not since": no time, no lag time.
-    assert (out_of_isr["last_caught_up_ms"], out_of_isr["lag_time_ms"]) == (None, None)
-    assert out_of_isr["lag_time_unknown"] == "NEVER_CAUGHT_UP"
-    assert old_leader["fetch_offset"] is None
-    assert out_of_isr["fetch_offset"] is None
+    assert (out_of_isr.last_caught_up_ms, out_of_isr.lag_time_ms) == (None, None)
+    assert out_of_isr.lag_time_unknown == "NEVER_CAUGHT_UP"
+    assert old_leader.fetch_offset is None
+    assert out_of_isr.fetch_offset is None
 
     # last_fetch_leader_leo was reset to the latest leader_leo seen (700), last fetch to
     # 9 000: a fetch at 10 000 with offset 700 < L=800 but >= 700 is caught up at 9 000.
     apply(m, fetch(10_000, follower=1, offset=700, leader_leo=800, leader=2, epoch=1))
-    assert follower(health(m, 10_000), 1)["last_caught_up_ms"] == 9_000
+    assert follower(health(m, 10_000), 1).last_caught_up_ms == 9_000
 
 
 def test_same_leader_epoch_does_not_reset_followers() -> None:
@@ -156,7 +156,7 @@ def test_same_leader_epoch_does_not_reset_followers() -> None:
         leader_and_isr(6_000, epoch=2, partition_epoch=6, isr=(1, 2)),  # ISR change only
     )
     f = follower(health(m, 6_000), 2)
-    assert (f["last_caught_up_ms"], f["fetch_offset"]) == (5_000, 700)
+    assert (f.last_caught_up_ms, f.fetch_offset) == (5_000, 700)
 
 
 def test_vectorised_batch_equals_one_fetch_at_a_time() -> None:
@@ -228,11 +228,11 @@ def test_new_epoch_with_the_same_leader_keeps_fetch_offsets() -> None:
     )
     record = health(m, 2_000)
     f2, f3 = follower(record, 2), follower(record, 3)
-    assert (f2["fetch_offset"], f2["last_caught_up_ms"]) == (800, 2_000)  # times reset
-    assert (f3["fetch_offset"], f3["last_caught_up_ms"], f3["status"]) == (
+    assert (f2.fetch_offset, f2.last_caught_up_ms) == (800, 2_000)  # times reset
+    assert (f3.fetch_offset, f3.last_caught_up_ms, f3.status) == (
         800,
         None,
         "CATCHING_UP",
     )
     # At the leader's LEO (800): a lag time of 0 although not caught up since the reset.
-    assert (f3["lag_time_ms"], f3["lag_time_unknown"]) == (0, None)
+    assert (f3.lag_time_ms, f3.lag_time_unknown) == (0, None)

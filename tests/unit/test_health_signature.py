@@ -1,7 +1,7 @@
 """The vectorised health signature (state.health_signature) changes exactly when a
 partition's health record changes in what defines a health change: everything but the
 clock and the lag figures. The referee is the per-partition signature the shards used
-before (``streaming.job.shard_state.legacy_health_signature``, a digest of those facts)."""
+before (``state.health_signature.legacy_health_signature``, a digest of those facts)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from state import NO_FOLLOWER, HealthFrame, health_signatures
-from streaming.job.shard_state import legacy_health_signature
+from state import NO_FOLLOWER, HealthFrame, health_signatures, legacy_health_signature
 
 Row = dict[str, Any]
 

@@ -96,12 +96,12 @@ def kraft_model() -> ReplicationModel:
 def test_a_change_is_pending_at_every_broker_until_a_report_shows_it_applied() -> None:
     m = kraft_model()
     apply(m, replace(isr_change(5_000, (1, 2, 3), (1, 2)), metadata_offset=150))
-    meta = health(m, 6_000)["metadata"]
+    meta = health(m, 6_000).metadata
     # due by 5 000 + 2 000 = 7 000, but the next report is only due at 1 000 + 10 000
-    assert (meta["state"], meta["stale_brokers"]) == ("STALE_EXPECTED", [1, 2, 3])
-    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (5_000, 11_000)
-    assert health(m, 13_000)["metadata"]["state"] == "STALE_EXPECTED"  # 11 000 + 2 000 slack
-    assert health(m, 13_001)["metadata"]["state"] == "STALE_OVERDUE"  # the reports stopped
+    assert (meta.state, meta.stale_brokers) == ("STALE_EXPECTED", [1, 2, 3])
+    assert (meta.blackout_earliest_ms, meta.blackout_latest_ms) == (5_000, 11_000)
+    assert health(m, 13_000).metadata.state == "STALE_EXPECTED"  # 11 000 + 2 000 slack
+    assert health(m, 13_001).metadata.state == "STALE_OVERDUE"  # the reports stopped
 
 
 def test_a_broker_reported_behind_after_the_deadline_is_overdue() -> None:
@@ -111,13 +111,13 @@ def test_a_broker_reported_behind_after_the_deadline_is_overdue() -> None:
         m, progress(11_000, {1: 151, 2: 151, 3: 140}, caught_up={1: 5_500, 2: 10_990, 3: 4_000})
     )
     assert report.propagation_delays_ms == []
-    meta = health(m, 11_000)["metadata"]
-    assert meta["stale_brokers"] == [3]
+    meta = health(m, 11_000).metadata
+    assert meta.stale_brokers == [3]
     # reported behind at 11 000 > 7 000: the window is (5 000, 7 000], overdue after 9 000
-    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (5_000, 7_000)
-    assert meta["state"] == "STALE_OVERDUE"
+    assert (meta.blackout_earliest_ms, meta.blackout_latest_ms) == (5_000, 7_000)
+    assert meta.state == "STALE_OVERDUE"
     done = apply(m, progress(21_000, {1: 160, 2: 160, 3: 151}, caught_up={3: 20_500}))
-    assert health(m, 21_000)["metadata"]["state"] == "CONSISTENT"
+    assert health(m, 21_000).metadata.state == "CONSISTENT"
     assert done.propagation_delays_ms == [15_500]  # broker 3 caught up at 20 500
 
 
@@ -130,7 +130,7 @@ def test_all_applied_in_one_report_gives_the_latest_catch_up_as_the_delay() -> N
     # 1 and 2 had it at their catch-ups (5 100, 5 300); 3 caught up before the change,
     # so only the report (6 000) proves it: complete at 6 000, 1 000 after the change
     assert done.propagation_delays_ms == [1_000]
-    assert health(m, 6_000)["metadata"]["state"] == "CONSISTENT"
+    assert health(m, 6_000).metadata.state == "CONSISTENT"
 
 
 def test_a_fenced_broker_behind_is_not_counted() -> None:
@@ -141,7 +141,7 @@ def test_a_fenced_broker_behind_is_not_counted() -> None:
         brokers(5_100, (1, 10), (2, 20)),
     )
     apply(m, progress(11_000, {1: 151, 2: 151, 3: 140}))
-    assert health(m, 11_000)["metadata"]["state"] == "CONSISTENT"
+    assert health(m, 11_000).metadata.state == "CONSISTENT"
 
 
 def test_a_change_without_offset_makes_no_claim_about_the_caches() -> None:
@@ -150,8 +150,8 @@ def test_a_change_without_offset_makes_no_claim_about_the_caches() -> None:
     m = kraft_model()
     apply(m, isr_change(5_000, (1, 2, 3), (1, 2)))
     apply(m, progress(11_000, {1: 120, 2: 120, 3: 120}))
-    meta = health(m, 11_000)["metadata"]
-    assert (meta["state"], meta["stale_brokers"]) == ("CONSISTENT", [])
+    meta = health(m, 11_000).metadata
+    assert (meta.state, meta.stale_brokers) == ("CONSISTENT", [])
 
 
 def test_a_report_older_than_the_change_event_that_shows_it_applied() -> None:
@@ -165,4 +165,4 @@ def test_a_report_older_than_the_change_event_that_shows_it_applied() -> None:
     )
     apply(m, progress(6_000, {1: 151, 2: 140}))
     apply(m, replace(isr_change(5_000, (1, 2), (1,)), metadata_offset=150))
-    assert health(m, 6_000)["metadata"]["stale_brokers"] == [2]
+    assert health(m, 6_000).metadata.stale_brokers == [2]

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from state import ReplicationModel
+from state import FollowerHealth, ReplicationModel
 from state.lag_time import caught_up_known, lag_time_known, shrink_deadline_known
 from tests.unit.builders import apply, fetch, follower, health, isr_change, leader_and_isr, model
 
@@ -35,20 +35,20 @@ def re_elected_model() -> ReplicationModel:
     return m
 
 
-def lag_fields(f: dict[str, Any]) -> tuple[Any, ...]:
-    return f["last_caught_up_ms"], f["lag_time_ms"], f["lag_time_unknown"]
+def lag_fields(f: FollowerHealth) -> tuple[int | None, int | None, str | None]:
+    return f.last_caught_up_ms, f.lag_time_ms, f.lag_time_unknown
 
 
 def test_in_isr_at_the_election_counts_from_the_election() -> None:
     f = follower(health(re_elected_model(), B + 25_000), 2)
     assert lag_fields(f) == (ELECTION, 15_000, None)  # 25 000 - 10 000, at 400 < 500
-    assert f["status"] == "IN_SYNC"  # 15 000 = warn_ratio 0.5 x T: not beyond it
+    assert f.status == "IN_SYNC"  # 15 000 = warn_ratio 0.5 x T: not beyond it
 
 
 def test_out_of_isr_at_the_election_has_no_lag_time() -> None:
     f = follower(health(re_elected_model(), B + 25_000), 3)
     assert lag_fields(f) == (None, None, "NEVER_CAUGHT_UP")
-    assert (f["status"], f["fetch_offset"], f["lag_messages"]) == ("OUT_OF_SYNC", None, None)
+    assert (f.status, f.fetch_offset, f.lag_messages) == ("OUT_OF_SYNC", None, None)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +89,7 @@ def test_at_the_leaders_leo_the_lag_time_is_zero_without_a_catch_up_time() -> No
     )
     f = follower(health(m, B + 20_000), 3)
     assert lag_fields(f) == (None, 0, None)  # at 800 = the leader's LEO
-    assert f["status"] == "CATCHING_UP"
+    assert f.status == "CATCHING_UP"
 
 
 def test_re_entered_the_isr_without_catching_up() -> None:
@@ -100,20 +100,20 @@ def test_re_entered_the_isr_without_catching_up() -> None:
     apply(m, isr_change(entry, (1, 2), (1, 2, 3), epoch=1))
     eligible = follower(health(m, entry + 15_000), 3)
     assert lag_fields(eligible) == (None, None, "NEVER_CAUGHT_UP")
-    assert (eligible["status"], eligible["shrink_by_ms"]) == ("SHRINK_ELIGIBLE", entry + 15_000)
+    assert (eligible.status, eligible.shrink_by_ms) == ("SHRINK_ELIGIBLE", entry + 15_000)
     overdue = follower(health(m, entry + 15_001), 3)
-    assert (overdue["status"], overdue["shrink_by_ms"]) == ("SHRINK_OVERDUE", entry + 15_000)
-    assert overdue["lag_time_ms"] is None
+    assert (overdue.status, overdue.shrink_by_ms) == ("SHRINK_OVERDUE", entry + 15_000)
+    assert overdue.lag_time_ms is None
 
 
 def test_no_value_of_any_record_is_a_time_from_epoch_0() -> None:
     m = re_elected_model()
     record = health(m, B + 25_000)
-    times = [record["as_of_ms"]]
-    for f in record["followers"]:
-        times += [f["last_caught_up_ms"], f.get("shrink_by_ms")]
-        if f["lag_time_ms"] is not None:
-            times.append(record["as_of_ms"] - f["lag_time_ms"])  # when it was caught up
+    times: list[int | None] = [record.as_of_ms]
+    for f in record.followers:
+        times += [f.last_caught_up_ms, f.shrink_deadline_ms]
+        if f.lag_time_ms is not None:
+            times.append(record.as_of_ms - f.lag_time_ms)  # when it was caught up
     assert all(t is None or t >= B for t in times)
 
 

@@ -3,6 +3,7 @@ themselves."""
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,75 @@ def test_the_job_is_where_pyspark_is_imported() -> None:
     )
     assert importing, "no module imports pyspark: the scan is broken"
     assert all(path.startswith("streaming/job/") for path in importing), importing
+
+
+def _state_imports() -> dict[str, set[str]]:
+    """Each module of ``state/`` -> the ``state`` modules it imports, those made only for
+    type checking included (the package's lazy ``__init__`` left out)."""
+    graph: dict[str, set[str]] = {}
+    for path in sorted((REPO / "state").glob("*.py")):
+        if path.stem == "__init__":
+            continue
+        imported: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("state."):
+                imported.add(str(node.module))
+            elif isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names if a.name.startswith("state.")}
+        graph[f"state.{path.stem}"] = imported
+    return graph
+
+
+def _cycle_through(graph: dict[str, set[str]], start: str) -> list[str] | None:
+    """A path of imports from ``start`` back to it, if there is one."""
+    paths = [[start]]
+    seen: set[str] = set()
+    while paths:
+        path = paths.pop()
+        for module in sorted(graph.get(path[-1], ())):
+            if module == start:
+                return [*path, module]
+            if module not in seen:
+                seen.add(module)
+                paths.append([*path, module])
+    return None
+
+
+def test_state_has_no_import_cycle() -> None:
+    """A rule module names what it needs of the model or the table (a Protocol) rather than
+    importing the module that imports it back."""
+    graph = _state_imports()
+    assert len(graph) > 25
+    cycles = {m: path for m in graph if (path := _cycle_through(graph, m)) is not None}
+    assert cycles == {}
+
+
+LAYERS_BELOW = {
+    "state": ("streaming",),
+    "streaming/config": ("streaming.job", "streaming.feeds", "streaming.tools", "streaming.cli"),
+    "streaming/job": ("streaming.tools", "streaming.cli"),
+    "streaming/feeds": ("streaming.tools", "streaming.cli"),
+}
+"""Each layer (a directory) and the packages above it, which it must not import: the
+model, then the configuration, then the job and the feeds, then the tools and the
+command line (docs/architecture.md)."""
+
+
+def test_no_import_runs_against_the_layers() -> None:
+    against = []
+    for layer, above in LAYERS_BELOW.items():
+        for path in sorted((REPO / layer).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = (
+                    [node.module or ""]
+                    if isinstance(node, ast.ImportFrom)
+                    else [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else []
+                )
+                against += [
+                    f"{path.relative_to(REPO)}: {name}"
+                    for name in names
+                    if any(name == top or name.startswith(top + ".") for top in above)
+                ]
+    assert against == []

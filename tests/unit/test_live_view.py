@@ -5,7 +5,7 @@ from __future__ import annotations
 from rich.console import Console, RenderableType
 
 from streaming.tools.cluster_health import ClusterHealth
-from streaming.tools.live_view import lag_bar, plain_line, render, render_facts
+from streaming.tools.live_view import fact_lines, lag_bar, plain_line, render
 from tests.unit.test_shard_state import B, Job, follower_behind_a_short_t, kafka_records
 
 
@@ -30,7 +30,7 @@ def test_the_snapshot_merges_every_shard() -> None:
     assert snapshot.totals["predicted_under_replicated"] == 1
     assert snapshot.totals["under_replicated"] == 0
     assert snapshot.followers == {"SHRINK_ELIGIBLE": 1, "IN_SYNC": 1}
-    assert [(r["topic"], r["partition"]) for r in snapshot.unhealthy] == [("t", 0)]
+    assert [(p.record.topic, p.record.partition) for p in snapshot.unhealthy] == [("t", 0)]
 
 
 def test_the_view_shows_the_follower_against_its_deadline() -> None:
@@ -67,6 +67,5 @@ def test_facts_show_what_the_cluster_did() -> None:
         {"ts": B, "kind": "isr_shrink", "topic": "t", "partition": 0, "leader": 1, "follower": 2},
         {"ts": B, "kind": "update_metadata", "broker": 1, "partitions": []},
     ]
-    text = text_of(render_facts(facts))
-    assert "leader 1 dropped 2 from t-0's ISR" in text
-    assert "update_metadata" not in text
+    lines = fact_lines(facts)
+    assert lines == ["22:13:20.000  leader 1 dropped 2 from t-0's ISR"]

@@ -146,7 +146,7 @@ def test_allot_gives_rows_in_order(budget: int, expected: list[int]) -> None:
     assert allot([section(2), section(1), section(4)], budget) == expected
 
 
-def test_statuses_are_the_models() -> None:
-    from streaming.tools.live_view import STATUS_ORDER
+def test_every_status_of_the_model_has_a_style() -> None:
+    from streaming.tools.live_view import STATUS_STYLE
 
-    assert tuple(STATUS_ORDER) == STATUS_NAMES
+    assert set(STATUS_STYLE) == set(STATUS_NAMES)

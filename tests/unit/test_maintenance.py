@@ -77,7 +77,7 @@ def test_a_rolling_restart_is_planned_and_a_crash_is_not() -> None:
     for at_s, broker, kind in [(25, 1, "planned_maintenance"), (178, 4, "broker_down")]:
         model, now = simulate_model("rolling-restart", at_s)
         attribution = attribution_of(model, now)
-        assert {(c["kind"], c["broker"]) for c in attribution.partition_cause} == {(kind, broker)}
+        assert {(c.kind, c.broker) for c in attribution.partition_cause} == {(kind, broker)}
         under = int(attribution.partitions.under_replicated.sum())
         assert under > 0
         planned = sum(attribution.planned_under_replicated().values())
@@ -87,5 +87,5 @@ def test_a_rolling_restart_is_planned_and_a_crash_is_not() -> None:
     assert model.maintenance.at(now, GRACE, MAX)[4].state is MaintenanceState.RESTARTED
     # three shards attribute the rolling restart as one model does
     whole, sharded, _ = simulate("rolling-restart", 75)
-    assert {(c["kind"], c["broker"]) for c in whole.partition_cause} == {("planned_maintenance", 2)}
+    assert {(c.kind, c.broker) for c in whole.partition_cause} == {("planned_maintenance", 2)}
     assert sharded.causes_by_partition() == whole.causes_by_partition()

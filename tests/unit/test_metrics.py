@@ -12,9 +12,12 @@ import msgspec
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from state import MetadataHealth
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
-from streaming.job.shard_stats import ShardStats
+from streaming.job.shard_stats import ShardStats, UnhealthyPartition
 from streaming.tools.embedded_broker import free_port
+from tests.unit.builders import CONSISTENT, LEADER_LEO, follower_health, partition_health
 
 
 def shard_stats(shard: int, **overrides: Any) -> ShardStats:
@@ -55,35 +58,27 @@ def shard_stats(shard: int, **overrides: Any) -> ShardStats:
     return msgspec.convert({**stats, **overrides}, ShardStats)
 
 
-def unhealthy_record(partition: int) -> dict[str, Any]:
-    return {
-        "topic": "orders",
-        "partition": partition,
-        "leader": 1,
-        "under_replicated": True,
-        "under_min_isr": False,
-        "at_min_isr": True,
-        "offline": False,
-        "predicted_under_replicated": False,
-        "high_watermark": 5_000,
-        "leader_leo": 5_100,
-        "replica_lag_time_max_ms": 30_000,
-        "followers": [
-            {"broker": 2, "status": "IN_SYNC", "lag_time_ms": 0, "lag_messages": 0},
-            {
-                "broker": 3,
-                "status": "SHRINK_ELIGIBLE",
-                "lag_time_ms": 32_000,
-                "lag_messages": 1_100,
-                "shrink_by_ms": 1_700_000_025_000,
-            },
-        ],
-        "metadata": {
-            "state": "STALE_EXPECTED",
-            "blackout_earliest_ms": 1_700_000_001_000,
-            "blackout_latest_ms": 1_700_000_003_500,
-        },
-    }
+NOW_MS = 1_700_000_000_000
+
+
+def unhealthy_record(partition: int) -> UnhealthyPartition:
+    """orders-``partition`` at min ISR (3 of 4 replicas, min 3), under-replicated (broker 4
+    out of the ISR), follower 3 SHRINK_ELIGIBLE 32 s behind (T = 30 s: its deadline is 1.5 T
+    after it last caught up, 13 s from now), metadata stale within its window."""
+    record = partition_health(
+        {2: "IN_SYNC", 3: "SHRINK_ELIGIBLE", 4: "OUT_OF_SYNC"},
+        topic="orders",
+        partition=partition,
+        as_of_ms=NOW_MS,
+        min_insync_replicas=3,
+        metadata=MetadataHealth(
+            stale_brokers=[2],
+            state="STALE_EXPECTED",
+            blackout_earliest_ms=NOW_MS + 1_000,
+            blackout_latest_ms=NOW_MS + 3_500,
+        ),
+    )
+    return UnhealthyPartition(record=record, replica_lag_time_max_ms=30_000, changed=True)
 
 
 def samples(exporter: HealthExporter) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -146,15 +141,15 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
     )
     assert got[("isrwatch_follower_status", follower)] == 1
     assert got[("isrwatch_follower_lag_time_seconds", follower)] == 32
-    assert got[("isrwatch_follower_lag_messages", follower)] == 1_100
-    assert got[("isrwatch_follower_shrink_deadline_seconds", follower)] == 1_700_000_025
+    assert got[("isrwatch_follower_lag_messages", follower)] == 100
+    assert got[("isrwatch_follower_shrink_deadline_seconds", follower)] == 1_700_000_013
     conditions = {
         dict(labels)["condition"] for name, labels in got if name == "isrwatch_partition_condition"
     }
     assert conditions == {"under_replicated", "metadata_stale_expected"}
     partition = (("partition", "7"), ("topic", "orders"))
-    assert got[("isrwatch_partition_high_watermark", partition)] == 5_000
-    assert got[("isrwatch_partition_leader_leo", partition)] == 5_100
+    assert got[("isrwatch_partition_high_watermark", partition)] == LEADER_LEO - 100
+    assert got[("isrwatch_partition_leader_leo", partition)] == LEADER_LEO
     assert got[("isrwatch_partition_replica_lag_time_max_seconds", partition)] == 30
     assert got[("isrwatch_partition_blackout_earliest_seconds", partition)] == 1_700_000_001
     assert got[("isrwatch_partition_blackout_latest_seconds", partition)] == 1_700_000_003.5
@@ -166,24 +161,25 @@ def test_partition_series_exist_only_while_unhealthy() -> None:
 def test_a_follower_without_lag_time_has_a_status_and_no_time_series() -> None:
     """Never caught up since its leader's election (docs/health-record.md): no lag time and
     no deadline from epoch 0, the status series alone (alerts count it)."""
-    record = unhealthy_record(7)
-    record["followers"] = [
-        {"broker": 3, "status": "OUT_OF_SYNC", "lag_time_ms": None, "lag_messages": None},
-        {
-            "broker": 2,
-            "status": "SHRINK_OVERDUE",
-            "lag_time_ms": None,
-            "lag_messages": 40,
-            "shrink_by_ms": 1_700_000_025_000,
-        },
-        {
-            "broker": 4,
-            "status": "SHRINK_OVERDUE",
-            "lag_time_ms": None,
-            "lag_messages": 40,
-            "shrink_by_ms": None,
-        },
+    # 2 and 4 were put back into the ISR without catching up (docs/health-record.md):
+    # 2's deadline is its entry + T / 2, 4's entry was not seen
+    back = msgspec.structs.replace(
+        follower_health(2, "OUT_OF_SYNC", in_isr=True),
+        status="SHRINK_OVERDUE",
+        fetch_offset=LEADER_LEO - 40,
+        lag_messages=40,
+        shrink_by_ms=NOW_MS - 1_000,
+    )
+    followers = [
+        follower_health(3, "OUT_OF_SYNC", in_isr=False),
+        back,
+        msgspec.structs.replace(back, broker=4, shrink_by_ms=None),
     ]
+    record = UnhealthyPartition(
+        record=partition_health(followers, topic="orders", partition=7, as_of_ms=NOW_MS),
+        replica_lag_time_max_ms=30_000,
+        changed=True,
+    )
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, unhealthy=[record])], {}, 0.1)
     got = samples(exporter)
@@ -211,12 +207,10 @@ def test_a_follower_without_lag_time_has_a_status_and_no_time_series() -> None:
 
 
 def test_no_blackout_series_without_a_predicted_window() -> None:
-    record = unhealthy_record(7)
-    record["metadata"] = {
-        "state": "CONSISTENT",
-        "blackout_earliest_ms": None,
-        "blackout_latest_ms": None,
-    }
+    stale = unhealthy_record(7)
+    record = msgspec.structs.replace(
+        stale, record=msgspec.structs.replace(stale.record, metadata=CONSISTENT)
+    )
     exporter = HealthExporter()
     exporter.record_batch([shard_stats(0, unhealthy=[record])], {}, 0.1)
     names = {name for name, _ in samples(exporter)}
@@ -278,13 +272,13 @@ def test_a_new_isr_change_series_is_scraped_at_zero_before_its_count() -> None:
 
 
 def test_the_exporter_serves_until_closed_and_releases_its_port() -> None:
-    exporter = HealthExporter()
+    server = ExporterServer(HealthExporter())
     port = free_port()
-    exporter.serve("127.0.0.1", port)
+    server.serve("127.0.0.1", port)
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
         assert b"isrwatch_events_total" in response.read()
-    exporter.close()
-    exporter.close()  # idempotent
+    server.close()
+    server.close()  # idempotent
     with socket.socket() as again:  # nobody listens any more
         again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         again.bind(("127.0.0.1", port))

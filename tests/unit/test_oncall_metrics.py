@@ -3,32 +3,23 @@ topic, brokers in maintenance, flapping followers; and the sink writing causes."
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
-from state import ClusterShape, UnhealthyPartitions, attribute
+from state import ClusterShape, HealthRecord, UnhealthyPartitions, attribute, decode_record
+from state.health_record import StatusName
 from streaming.job.metrics import HealthExporter
-from streaming.job.shard_state import HEALTH, STATS
-from streaming.job.shard_stats import encode
+from streaming.job.shard_state import STATS
+from streaming.job.shard_stats import UnhealthyPartition, encode
 from streaming.job.sinks import BatchSink, HealthFile
+from tests.unit.builders import T_MS, partition_health
 from tests.unit.test_metrics import samples, shard_stats
 
 
-def lagging(partition: int, broker: int, status: str = "LAGGING") -> dict[str, Any]:
-    return {
-        "topic": "orders",
-        "partition": partition,
-        "leader": 1,
-        "isr": [1, broker],
-        "offline": False,
-        "under_replicated": status != "LAGGING",
-        "followers": [{"broker": broker, "status": status}],
-        "metadata": {"state": "CONSISTENT", "stale_brokers": []},
-    }
+def lagging(partition: int, broker: int, status: StatusName = "LAGGING") -> HealthRecord:
+    return partition_health({broker: status}, topic="orders", partition=partition, leader=1)
 
 
 def test_cause_planned_maintenance_and_flapping_series() -> None:
@@ -90,24 +81,30 @@ def test_the_sink_writes_causes_and_rewrites_a_record_whose_cause_changed(
     sink = BatchSink(None, "health", "dead", HealthExporter(), out)
     batch_ids = iter(range(100))
 
-    def batch(unhealthy: list[dict[str, Any]], health_keys: list[int]) -> dict[str, Any]:
-        stats = shard_stats(0, unhealthy=unhealthy, cause_shape=shape)
-        rows = [{"kind": STATS, "key": "0", "value": encode(stats)}]
-        rows += [
-            {"kind": HEALTH, "key": f"orders:{p}", "value": json.dumps(lagging(p, 3))}
-            for p in health_keys
+    def batch(unhealthy: list[HealthRecord], changed: set[int]) -> dict[str, HealthRecord]:
+        reported = [
+            UnhealthyPartition(
+                record=r, replica_lag_time_max_ms=T_MS, changed=r.partition in changed
+            )
+            for r in unhealthy
         ]
+        stats = shard_stats(0, unhealthy=reported, cause_shape=shape)
+        rows = [{"kind": STATS, "key": "0", "value": encode(stats)}]
         before = out.path.read_text().splitlines() if out.path.exists() else []
         sink.write(next(batch_ids), pd.DataFrame(rows), time.monotonic())
-        written = [json.loads(line) for line in out.path.read_text().splitlines()[len(before) :]]
-        return {f"{r['topic']}:{r['partition']}": r for r in written}
+        written = [decode_record(line) for line in out.path.read_text().splitlines()[len(before) :]]
+        return {r.key: r for r in written}
 
-    first = batch([lagging(0, 3)], [0])
-    assert first["orders:0"]["cause"]["kind"] == "partition_alone"
-    assert first["orders:0"]["followers"][0]["cause"] == first["orders:0"]["cause"]
-    # partition 1 starts lagging: partition 0 has no new health row, but its cause is now
+    first = batch([lagging(0, 3)], {0})
+    cause = first["orders:0"].cause
+    assert cause is not None
+    assert cause.kind == "partition_alone"
+    assert first["orders:0"].followers[0].cause == first["orders:0"].cause
+    # partition 1 starts lagging: partition 0's health has not changed, but its cause is now
     # the fetcher from leader 1, so it is written again
-    second = batch([lagging(0, 3), lagging(1, 3)], [1])
+    second = batch([lagging(0, 3), lagging(1, 3)], {1})
     assert set(second) == {"orders:0", "orders:1"}
-    assert second["orders:0"]["cause"]["kind"] == "fetcher_from_leader"
-    assert batch([lagging(0, 3), lagging(1, 3)], []) == {}  # nothing changed: nothing written
+    cause = second["orders:0"].cause
+    assert cause is not None
+    assert cause.kind == "fetcher_from_leader"
+    assert batch([lagging(0, 3), lagging(1, 3)], set()) == {}  # nothing changed: nothing written

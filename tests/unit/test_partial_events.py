@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from state import (
@@ -193,8 +194,8 @@ def test_an_isr_change_without_the_old_isr_changes_the_isr_the_model_holds() -> 
     expand = apply(m, committed(2_000, (1, 3, 2), partition_epoch=12))
     [t] = expand.isr_transitions
     assert (t.kind, t.removed, t.added) == (IsrChangeKind.EXPAND, (), (2,))
-    assert health(m, 2_000)["isr"] == [1, 3, 2]
-    slot = m.table.slot_of(row, 2)
+    assert health(m, 2_000).isr == [1, 3, 2]
+    (slot,) = np.flatnonzero(m.table.replica_broker[row] == 2)
     assert int(m.table.isr_since_ms[row, slot]) == 2_000
 
 
@@ -216,10 +217,10 @@ def test_an_isr_change_without_the_old_isr_is_fenced_as_the_full_form() -> None:
         R.STALE_LEADER_EPOCH,
         R.UNKNOWN_LEADER_EPOCH,
     ]
-    assert health(m, 1_000)["isr"] == [1, 2, 3]
+    assert health(m, 1_000).isr == [1, 2, 3]
     # the boundary: the partition epoch held (10) is not older, so it applies
     report = apply(m, committed(1_500, (1, 2), partition_epoch=10))
-    assert (report.rejected_reasons, health(m, 1_500)["isr"]) == ([], [1, 2])
+    assert (report.rejected_reasons, health(m, 1_500).isr) == ([], [1, 2])
 
 
 def test_an_isr_change_to_the_isr_held_changes_only_the_partition_epoch() -> None:
@@ -246,7 +247,7 @@ def test_an_isr_change_without_the_old_isr_when_the_model_holds_no_isr() -> None
     # When 1 and 2 entered the ISR is not known; the commit's time is.
     assert m.table.isr_since_ms[row, :3].tolist() == [NEVER, NEVER, NEVER]
     assert int(m.table.isr_changed_ms[row]) == 200
-    assert health(m, 200)["isr"] == [1, 2]
+    assert health(m, 200).isr == [1, 2]
 
 
 # --------------------------------------------------------------------------- LeaderAndIsr
@@ -428,10 +429,10 @@ def test_the_streaming_step_applies_partial_events_for_any_sharding(shards: int)
     job = Job(shards, snapshot_when_idle=False)
     out = job.batch(kafka_records(partial_story()))
     records = job_health(out)
-    assert {key: r["leader"] for key, r in records.items()} == STORY_LEADERS
-    assert {key: r["leader_epoch"] for key, r in records.items()} == dict.fromkeys(records, 2)
-    assert records["t:0"]["isr"] == [1, 2]
-    assert records["t:1"]["isr"] == [1, 2, 3]
+    assert {key: r.leader for key, r in records.items()} == STORY_LEADERS
+    assert {key: r.leader_epoch for key, r in records.items()} == dict.fromkeys(records, 2)
+    assert records["t:0"].isr == [1, 2]
+    assert records["t:1"].isr == [1, 2, 3]
     letters = sorted(
         (json.loads(v)["reason"], json.loads(v)["offset"])
         for v in out[out["kind"] == DEAD]["value"]
@@ -443,9 +444,7 @@ def test_replay_applies_partial_events() -> None:
     lines = [json.dumps(envelope) for envelope in partial_story()]
     result = replay(lines, RuleSettings(), None)
     assert result.events == 11  # 12 lines, one of them no valid event
-    assert {f"{r['topic']}:{r['partition']}": r["leader"] for r in result.records} == (
-        STORY_LEADERS
-    )
+    assert {r.key: r.leader for r in result.records} == (STORY_LEADERS)
     assert [(line, letter.reason) for line, letter in result.dead_letters] == [
         (10, R.STALE_LEADER_EPOCH),
         (11, R.MISSING_FIELD),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from state import ReplicationModel, Shard, shard_of
+from state import MetadataHealth, ReplicationModel, Shard, shard_of
 from state.events import IsrChangePropagation, TopicPartition
 from state.propagation_window import BlackoutWindow, zk_blackout_window
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
@@ -67,14 +67,14 @@ def test_stale_caches_inside_and_after_the_window() -> None:
     apply(m, isr_change(120_000, (1, 2, 3), (1, 2)))
     # Never propagated before: p = a = 120 000, d = 125 000, window (125 000, 127 500];
     # stale is expected up to 127 500 + 2 000 (overdue_slack_ms).
-    meta = health(m, 129_500)["metadata"]
-    assert meta == {
-        "stale_brokers": [1, 2, 3],
-        "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": 125_000,
-        "blackout_latest_ms": 127_500,
-    }
-    assert health(m, 129_501)["metadata"]["state"] == "STALE_OVERDUE"
+    meta = health(m, 129_500).metadata
+    assert meta == MetadataHealth(
+        stale_brokers=[1, 2, 3],
+        state="STALE_EXPECTED",
+        blackout_earliest_ms=125_000,
+        blackout_latest_ms=127_500,
+    )
+    assert health(m, 129_501).metadata.state == "STALE_OVERDUE"
 
 
 def test_churn_on_another_partition_of_the_same_leader_delays_the_window() -> None:
@@ -83,8 +83,8 @@ def test_churn_on_another_partition_of_the_same_leader_delays_the_window() -> No
     apply(m, isr_change(20_000, (1, 2, 3), (1, 2)))
     apply(m, isr_change(23_000, (1, 2, 3), (1, 3), partition=1))
     # Leader 1: a = 20 000, c = 23 000, p = a: d = min(28 000, 80 000) = 28 000.
-    assert health(m, 23_000)["metadata"]["blackout_earliest_ms"] == 28_000
-    assert health(m, 23_000, partition=1)["metadata"]["blackout_latest_ms"] == 30_500
+    assert health(m, 23_000).metadata.blackout_earliest_ms == 28_000
+    assert health(m, 23_000, partition=1).metadata.blackout_latest_ms == 30_500
 
 
 def test_propagation_freezes_the_window_and_update_metadata_ends_staleness() -> None:
@@ -95,17 +95,17 @@ def test_propagation_freezes_the_window_and_update_metadata_ends_staleness() -> 
         IsrChangePropagation(ts=25_100, broker=1, partitions=(TopicPartition("orders", 0),)),
     )
     report = apply(m, update_metadata(25_300, 1, (1, 2)), update_metadata(25_400, 2, (1, 2)))
-    meta = health(m, 25_400)["metadata"]
-    assert meta["stale_brokers"] == [3]
-    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (25_000, 27_500)
+    meta = health(m, 25_400).metadata
+    assert meta.stale_brokers == [3]
+    assert (meta.blackout_earliest_ms, meta.blackout_latest_ms) == (25_000, 27_500)
     assert report.propagation_delays_ms == []
     report = apply(m, update_metadata(25_500, 3, (1, 2)))
-    assert health(m, 25_500)["metadata"] == {
-        "stale_brokers": [],
-        "state": "CONSISTENT",
-        "blackout_earliest_ms": None,
-        "blackout_latest_ms": None,
-    }
+    assert health(m, 25_500).metadata == MetadataHealth(
+        stale_brokers=[],
+        state="CONSISTENT",
+        blackout_earliest_ms=None,
+        blackout_latest_ms=None,
+    )
     assert report.propagation_delays_ms == [5_500]  # 25 500 - 20 000
 
 
@@ -119,8 +119,8 @@ def test_next_change_after_a_propagation_uses_the_learnt_p() -> None:
         isr_change(100_000, (1, 2), (1, 2, 3)),  # a quiet minute later
     )
     # p = 25 100, a = c = 100 000: p + 60 000 < a, so the window starts at a.
-    meta = health(m, 100_000)["metadata"]
-    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (100_000, 102_500)
+    meta = health(m, 100_000).metadata
+    assert (meta.blackout_earliest_ms, meta.blackout_latest_ms) == (100_000, 102_500)
 
 
 def test_brokers_that_never_cached_the_partition_or_are_dead_do_not_count() -> None:
@@ -133,9 +133,9 @@ def test_brokers_that_never_cached_the_partition_or_are_dead_do_not_count() -> N
         update_metadata(10, 4, (1, 2, 3)),
         isr_change(20_000, (1, 2, 3), (1, 2)),
     )
-    assert health(m, 20_000)["metadata"]["stale_brokers"] == [1, 4]
+    assert health(m, 20_000).metadata.stale_brokers == [1, 4]
     apply(m, brokers(21_000, (1, 1), (2, 1), (3, 1)))  # broker 4 dies
-    assert health(m, 21_000)["metadata"]["stale_brokers"] == [1]
+    assert health(m, 21_000).metadata.stale_brokers == [1]
 
 
 def test_bounced_broker_starts_with_an_empty_cache() -> None:
@@ -144,19 +144,19 @@ def test_bounced_broker_starts_with_an_empty_cache() -> None:
     apply(m, update_metadata(21_000, 2, (1, 2)))
     report = apply(m, brokers(22_000, (1, 1), (2, 1), (3, 2)))  # broker 3: epoch 1 -> 2
     assert report.bounced_brokers == [3]
-    assert health(m, 22_000)["metadata"]["state"] == "CONSISTENT"
+    assert health(m, 22_000).metadata.state == "CONSISTENT"
 
 
 def test_controller_change_in_zk_mode_is_sent_with_update_metadata() -> None:
     m = consistent_model()
     apply(m, leader_and_isr(50_000, leader=2, epoch=1, isr=(2, 3)))
-    meta = health(m, 52_000)["metadata"]
-    assert (meta["state"], meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (
+    meta = health(m, 52_000).metadata
+    assert (meta.state, meta.blackout_earliest_ms, meta.blackout_latest_ms) == (
         "STALE_EXPECTED",
         50_000,
         50_000,
     )
-    assert health(m, 52_001)["metadata"]["state"] == "STALE_OVERDUE"
+    assert health(m, 52_001).metadata.state == "STALE_OVERDUE"
 
 
 def test_kraft_mode_window_is_the_change_plus_the_configured_bound() -> None:
@@ -167,13 +167,13 @@ def test_kraft_mode_window_is_the_change_plus_the_configured_bound() -> None:
     }
     m = consistent_model(**kraft)
     apply(m, isr_change(20_000, (1, 2, 3), (1, 2)))
-    meta = health(m, 23_000)["metadata"]
-    assert (meta["state"], meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (
+    meta = health(m, 23_000).metadata
+    assert (meta.state, meta.blackout_earliest_ms, meta.blackout_latest_ms) == (
         "STALE_EXPECTED",
         20_000,
         21_000,
     )
-    assert health(m, 23_001)["metadata"]["state"] == "STALE_OVERDUE"  # 21 000 + 2 000 slack
+    assert health(m, 23_001).metadata.state == "STALE_OVERDUE"  # 21 000 + 2 000 slack
 
 
 def test_deleted_partition_in_update_metadata_leaves_the_cache() -> None:
@@ -181,7 +181,7 @@ def test_deleted_partition_in_update_metadata_leaves_the_cache() -> None:
     apply(m, isr_change(20_000, (1, 2, 3), (1, 2)))
     apply(m, *(update_metadata(21_000, b, (1, 2)) for b in (1, 2)))
     apply(m, update_metadata(21_000, 3, (1, 2, 3), leader=-2))
-    assert health(m, 21_000)["metadata"]["state"] == "CONSISTENT"
+    assert health(m, 21_000).metadata.state == "CONSISTENT"
 
 
 def test_a_change_left_pending_does_not_make_later_changes_overdue() -> None:
@@ -198,13 +198,13 @@ def test_a_change_left_pending_does_not_make_later_changes_overdue() -> None:
     )
     # Partition 0's entry expired with its window (8 500 < 300 000), so for partition 1
     # a = c = 300 000 and p unknown: d = 305 000, window (305 000, 307 500].
-    meta = health(m, 300_000, partition=1)["metadata"]
-    assert meta == {
-        "stale_brokers": [1],
-        "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": 305_000,
-        "blackout_latest_ms": 307_500,
-    }
+    meta = health(m, 300_000, partition=1).metadata
+    assert meta == MetadataHealth(
+        stale_brokers=[1],
+        state="STALE_EXPECTED",
+        blackout_earliest_ms=305_000,
+        blackout_latest_ms=307_500,
+    )
 
 
 def test_expired_pending_change_is_judged_against_its_own_window() -> None:
@@ -214,8 +214,8 @@ def test_expired_pending_change_is_judged_against_its_own_window() -> None:
     apply(
         m, isr_change(1_000, (1, 2, 3), (1, 2)), isr_change(20_000, (1, 2, 3), (1, 3), partition=1)
     )
-    meta = health(m, 20_000)["metadata"]
-    assert (meta["state"], meta["blackout_latest_ms"]) == ("STALE_OVERDUE", 8_500)
+    meta = health(m, 20_000).metadata
+    assert (meta.state, meta.blackout_latest_ms) == ("STALE_OVERDUE", 8_500)
 
 
 def test_first_broker_change_is_a_baseline_not_new_brokers() -> None:
@@ -227,8 +227,8 @@ def test_first_broker_change_is_a_baseline_not_new_brokers() -> None:
         isr_change(1_000, (1, 2, 3), (1, 2)),
         brokers(1_001, (1, 1), (2, 1), (3, 1)),  # the first membership the monitor sees
     )
-    meta = health(m, 1_001)["metadata"]
-    assert (meta["stale_brokers"], meta["state"]) == ([1, 2, 3], "STALE_EXPECTED")
+    meta = health(m, 1_001).metadata
+    assert (meta.stale_brokers, meta.state) == ([1, 2, 3], "STALE_EXPECTED")
 
 
 def test_eviction_for_deletion_is_not_an_observed_propagation() -> None:
@@ -236,7 +236,7 @@ def test_eviction_for_deletion_is_not_an_observed_propagation() -> None:
     apply(m, isr_change(1_000, (1, 2, 3), (1, 2)))
     report = apply(m, *(update_metadata(1_500, b, (1, 2, 3), leader=-2) for b in (1, 2, 3)))
     assert report.propagation_delays_ms == []
-    assert health(m, 1_500)["metadata"]["state"] == "CONSISTENT"
+    assert health(m, 1_500).metadata.state == "CONSISTENT"
 
 
 def test_churn_in_another_shard_delays_the_window_of_the_same_leader() -> None:
@@ -253,8 +253,8 @@ def test_churn_in_another_shard_delays_the_window_of_the_same_leader() -> None:
     apply(shard0, *everything)
     assert shard0.partitions() == [TopicPartition("orders", 0)]
     # Leader 1: a = 20 000, c = 23 000 (from the other shard's partition), p = a.
-    meta = health(shard0, 23_000)["metadata"]
-    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (28_000, 30_500)
+    meta = health(shard0, 23_000).metadata
+    assert (meta.blackout_earliest_ms, meta.blackout_latest_ms) == (28_000, 30_500)
 
 
 def test_the_owning_shard_reports_the_observed_propagation_delay() -> None:

@@ -14,6 +14,7 @@ from prometheus_client.openmetrics.parser import (
 )
 from prometheus_client.parser import text_string_to_metric_families
 
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.tools.embedded_broker import free_port
 from tests.unit.test_metrics import shard_stats, unhealthy_record
@@ -31,7 +32,7 @@ def scrape(exporter: HealthExporter, accept: str = "", encoding: str = "") -> tu
         answer.update(status=status, headers=dict(headers))
 
     body = b"".join(
-        exporter.exposition(
+        ExporterServer(exporter).exposition(
             {"HTTP_ACCEPT": accept, "HTTP_ACCEPT_ENCODING": encoding}, start_response
         )
     )
@@ -87,7 +88,7 @@ def test_served_samples_are_the_registrys_in_text_format() -> None:
 
 def test_the_unhealthy_series_are_rendered_once_per_batch() -> None:
     exporter = exporter_with([0, 1])
-    rendered = exporter._unhealthy_rendered
+    rendered = exporter.unhealthy_rendered
     for _ in range(5):
         scrape(exporter)
     assert rendered.renderings == 1
@@ -122,18 +123,19 @@ def test_a_gzip_answer_reads_as_the_plain_one() -> None:
     unpacked = gzip.decompress(packed)  # both gzip members, one after the other
     text = samples(text_string_to_metric_families(unpacked.decode()))
     assert text.keys() == samples(text_string_to_metric_families(plain.decode())).keys()
-    assert exporter._unhealthy_rendered.renderings == 1  # compressed from the same bytes
+    assert exporter.unhealthy_rendered.renderings == 1  # compressed from the same bytes
 
 
 def test_the_server_queues_a_burst_of_scrapes() -> None:
     # 20 scrapers at once overflowed socketserver's default backlog of 5
-    exporter = exporter_with([0])
-    exporter.serve("127.0.0.1", free_port())
+    server = ExporterServer(exporter_with([0]))
+    server.serve("127.0.0.1", free_port())
     try:
-        assert exporter._server.request_queue_size == 128
-        port = exporter._server.server_address[1]
+        assert server._server is not None
+        assert server._server.request_queue_size == 128
+        port = server._server.server_address[1]
         sockets = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(40)]
         for connection in sockets:
             connection.close()
     finally:
-        exporter.close()
+        server.close()

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from click.testing import CliRunner
 
+from state import FollowerHealth, HealthRecord, MetadataHealth, decode_record
 from state.settings import RuleSettings
 from streaming.cli import main
 from streaming.tools.replay import replay
@@ -36,57 +36,57 @@ SAMPLE = Path(__file__).resolve().parents[2] / "conf" / "samples" / "incident.js
 B = 1_700_000_000_000
 
 
-def records_at(until: int | None) -> dict[str, dict[str, Any]]:
+def records_at(until: int | None) -> dict[str, HealthRecord]:
     with SAMPLE.open() as lines:
         result = replay(lines, RuleSettings(), None if until is None else B + until)
-    return {f"{r['topic']}-{r['partition']}": r for r in result.records}
+    return {f"{r.topic}-{r.partition}": r for r in result.records}
 
 
-def follower(record: dict[str, Any], broker: int) -> dict[str, Any]:
-    return next(f for f in record["followers"] if f["broker"] == broker)
+def follower(record: HealthRecord, broker: int) -> FollowerHealth:
+    return next(f for f in record.followers if f.broker == broker)
 
 
 def test_slow_follower_is_predicted_before_the_shrink() -> None:
     orders0 = records_at(40_000)["orders-0"]
     slow = follower(orders0, 3)
-    assert slow["status"] == "SHRINK_ELIGIBLE"
-    assert slow["last_caught_up_ms"] == B + 6_300
-    assert slow["lag_time_ms"] == 33_700
-    assert slow["shrink_by_ms"] == B + 51_300
-    assert orders0["predicted_under_replicated"] is True
-    assert orders0["under_replicated"] is False
+    assert slow.status == "SHRINK_ELIGIBLE"
+    assert slow.last_caught_up_ms == B + 6_300
+    assert slow.lag_time_ms == 33_700
+    assert slow.shrink_by_ms == B + 51_300
+    assert orders0.predicted_under_replicated is True
+    assert orders0.under_replicated is False
 
 
 def test_shrink_then_propagation_window_then_consistent() -> None:
     after_shrink = records_at(50_000)["orders-0"]
-    assert after_shrink["isr"] == [1, 2]
-    assert after_shrink["under_replicated"] is True
-    assert follower(after_shrink, 3)["status"] == "OUT_OF_SYNC"
-    assert after_shrink["metadata"] == {
-        "stale_brokers": [1, 2, 3],
-        "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": B + 50_000,
-        "blackout_latest_ms": B + 52_500,
-    }
-    mid_update = records_at(52_630)["orders-0"]["metadata"]
-    assert (mid_update["stale_brokers"], mid_update["state"]) == ([2, 3], "STALE_EXPECTED")
-    assert records_at(53_000)["orders-0"]["metadata"]["state"] == "CONSISTENT"
+    assert after_shrink.isr == [1, 2]
+    assert after_shrink.under_replicated is True
+    assert follower(after_shrink, 3).status == "OUT_OF_SYNC"
+    assert after_shrink.metadata == MetadataHealth(
+        stale_brokers=[1, 2, 3],
+        state="STALE_EXPECTED",
+        blackout_earliest_ms=B + 50_000,
+        blackout_latest_ms=B + 52_500,
+    )
+    mid_update = records_at(52_630)["orders-0"].metadata
+    assert (mid_update.stale_brokers, mid_update.state) == ([2, 3], "STALE_EXPECTED")
+    assert records_at(53_000)["orders-0"].metadata.state == "CONSISTENT"
 
 
 def test_expansion_uses_the_learnt_last_propagation() -> None:
     orders0 = records_at(66_000)["orders-0"]
-    assert orders0["isr"] == [1, 2, 3]
-    assert orders0["under_replicated"] is False
-    meta = orders0["metadata"]
-    assert (meta["blackout_earliest_ms"], meta["blackout_latest_ms"]) == (B + 70_000, B + 72_500)
+    assert orders0.isr == [1, 2, 3]
+    assert orders0.under_replicated is False
+    meta = orders0.metadata
+    assert (meta.blackout_earliest_ms, meta.blackout_latest_ms) == (B + 70_000, B + 72_500)
 
 
 def test_leader_change_resets_the_followers() -> None:
     payments = records_at(80_060)["payments-0"]
-    assert (payments["leader"], payments["leader_epoch"]) == (1, 1)
+    assert (payments.leader, payments.leader_epoch) == (1, 1)
     for broker in (3, 2):
         f = follower(payments, broker)
-        assert (f["fetch_offset"], f["last_caught_up_ms"], f["status"]) == (
+        assert (f.fetch_offset, f.last_caught_up_ms, f.status) == (
             None,
             B + 80_050,
             "IN_SYNC",
@@ -96,20 +96,20 @@ def test_leader_change_resets_the_followers() -> None:
 def test_end_of_capture() -> None:
     records = records_at(None)
     assert list(records) == ["orders-0", "orders-1", "payments-0"]
-    assert {r["as_of_ms"] for r in records.values()} == {B + 96_300}
+    assert {r.as_of_ms for r in records.values()} == {B + 96_300}
     quiet = follower(records["orders-0"], 2)
-    assert (quiet["status"], quiet["lag_time_ms"]) == ("LAGGING", 25_100)
+    assert (quiet.status, quiet.lag_time_ms) == ("LAGGING", 25_100)
     orders1 = records["orders-1"]
-    assert (orders1["isr"], orders1["under_replicated"]) == ([2, 3], True)
-    assert follower(orders1, 1)["status"] == "OUT_OF_SYNC"  # 5 110 below the HW 9 130
-    assert orders1["metadata"] == {
-        "stale_brokers": [1, 2, 3],
-        "state": "STALE_EXPECTED",
-        "blackout_earliest_ms": B + 101_000,
-        "blackout_latest_ms": B + 103_500,
-    }
+    assert (orders1.isr, orders1.under_replicated) == ([2, 3], True)
+    assert follower(orders1, 1).status == "OUT_OF_SYNC"  # 5 110 below the HW 9 130
+    assert orders1.metadata == MetadataHealth(
+        stale_brokers=[1, 2, 3],
+        state="STALE_EXPECTED",
+        blackout_earliest_ms=B + 101_000,
+        blackout_latest_ms=B + 103_500,
+    )
     payments = records["payments-0"]
-    assert (payments["under_min_isr"], payments["at_min_isr"]) == (False, False)
+    assert (payments.under_min_isr, payments.at_min_isr) == (False, False)
 
 
 def test_cli_prints_sorted_records_and_counts_dead_letters(tmp_path: Path) -> None:
@@ -169,8 +169,8 @@ def test_cli_settings_override_file_and_environment(tmp_path: Path) -> None:
     for extra in ([], ["--set", "rules.warn_ratio=0.5"]):  # the flag beats both: 15 000
         result = runner.invoke(main, [*args, *extra], env=env)
         assert result.exit_code == 0, result.output
-        orders0 = json.loads(result.stdout.splitlines()[0])
-        statuses.append(follower(orders0, 2)["status"])
+        orders0 = decode_record(result.stdout.splitlines()[0])
+        statuses.append(follower(orders0, 2).status)
     assert statuses == ["IN_SYNC", "LAGGING"]
 
 

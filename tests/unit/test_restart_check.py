@@ -14,13 +14,17 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from state import HealthRecord, IsrAtRisk, encode_record
+from state.health_record import StatusName
 from state.restart_check import breakage, check_restart, fragile_entries
 from state.settings import RuleSettings
 from streaming.cli import main
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.tools.embedded_broker import free_port
 from streaming.tools.replay import replay
+from tests.unit.builders import partition_health
 from tests.unit.test_causes_simulated import simulate_model
 from tests.unit.test_metrics import shard_stats
 
@@ -30,20 +34,19 @@ START_MS = 1_700_000_000_000
 def record(
     isr: list[int],
     minimum: int,
-    statuses: dict[int, str] | None = None,
+    statuses: dict[int, StatusName] | None = None,
     leader: int = 1,
     partition: int = 0,
-) -> dict[str, Any]:
-    followers = [{"broker": b, "status": s} for b, s in (statuses or {}).items()]
-    return {
-        "topic": "t",
-        "partition": partition,
-        "as_of_ms": 5,
-        "leader": leader,
-        "isr": isr,
-        "min_insync_replicas": minimum,
-        "followers": followers,
-    }
+) -> HealthRecord:
+    return partition_health(
+        statuses or {},
+        topic="t",
+        partition=partition,
+        leader=leader,
+        isr=isr,
+        replicas=sorted({leader, *isr, *(statuses or {})}),
+        min_insync_replicas=minimum,
+    )
 
 
 @pytest.mark.parametrize(
@@ -68,9 +71,9 @@ def record(
     ],
 )
 def test_what_stopping_a_broker_does_to_a_partition(
-    partition: dict[str, Any], stop: int, becomes: str | None, after: list[int] | None
+    partition: HealthRecord, stop: int, becomes: str | None, after: list[int] | None
 ) -> None:
-    found = breakage(partition, stop)
+    found = breakage(IsrAtRisk.of(partition), stop)
     if becomes is None:
         assert found is None
     else:
@@ -78,7 +81,9 @@ def test_what_stopping_a_broker_does_to_a_partition(
         assert (found.becomes, found.isr_after) == (becomes, after)
 
 
-def replayed(scenario: str, at_s: int, overrides: dict[str, object] | None = None) -> list[Any]:
+def replayed(
+    scenario: str, at_s: int, overrides: dict[str, object] | None = None
+) -> list[HealthRecord]:
     sim = ClusterSimulator(load_scenario(scenario, overrides), seed=7, start_ms=START_MS)
     lines = [
         json.dumps({"source": r.source.value, "value": r.value})
@@ -96,12 +101,12 @@ def test_after_a_crash_every_partition_left_with_the_stopped_broker_breaks() -> 
     records = replayed("broker-crash-and-bounce", 28)
     expected = {}
     for r in records:
-        if {2, 3} <= set(r["replicas"]):
-            expected[(r["topic"], r["partition"])] = (
-                "offline" if len(r["replicas"]) == 2 else "under_min_isr"
+        if {2, 3} <= set(r.replicas):
+            expected[(r.topic, r.partition)] = (
+                "offline" if len(r.replicas) == 2 else "under_min_isr"
             )
     assert {"audit", "logs", "orders"} <= {topic for topic, _ in expected}
-    result = check_restart(records, 3)
+    result = check_restart(map(IsrAtRisk.of, records), 3)
     assert not result.safe
     assert {(b.topic, b.partition): b.becomes for b in result.would_break} == expected
 
@@ -112,18 +117,18 @@ def test_the_slow_broker_is_safe_to_restart_its_peers_are_not() -> None:
     # every member of theirs is critical; the partitions broker 3 leads keep a full ISR
     # (a leader never drops itself), where one stop leaves 2: enough.
     records = replayed("slow-follower", 70)
-    assert check_restart(records, 3).safe
-    followed_by_3 = [r for r in records if 3 in r["replicas"] and r["leader"] != 3]
+    assert check_restart(map(IsrAtRisk.of, records), 3).safe
+    followed_by_3 = [r for r in records if 3 in r.replicas and r.leader != 3]
     for broker in (1, 2, 4):
-        broken = check_restart(records, broker).would_break
-        expected = {(r["topic"], r["partition"]) for r in followed_by_3 if broker in r["replicas"]}
+        broken = check_restart(map(IsrAtRisk.of, records), broker).would_break
+        expected = {(r.topic, r.partition) for r in followed_by_3 if broker in r.replicas}
         assert {(b.topic, b.partition) for b in broken} == expected
         assert {b.becomes for b in broken} == {"under_min_isr"}
     assert followed_by_3
 
 
-def write(path: Path, records: list[Any]) -> None:
-    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+def write(path: Path, records: list[HealthRecord]) -> None:
+    path.write_text("".join(encode_record(r).decode() + "\n" for r in records))
 
 
 def test_command_reads_a_file_prints_json_and_exits_by_the_answer(tmp_path: Path) -> None:
@@ -183,12 +188,13 @@ def get(url: str) -> tuple[int, dict[str, Any]]:
 
 def test_the_exporter_answers_over_http_from_the_shards_fragile_partitions() -> None:
     exporter = HealthExporter()
+    server = ExporterServer(exporter)
     port = free_port()
-    exporter.serve("127.0.0.1", port)
+    server.serve("127.0.0.1", port)
     base = f"http://127.0.0.1:{port}"
     try:
         assert get(f"{base}/check/restart?broker=1")[0] == 503  # no batch yet
-        fragile = [record([1, 2], 2, leader=1, partition=p) for p in range(2)]
+        fragile = [IsrAtRisk.of(record([1, 2], 2, leader=1, partition=p)) for p in range(2)]
         exporter.record_batch(
             [shard_stats(0, fragile=fragile[:1]), shard_stats(1, fragile=fragile[1:])], {}, 0.1
         )
@@ -205,7 +211,7 @@ def test_the_exporter_answers_over_http_from_the_shards_fragile_partitions() -> 
         with urllib.request.urlopen(f"{base}/metrics", timeout=10) as response:
             assert b"isrwatch_partitions" in response.read()
     finally:
-        exporter.close()
+        server.close()
 
 
 @pytest.mark.parametrize(
@@ -224,5 +230,6 @@ def test_the_fragile_partitions_a_shard_reports_give_the_whole_answer(
     assert 0 < len(entries) < len(records)
     for broker in range(1, load_scenario(scenario).cluster.brokers + 1):
         assert (
-            check_restart(entries, broker).would_break == check_restart(records, broker).would_break
+            check_restart(entries, broker).would_break
+            == check_restart(map(IsrAtRisk.of, records), broker).would_break
         )

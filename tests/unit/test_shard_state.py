@@ -9,6 +9,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from state import HealthRecord, decode_record
 from state.events import Source
 from state.settings import RuleSettings
 from streaming.job.attribution import CauseAnnotator
@@ -94,9 +95,16 @@ def _model(settings: ShardJobSettings, shard: int):  # type: ignore[no-untyped-d
     return ReplicationModel(settings.rules, Shard(shard, settings.shards))
 
 
-def health(output: pd.DataFrame) -> dict[str, dict[str, Any]]:
+def health(output: pd.DataFrame) -> dict[str, HealthRecord]:
+    """The record of every partition whose health changed: a healthy one's health row, an
+    unhealthy one's record in the stats (the driver writes it, with its causes)."""
     rows = output[output["kind"] == HEALTH]
-    return {key: json.loads(value) for key, value in zip(rows["key"], rows["value"], strict=True)}
+    records = {
+        key: decode_record(value) for key, value in zip(rows["key"], rows["value"], strict=True)
+    }
+    for stats in shard_stats_of(output):
+        records.update((p.record.key, p.record) for p in stats.unhealthy if p.changed)
+    return records
 
 
 def sample_envelopes() -> list[dict[str, Any]]:
@@ -107,9 +115,7 @@ def sample_envelopes() -> list[dict[str, Any]]:
 def test_flushed_job_equals_replay(shards: int) -> None:
     envelopes = sample_envelopes()
     with SAMPLE.open() as lines:
-        expected = {
-            f"{r['topic']}:{r['partition']}": r for r in replay(lines, RuleSettings(), None).records
-        }
+        expected = {r.key: r for r in replay(lines, RuleSettings(), None).records}
     job = Job(shards)
     first = job.batch(kafka_records(envelopes[:70]))
     second = job.batch(kafka_records(envelopes[70:]))
@@ -185,7 +191,7 @@ def test_silent_follower_moves_by_time_alone() -> None:
     for now in (B + 15_001, B + 30_001, B + 45_001):
         job.stream_clock = now  # Spark's watermark moved: events on other partitions
         record = health(job.batch(None)).get("t:0")
-        statuses.append(record["followers"][0]["status"] if record else None)
+        statuses.append(record.followers[0].status if record else None)
     # Follower 2 was caught up at the election (B), as every ISR member then.
     assert statuses == ["LAGGING", "SHRINK_ELIGIBLE", "SHRINK_OVERDUE"]
 
@@ -324,9 +330,7 @@ def test_unhealthy_partitions_in_the_stats_carry_their_leaders_lag_time_max() ->
     job = Job(1, snapshot_when_idle=False)
     events = follower_behind_a_short_t()
     out = job.batch(kafka_records(events))
-    (stats,) = [json.loads(v) for v in out[out["kind"] == STATS]["value"]]
+    (stats,) = shard_stats_of(out)
     # t:0's follower 2 is 12 s behind its leader's T of 10 s; t:1 is in sync (default T).
-    assert [
-        (r["topic"], r["partition"], r["replica_lag_time_max_ms"]) for r in stats["unhealthy"]
-    ] == [("t", 0, 10_000)]
-    assert stats["unhealthy"][0]["followers"][0]["status"] == "SHRINK_ELIGIBLE"
+    assert [(p.record.key, p.replica_lag_time_max_ms) for p in stats.unhealthy] == [("t:0", 10_000)]
+    assert stats.unhealthy[0].record.followers[0].status == "SHRINK_ELIGIBLE"

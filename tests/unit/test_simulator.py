@@ -139,9 +139,9 @@ def test_every_shrink_was_predicted_and_came_by_the_deadline(name: str, seed: in
         reported = run.before_shrink[(shrink["ts"], key)]
         lag_max = shrink["lag_time_max_ms"]
         # the monitor tracked the leader's last_caught_up exactly and called it eligible
-        assert reported["last_caught_up_ms"] == shrink["last_caught_up_ms"]
-        assert reported["status"] == "SHRINK_ELIGIBLE"
-        assert reported["shrink_by_ms"] == shrink["deadline_ms"]
+        assert reported.last_caught_up_ms == shrink["last_caught_up_ms"]
+        assert reported.status == "SHRINK_ELIGIBLE"
+        assert reported.shrink_by_ms == shrink["deadline_ms"]
         # Kafka: removed once out of sync (lag > T), at the latest by its shrink deadline
         assert shrink["last_caught_up_ms"] + lag_max < shrink["ts"] <= shrink["deadline_ms"]
         # and it was reported SHRINK_ELIGIBLE strictly before, at a periodic evaluation,
@@ -192,9 +192,9 @@ def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str,
             metadata = run.before_propagation[key]
             # stale caches show that window (consistent ones: the ISR came back, or a
             # controller decision already carried the change)
-            if metadata["state"] != "CONSISTENT":
-                assert metadata["state"] == "STALE_EXPECTED"
-                assert (metadata["blackout_earliest_ms"], metadata["blackout_latest_ms"]) == (
+            if metadata.state != "CONSISTENT":
+                assert metadata.state == "STALE_EXPECTED"
+                assert (metadata.blackout_earliest_ms, metadata.blackout_latest_ms) == (
                     window.earliest_ms,
                     window.latest_ms,
                 )
@@ -206,7 +206,7 @@ def test_every_propagation_falls_inside_the_predicted_blackout_window(name: str,
 @pytest.mark.parametrize("name", BEHAVING)
 def test_final_leaders_and_isrs_match_the_cluster(name: str, seed: int) -> None:
     run = monitored(name, BEHAVING.get(name), seed)
-    reported = {(r["topic"], r["partition"]): (r["leader"], r["isr"]) for r in run.final}
+    reported = {(r.topic, r.partition): (r.leader, r.isr) for r in run.final}
     actual = {tp: (p.leader, p.isr) for tp, p in run.sim.partitions.items()}
     assert reported == actual
 
@@ -256,7 +256,7 @@ def test_slow_follower_is_dropped_everywhere_it_follows_and_comes_back(seed: int
         assert run.first("under_replicated", tp) is not None
     # predicted: unless Kafka shrank within the 1 s between evaluations of crossing T
     assert any(run.first("predicted_under_replicated", tp) for tp in followers_of(run, 3))
-    assert not any(r["under_replicated"] for r in run.final)
+    assert not any(r.under_replicated for r in run.final)
 
 
 def test_a_leader_that_never_shrinks_is_reported_overdue() -> None:
@@ -284,7 +284,8 @@ def test_a_slow_controller_makes_metadata_staleness_overdue() -> None:
         for change in propagation["changes"]:
             tp = (change["topic"], change["partition"])
             key = (propagation["ts"], propagation["broker"], *tp)
-            latest = run.before_propagation[key]["blackout_latest_ms"]
+            latest = run.before_propagation[key].blackout_latest_ms
+            assert latest is not None
             first = run.first("STALE_OVERDUE", tp)
             # the caches got the change only at the last UpdateMetadata arrival (truth), 20 s
             # after the propagation; overdue from the first evaluation past latest + slack
@@ -312,7 +313,7 @@ def test_crashes_make_partitions_offline_and_under_min_isr_then_recover() -> Non
     assert run.statuses["OFFLINE"] > 0
     changes = list(run.sim.truth.of("broker_change"))
     assert [c["bounced"] for c in changes if c["bounced"]] == [[4]]
-    assert not any(r["offline"] or r["under_replicated"] for r in run.final)
+    assert not any(r.offline or r.under_replicated for r in run.final)
 
 
 def test_controller_failover_fences_the_old_controller() -> None:
@@ -341,10 +342,10 @@ def test_churn_on_one_leader_delays_its_propagation_towards_a_minute() -> None:
 
 def test_deleted_topics_leave_the_monitor() -> None:
     run = behaving("topic-lifecycle")
-    topics = sorted({r["topic"] for r in run.final})
+    topics = sorted({r.topic for r in run.final})
     assert topics == ["orders", "signups"]
-    assert len([r for r in run.final if r["topic"] == "signups"]) == 2
-    assert all(r["leader_epoch"] == 0 for r in run.final if r["topic"] == "signups")
+    assert len([r for r in run.final if r.topic == "signups"]) == 2
+    assert all(r.leader_epoch == 0 for r in run.final if r.topic == "signups")
 
 
 def test_kraft_mode_emits_what_the_metadata_log_and_quorum_collectors_do() -> None:

@@ -17,17 +17,23 @@ change at 18 650. Follower 2 catches up and is added back at 25 000.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
+from state import Cause, CauseKind, HealthRecord
 from state.settings import RuleSettings
 from streaming.tools.timeline.assemble import TimelineRange, assemble
 from streaming.tools.timeline.builder import TimelineBuilder
-from streaming.tools.timeline.facts import IsrChange, TimelineFilter
+from streaming.tools.timeline.facts import IsrChange, StatusSpan, TimelineFilter
 from streaming.tools.timeline.health_records import HealthInput
+from tests.unit.builders import partition_health
 
 T = 10_000
+CONF = Path(__file__).resolve().parents[2] / "conf"
+B = 1_700_000_000_000  # conf/samples/incident.jsonl starts here
 SETTINGS = RuleSettings(replica_lag_time_max_ms=T)
 
 
@@ -216,14 +222,32 @@ def test_capture_range_and_filters() -> None:
 # ---------------------------------------------------------------- health records alone
 
 
-def record(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any]:
-    """A health record of t-0 as the job writes it; follower 2 is described by ``extra``."""
+def record_json(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any]:
+    """A health record of t-0 as the job writes it; follower 2 is described by ``extra``
+    (it last caught up at 1 000), follower 3 is in sync."""
+    behind = status != "IN_SYNC"
     follower = {
         "broker": 2,
         "in_isr": 2 in isr,
+        "fetch_offset": 100 if behind else 500,
+        "last_caught_up_ms": 1_000 if behind else now,
+        "lag_time_ms": now - 1_000 if behind else 0,
+        "lag_time_unknown": None,
+        "lag_messages": 400 if behind else 0,
         "status": status,
-        "last_caught_up_ms": 1_000,
+        "cause": None,
         **extra.pop("follower", {}),
+    }
+    in_sync = {
+        "broker": 3,
+        "in_isr": True,
+        "fetch_offset": 500,
+        "last_caught_up_ms": now,
+        "lag_time_ms": 0,
+        "lag_time_unknown": None,
+        "lag_messages": 0,
+        "status": "IN_SYNC",
+        "cause": None,
     }
     return {
         "topic": "t",
@@ -233,51 +257,58 @@ def record(now: int, isr: list[int], status: str, **extra: Any) -> dict[str, Any
         "leader_epoch": 0,
         "replicas": [1, 2, 3],
         "isr": isr,
+        "min_insync_replicas": 1,
+        "high_watermark": 100 if 2 in isr and behind else 500,
+        "leader_leo": 500,
         "under_replicated": len(isr) < 3,
         "under_min_isr": False,
         "at_min_isr": False,
         "offline": False,
         "predicted_under_replicated": status in ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE"),
-        "followers": [
-            follower,
-            {"broker": 3, "in_isr": True, "status": "IN_SYNC", "last_caught_up_ms": now},
-        ],
+        "followers": [follower, in_sync],
         "metadata": extra.pop(
             "metadata",
             {
-                "state": "CONSISTENT",
                 "stale_brokers": [],
+                "state": "CONSISTENT",
                 "blackout_earliest_ms": None,
                 "blackout_latest_ms": None,
             },
         ),
+        "cause": None,
         **extra,
     }
 
 
-SLOW = {"kind": "slow_follower", "broker": 2, "text": "broker 2 fetches slowly"}
+def record(now: int, isr: list[int], status: str, **extra: Any) -> HealthRecord:
+    return msgspec.convert(record_json(now, isr, status, **extra), HealthRecord)
+
+
+SLOW = Cause(CauseKind.FETCHER_FROM_LEADER, 2, "broker 2 fetches slowly")
+SLOW_JSON = msgspec.to_builtins(SLOW)
 
 
 def health_lines() -> list[str]:
     stale = {
-        "state": "STALE_EXPECTED",
         "stale_brokers": [1, 2, 3],
+        "state": "STALE_EXPECTED",
         "blackout_earliest_ms": 18_000,
         "blackout_latest_ms": 20_500,
     }
+    slow = {"cause": SLOW_JSON}
     records = [
-        record(5_000, [1, 2, 3], "IN_SYNC", cause=None),
-        record(7_000, [1, 2, 3], "LAGGING", follower={"cause": SLOW}, cause=SLOW),
-        record(
+        record_json(5_000, [1, 2, 3], "IN_SYNC"),
+        record_json(7_000, [1, 2, 3], "LAGGING", follower=slow, cause=SLOW_JSON),
+        record_json(
             12_000,
             [1, 2, 3],
             "SHRINK_ELIGIBLE",
-            follower={"shrink_by_ms": 16_000, "cause": SLOW},
-            cause=SLOW,
+            follower={"shrink_by_ms": 16_000, **slow},
+            cause=SLOW_JSON,
         ),
-        record(14_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, metadata=stale, cause=SLOW),
-        record(19_000, [1, 3], "OUT_OF_SYNC", follower={"cause": SLOW}, cause=SLOW),
-        record(30_000, [1, 3, 2], "IN_SYNC", cause=None),
+        record_json(14_000, [1, 3], "OUT_OF_SYNC", follower=slow, metadata=stale, cause=SLOW_JSON),
+        record_json(19_000, [1, 3], "OUT_OF_SYNC", follower=slow, cause=SLOW_JSON),
+        record_json(30_000, [1, 3, 2], "IN_SYNC"),
     ]
     no_time = {**records[0], "as_of_ms": "5000"}  # a time that is not a number: skipped
     return [json.dumps(r) for r in [*records, no_time]] + ["not json", json.dumps({"topic": "t"})]
@@ -310,12 +341,17 @@ def test_health_records_alone_infer_changes_at_the_first_record_showing_them() -
 
 
 def test_health_records_without_causes_are_fine() -> None:
+    """Records of a release that wrote no causes (nor lag_time_unknown, nor
+    min_insync_replicas) still load."""
     lines = [json.loads(line) for line in health_lines()[:6]]
     for line in lines:
-        line.pop("cause", None)
+        del line["cause"], line["min_insync_replicas"]
         for follower in line["followers"]:
-            follower.pop("cause", None)
-    timeline = TimelineBuilder(30_000, 2_000).add_all(lines).finish()
+            del follower["cause"], follower["lag_time_unknown"]
+    reader = HealthInput()
+    records = list(reader.from_lines(json.dumps(line) for line in lines))
+    assert (reader.records, reader.skipped) == (6, {})
+    timeline = TimelineBuilder(30_000, 2_000).add_all(records).finish()
     assert timeline.episodes[0].cause is None
     assert timeline.periods[0].cause is None
 
@@ -365,3 +401,40 @@ def test_capture_and_health_records_together() -> None:
     assert (period.start_ms, period.cause) == (13_000, SLOW)
     assert [c.exact for c in timeline.isr_changes] == [True, True]
     assert any("Health records (health records): 6" in note for note in timeline.notes)
+
+
+# ---------------------------------------------------------------- leaders are no followers
+
+
+def test_a_follower_that_becomes_the_leader_leaves_its_lane() -> None:
+    """t-0: follower 3 out of the ISR under leader 1; at 5 000 broker 3 is elected and
+    leads, broker 1 follows. Broker 3's lane and episode end at 5 000 (a leader is no
+    follower of itself); broker 1's lane starts there."""
+    before = partition_health({2: "IN_SYNC", 3: "OUT_OF_SYNC"}, topic="t", as_of_ms=1_000)
+    after = partition_health(
+        {1: "IN_SYNC", 2: "IN_SYNC"}, topic="t", as_of_ms=5_000, leader=3, replicas=[1, 2, 3]
+    )
+    timeline = TimelineBuilder(T, 2_000).add_all([before, after]).finish(end_ms=9_000)
+    assert timeline.lanes[("t", 0, 3)] == [StatusSpan(1_000, 5_000, "OUT_OF_SYNC")]
+    assert timeline.lanes[("t", 0, 1)] == [StatusSpan(5_000, 9_000, "IN_SYNC")]
+    (episode,) = timeline.episodes
+    assert (episode.broker, episode.start_ms, episode.end_ms) == (3, 1_000, 5_000)
+
+
+def test_the_sample_incident_has_no_creation_outage_and_no_leader_as_follower() -> None:
+    """conf/samples/incident.jsonl, by hand: its three partitions are created at +0 s and
+    elected at +0.1 s (never offline, never under min ISR); orders-0 is shrunk at +45 s
+    and orders-1 at +96 s (under-replicated from then); broker 1, a follower of
+    payments-0, becomes its leader at +80.05 s (its lane ends by the next evaluation,
+    at most 1 s later, and broker 3, the old leader, follows from then)."""
+    with (CONF / "samples" / "incident.jsonl").open() as lines:
+        timeline = assemble(SETTINGS, capture=list(lines))
+    periods = {(p.kind, p.topic, p.partition, p.start_ms) for p in timeline.periods}
+    assert periods == {
+        ("under_replicated", "orders", 0, B + 45_000),
+        ("under_replicated", "orders", 1, B + 96_000),
+    }
+    assert ("orders", 0, 1) not in timeline.lanes  # broker 1 leads orders-0 throughout
+    assert ("orders", 1, 2) not in timeline.lanes  # broker 2 leads orders-1 throughout
+    assert B + 80_050 <= timeline.lanes[("payments", 0, 1)][-1].end_ms <= B + 81_050
+    assert timeline.lanes[("payments", 0, 3)][0].start_ms >= B + 80_050

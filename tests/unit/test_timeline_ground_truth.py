@@ -81,7 +81,7 @@ def test_followers_fell_behind_when_they_last_caught_up(slow_follower: Run) -> N
     timeline, truth = slow_follower
     for fact in of(truth, "isr_shrink"):
         key = (fact["topic"], fact["partition"], fact["follower"])
-        (episode,) = timeline.episodes_of(key)
+        (episode,) = [e for e in timeline.episodes if e.key == key]
         assert episode.behind_since_ms == fact["last_caught_up_ms"]
         assert episode.lag_time_max_ms == fact["lag_time_max_ms"]
         assert episode.removed_ms == fact["ts"]
@@ -152,7 +152,7 @@ def test_a_stuck_leader_leaves_overdue_shrinks_counted_to_the_end(stuck_leader: 
         assert deadline < item.seen_ms <= deadline + STEP_MS
         assert item.resolved_ms is None
         assert item.overdue_by_ms(timeline.end_ms) == timeline.end_ms - deadline
-        (episode,) = timeline.episodes_of(key)
+        (episode,) = [e for e in timeline.episodes if e.key == key]
         assert episode.worst == "SHRINK_OVERDUE"
         assert episode.overdue_ms == item.seen_ms
 

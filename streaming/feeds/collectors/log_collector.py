@@ -27,8 +27,8 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from streaming.config import LogCollectorSettings
+from streaming.config.collect import compile_custom_layout
 from streaming.feeds.collectors.log_follower import LogFollower
-from streaming.feeds.collectors.log_layouts import compile_custom_layout
 from streaming.feeds.collectors.log_lines import (
     Continuation,
     Ignored,

@@ -141,12 +141,6 @@ _LOOKS_LIKE_ENTRY = re.compile(
     r"^.{0,64}?(?:\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}|\b(?:TRACE|DEBUG|INFO|WARN|ERROR|FATAL)\b)"
 )
 
-CUSTOM_GROUPS: Final = frozenset({"time", "level", "logger", "thread", "message"})
-
-
-class LayoutError(ValueError):
-    """The configured layout cannot be used; the message says why."""
-
 
 @dataclass(frozen=True, slots=True)
 class Entry:
@@ -178,29 +172,6 @@ BAD_TIMESTAMP: Final = Unrecognised("bad_timestamp")
 NO_TIMESTAMP: Final = Unrecognised("no_timestamp")
 
 ReadLine = Entry | Continuation | Unrecognised
-
-
-def compile_custom_layout(pattern: str) -> re.Pattern[str]:
-    """The configured layout regex, checked: it compiles, names ``time`` and ``message``,
-    and names no group the reader does not know."""
-    try:
-        compiled = re.compile(pattern)
-    except re.error as error:
-        raise LayoutError(f"collect.logs.layout is not a valid regex: {error}") from None
-    names = set(compiled.groupindex)
-    missing = {"time", "message"} - names
-    if missing:
-        raise LayoutError(
-            "collect.logs.layout must have the named groups (?P<time>...) and"
-            f" (?P<message>...); missing: {', '.join(sorted(missing))}"
-        )
-    unknown = names - CUSTOM_GROUPS
-    if unknown:
-        raise LayoutError(
-            f"collect.logs.layout has unknown named groups {', '.join(sorted(unknown))};"
-            f" allowed: {', '.join(sorted(CUSTOM_GROUPS))}"
-        )
-    return compiled
 
 
 class LineReader:

@@ -9,6 +9,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from state.events import Source
+from streaming.config.kafka import (
+    DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH,
+    DEFAULT_REQUEST_TIMEOUT_MS,
+    DEFAULT_RETRY_BACKOFF_MAX_MS,
+    DEFAULT_RETRY_BACKOFF_MS,
+    backoff_max_too_short,
+)
 
 if TYPE_CHECKING:
     from streaming.config import IsrwatchConfig
@@ -26,11 +33,6 @@ OPTION_RETRY_BACKOFF_MAX_MS = "retryBackoffMaxMs"
 OPTION_READ_TIMEOUT_MS = "readTimeoutMs"
 OPTION_STATUS_FILE = "statusFile"
 OPTION_ROUTE_TO_SHARDS = "routeToShards"
-
-DEFAULT_MAX_OFFSETS_PER_PARTITION = 100_000
-DEFAULT_RETRY_BACKOFF_MS = 1000
-DEFAULT_RETRY_BACKOFF_MAX_MS = 30000
-DEFAULT_REQUEST_TIMEOUT_MS = 30000
 
 _SECRET_WORDS = ("password", "secret", "token")
 
@@ -151,7 +153,7 @@ class SourceSettings:
     bootstrap_servers: tuple[str, ...]
     topics: tuple[str, ...]
     starting_offsets: str = "latest"
-    max_offsets_per_partition: int = DEFAULT_MAX_OFFSETS_PER_PARTITION
+    max_offsets_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH
     max_offsets_per_trigger: int | None = None  # over all partitions; None: no such limit
     client_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
@@ -186,7 +188,7 @@ class SourceSettings:
         backoff_max = _positive_int(
             lowered, OPTION_RETRY_BACKOFF_MAX_MS, max(backoff, DEFAULT_RETRY_BACKOFF_MAX_MS)
         )
-        if backoff_max < backoff:
+        if backoff_max_too_short(backoff, backoff_max):
             raise ValueError(
                 f"{SOURCE_NAME}: option {OPTION_RETRY_BACKOFF_MAX_MS}: must be at least "
                 f"{OPTION_RETRY_BACKOFF_MS} ({backoff})"
@@ -197,7 +199,9 @@ class SourceSettings:
             topics=topics,
             starting_offsets=starting,
             max_offsets_per_partition=_positive_int(
-                lowered, OPTION_MAX_OFFSETS_PER_PARTITION, DEFAULT_MAX_OFFSETS_PER_PARTITION
+                lowered,
+                OPTION_MAX_OFFSETS_PER_PARTITION,
+                DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH,
             ),
             max_offsets_per_trigger=(
                 _positive_int(lowered, OPTION_MAX_OFFSETS_PER_TRIGGER, 1)

@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
-from state.partition_health import HealthRecord
+from state import Cause, FollowerHealth, HealthRecord, MetadataHealth
+from state.shrink_rule import STATUS_SEVERITY
 from streaming.tools.timeline.facts import (
     CONSISTENT,
     IN_SYNC,
     LAGGING,
     PARTITION_FLAGS,
     PREDICTING,
-    SEVERITY,
     SHRINK_OVERDUE,
     STALE_OVERDUE,
-    Cause,
+    EvaluatedHealth,
     FollowerEpisode,
     FollowerKey,
     IsrChange,
@@ -46,6 +46,7 @@ class _Follower:
     status: str
     since_ms: int
     in_isr: bool
+    following: bool = True  # False once a record lists it no more (it leads, say)
     spans: list[StatusSpan] = field(default_factory=list)
     episode: FollowerEpisode | None = None
     predicted_ms: int | None = None  # in the current ISR stint
@@ -60,7 +61,7 @@ class _Seen(NamedTuple):
     leader: int
     broker: int
     status: str
-    record: HealthRecord
+    follower: FollowerHealth
     now: int
 
 
@@ -72,6 +73,7 @@ class _Partition:
     periods: dict[str, PartitionPeriod] = field(default_factory=dict)
     blackout: MetadataBlackout | None = None
     changed_ms: int | None = None  # its latest ISR change
+    followers: set[int] = field(default_factory=set)  # as its latest record lists them
 
 
 class TimelineBuilder:
@@ -120,17 +122,19 @@ class TimelineBuilder:
             self._isr_change(item)
         elif isinstance(item, Propagation):
             self._propagation(item)
+        elif isinstance(item, EvaluatedHealth):
+            self._record(item.record, item.lag_time_max_ms)
         else:
-            self._record(item)
+            self._record(item, None)
 
-    def _record(self, record: HealthRecord) -> None:
-        topic, number = str(record["topic"]), int(record["partition"])
-        if not self.where.keeps_partition(topic, number, record.get("replicas", ())):
+    def _record(self, record: HealthRecord, lag_time_max_ms: int | None) -> None:
+        topic, number = record.topic, record.partition
+        if not self.where.keeps_partition(topic, number, record.replicas):
             return
-        now = int(record["as_of_ms"])
+        now = record.as_of_ms
         tp = (topic, number)
-        isr = tuple(int(b) for b in record["isr"])
-        leader = int(record["leader"])
+        isr = tuple(record.isr)
+        leader = record.leader
         state = self._partitions.get(tp)
         if state is None:
             state = self._partitions[tp] = _Partition(now, leader, isr)
@@ -140,23 +144,27 @@ class TimelineBuilder:
             )
         previous_seen = state.seen_ms
         state.seen_ms, state.leader, state.isr = now, leader, isr
-        cause = record.get("cause")
-        self._partition_periods(state, record, now, cause)
-        self._metadata(state, tp, record.get("metadata") or {}, now, previous_seen)
-        if "lag_time_max_ms" in record:
-            self._lag_time_max[tp] = int(record["lag_time_max_ms"])
-        for follower in record.get("followers", ()):
-            broker = int(follower["broker"])
+        self._partition_periods(state, record, now, record.cause)
+        self._metadata(state, tp, record.metadata, now, previous_seen)
+        if lag_time_max_ms is not None:
+            self._lag_time_max[tp] = lag_time_max_ms
+        for follower in record.followers:
+            broker = follower.broker
             if self.where.keeps_follower(broker):
                 self._follower(tp, leader, broker, follower, now)
+        listed = {f.broker for f in record.followers}
+        for broker in state.followers - listed:
+            self._no_longer_follows((*tp, broker), now)
+        state.followers = listed
 
     def _partition_periods(
         self, state: _Partition, record: HealthRecord, now: int, cause: Cause | None
     ) -> None:
-        topic, number = str(record["topic"]), int(record["partition"])
+        topic, number = record.topic, record.partition
+        conditions = record.conditions()
         for kind in PARTITION_FLAGS:
             period = state.periods.get(kind)
-            if record.get(kind):
+            if conditions[kind]:
                 if period is None:
                     period = state.periods[kind] = PartitionPeriod(kind, topic, number, now)
                     self._periods.append(period)
@@ -170,11 +178,11 @@ class TimelineBuilder:
         self,
         state: _Partition,
         tp: PartitionKey,
-        metadata: dict[str, Any],
+        metadata: MetadataHealth,
         now: int,
         previous_seen: int,
     ) -> None:
-        status = metadata.get("state", CONSISTENT)
+        status = metadata.state
         blackout = state.blackout
         if status == CONSISTENT:
             if blackout is not None:  # in agreement again without a propagation seen
@@ -186,53 +194,66 @@ class TimelineBuilder:
             start = changed if changed is not None and changed > previous_seen else now
             blackout = state.blackout = MetadataBlackout(*tp, start, None, None)
             self._blackouts.append(blackout)
-        earliest, latest = metadata.get("blackout_earliest_ms"), metadata.get("blackout_latest_ms")
+        earliest, latest = metadata.blackout_earliest_ms, metadata.blackout_latest_ms
         if latest is not None:
-            blackout.earliest_ms, blackout.latest_ms = earliest, int(latest)
-        blackout.stale_brokers = tuple(metadata.get("stale_brokers") or blackout.stale_brokers)
+            blackout.earliest_ms, blackout.latest_ms = earliest, latest
+        blackout.stale_brokers = tuple(metadata.stale_brokers or blackout.stale_brokers)
         if status == STALE_OVERDUE and blackout.overdue_seen_ms is None:
             blackout.overdue_seen_ms = now
 
     def _follower(
-        self, tp: PartitionKey, leader: int, broker: int, record: HealthRecord, now: int
+        self, tp: PartitionKey, leader: int, broker: int, follower: FollowerHealth, now: int
     ) -> None:
         key = (*tp, broker)
-        status = str(record["status"])
-        in_isr = bool(record["in_isr"])
+        status = follower.status
+        in_isr = follower.in_isr
         state = self._followers.get(key)
         if state is None:
             state = self._followers[key] = _Follower(status, now, in_isr)
+        elif not state.following:  # a follower again: its lane resumes now
+            state.status, state.since_ms, state.following = status, now, True
         elif status != state.status:
             state.spans.append(StatusSpan(state.since_ms, now, state.status))
             state.status, state.since_ms = status, now
         state.in_isr = in_isr
-        shrink_by = record.get("shrink_by_ms")
+        shrink_by = follower.shrink_deadline_ms
         if in_isr and status in PREDICTING:
             if state.predicted_ms is None:
                 state.predicted_ms = now
             if shrink_by is not None:
-                state.deadline_ms = int(shrink_by)
+                state.deadline_ms = shrink_by
         elif status == IN_SYNC or not in_isr:
             state.predicted_ms = None
-        seen = _Seen(tp, leader, broker, status, record, now)
+        seen = _Seen(tp, leader, broker, status, follower, now)
         self._overdue_follower(state, seen)
         self._episode(state, seen)
 
+    def _no_longer_follows(self, key: FollowerKey, now: int) -> None:
+        """A replica the partition's records listed as a follower and list no more: it
+        became the leader (Kafka's leader is no follower of itself), or left the
+        replicas. Its lane and its episode end here, whatever its last status was."""
+        state = self._followers.get(key)
+        if state is None or not state.following:
+            return
+        state.spans.append(StatusSpan(state.since_ms, now, state.status))
+        state.following, state.predicted_ms = False, None
+        if state.episode is not None:
+            state.episode.end_ms = now
+            state.episode = None
+
     def _overdue_follower(self, state: _Follower, seen: _Seen) -> None:
-        tp, leader, broker, status, record, now = seen
+        tp, leader, broker, status, follower, now = seen
         open_overdue = state.overdue
         if status == SHRINK_OVERDUE and open_overdue is None:
-            deadline = int(record.get("shrink_by_ms") or now)
-            state.overdue = OverdueShrink(
-                *tp, leader, broker, deadline, now, cause=record.get("cause")
-            )
+            deadline = follower.shrink_deadline_ms or now
+            state.overdue = OverdueShrink(*tp, leader, broker, deadline, now, cause=follower.cause)
             self._overdue.append(state.overdue)
         elif status != SHRINK_OVERDUE and open_overdue is not None and state.in_isr:
             open_overdue.resolved_ms, open_overdue.resolution = now, "caught up"
             state.overdue = None
 
     def _episode(self, state: _Follower, seen: _Seen) -> None:
-        tp, leader, broker, status, record, now = seen
+        tp, leader, broker, status, follower, now = seen
         episode = state.episode
         if status == IN_SYNC:
             if episode is not None:
@@ -241,22 +262,22 @@ class TimelineBuilder:
             return
         if episode is None:
             episode = self._open_episode(state, tp, leader, broker, now)
-        last_caught_up = int(record.get("last_caught_up_ms") or 0)
+        last_caught_up = follower.last_caught_up_ms or 0
         if episode.behind_since_ms is None and last_caught_up > 0 and state.in_isr:
             episode.behind_since_ms = last_caught_up
-            episode.lag_time_max_ms = self._t_of(tp, record)
-        elif record.get("shrink_by_ms") is not None and tp not in self._lag_time_max:
-            episode.lag_time_max_ms = self._t_of(tp, record)  # a deadline tells T
+            episode.lag_time_max_ms = self._t_of(tp, follower)
+        elif follower.shrink_deadline_ms is not None and tp not in self._lag_time_max:
+            episode.lag_time_max_ms = self._t_of(tp, follower)  # a deadline tells T
         if status == LAGGING and episode.first_lagging_ms is None:
             episode.first_lagging_ms = now
         if status in PREDICTING and episode.predicted_ms is None and state.in_isr:
             episode.predicted_ms = now
         if status == SHRINK_OVERDUE and episode.overdue_ms is None:
             episode.overdue_ms = now
-        if SEVERITY.get(status, 0) > SEVERITY.get(episode.worst, 0):
+        if STATUS_SEVERITY.get(status, 0) > STATUS_SEVERITY.get(episode.worst, 0):
             episode.worst = status
-        if episode.cause is None and record.get("cause"):
-            episode.cause = record["cause"]
+        if episode.cause is None and follower.cause is not None:
+            episode.cause = follower.cause
 
     def _open_episode(
         self, state: _Follower, tp: PartitionKey, leader: int, broker: int, now: int
@@ -266,15 +287,15 @@ class TimelineBuilder:
         self._episodes.append(episode)
         return episode
 
-    def _t_of(self, tp: PartitionKey, record: HealthRecord) -> int:
+    def _t_of(self, tp: PartitionKey, follower: FollowerHealth) -> int:
         """T of the partition's leader: given by the capture's model, else read back from
         a deadline (``shrink_by = last caught up + 1.5 T`` when the lag term decides), else
         the configured default."""
         if tp in self._lag_time_max:
             return self._lag_time_max[tp]
-        shrink_by, caught_up = record.get("shrink_by_ms"), record.get("last_caught_up_ms")
+        shrink_by, caught_up = follower.shrink_deadline_ms, follower.last_caught_up_ms
         if shrink_by is not None and caught_up:
-            return round((int(shrink_by) - int(caught_up)) * 2 / 3)
+            return round((shrink_by - caught_up) * 2 / 3)
         return self.lag_time_max_ms
 
     def _isr_change(self, change: IsrChange) -> None:
@@ -361,7 +382,9 @@ class TimelineBuilder:
         lanes: dict[FollowerKey, list[StatusSpan]] = {}
         for key in sorted(self._followers):
             follower = self._followers[key]
-            spans = [*follower.spans, StatusSpan(follower.since_ms, end, follower.status)]
+            spans = list(follower.spans)
+            if follower.following:
+                spans.append(StatusSpan(follower.since_ms, end, follower.status))
             clipped = list(_clip_spans(spans, start, end))
             if clipped:
                 lanes[key] = clipped

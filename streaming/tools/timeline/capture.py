@@ -198,9 +198,7 @@ class CaptureReplay:
         self.evaluations += 1
         frame = self.model.evaluate(now)
         for i in self._changed_rows(frame):
-            record = frame.record(int(i))
-            record["lag_time_max_ms"] = int(frame.lag_time_max_ms[i])
-            yield record
+            yield facts.EvaluatedHealth(frame.record(int(i)), int(frame.lag_time_max_ms[i]))
 
     def _changed_rows(self, frame: HealthFrame) -> Iterable[int]:
         """Positions whose health changed since the previous evaluation (all at first)."""
@@ -227,11 +225,3 @@ class CaptureReplay:
         ):
             return range(len(frame))
         return np.flatnonzero((previous[1] != signature).any(axis=1)).tolist()
-
-
-def replay_capture(
-    lines: Iterable[str], settings: RuleSettings, step_ms: int = DEFAULT_STEP_MS
-) -> tuple[CaptureReplay, list[TimelineItem]]:
-    """The capture's items, all in memory (a test's or a small capture's convenience)."""
-    replay = CaptureReplay(settings, step_ms)
-    return replay, list(replay.items(lines))

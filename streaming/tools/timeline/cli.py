@@ -101,9 +101,7 @@ def timeline_command(
     names = [str(path) for path in health_files]
     if bootstrap_servers is not None:
         try:
-            records = sorted(
-                [*records, *health.from_topic(config)], key=lambda r: int(r["as_of_ms"])
-            )
+            records = sorted([*records, *health.from_topic(config)], key=lambda r: r.as_of_ms)
         except Exception as error:  # kafka-python raises many kinds; all mean "cannot read"
             raise click.ClickException(
                 f"cannot read {config.topics.partition_health} at {bootstrap_servers}: {error}"

@@ -26,9 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
-from state import FollowerStatus, HealthRecord
+from state import Cause, FollowerStatus, HealthRecord
 
 IN_SYNC = FollowerStatus.IN_SYNC.name
 LAGGING = FollowerStatus.LAGGING.name
@@ -41,23 +40,11 @@ STALE_OVERDUE = "STALE_OVERDUE"
 PREDICTING = (SHRINK_ELIGIBLE, SHRINK_OVERDUE)
 """Statuses in which the monitor says Kafka is about to shrink (or should have)."""
 
-SEVERITY: dict[str, int] = {
-    FollowerStatus.IN_SYNC.name: 0,
-    FollowerStatus.LAGGING.name: 1,
-    FollowerStatus.CATCHING_UP.name: 2,
-    FollowerStatus.SHRINK_ELIGIBLE.name: 3,
-    FollowerStatus.OUT_OF_SYNC.name: 4,
-    FollowerStatus.OFFLINE.name: 5,
-    FollowerStatus.SHRINK_OVERDUE.name: 6,
-}
-"""Worst first ordering of follower statuses: Kafka failing to act is the worst."""
-
 PARTITION_FLAGS = ("offline", "under_min_isr", "under_replicated")
 """The partition conditions whose periods the timeline keeps, worst first."""
 
 FollowerKey = tuple[str, int, int]  # topic, partition, follower broker
 PartitionKey = tuple[str, int]
-Cause = dict[str, Any]  # {"kind", "broker", "text"} when the records carry it
 
 
 @dataclass(frozen=True)
@@ -102,13 +89,24 @@ class Propagation:
     exact: bool
 
 
-TimelineItem = HealthRecord | IsrChange | Propagation
+@dataclass(frozen=True)
+class EvaluatedHealth:
+    """A health record the timeline's own model made (a replayed capture), with T of the
+    partition's leader, which the record leaves out."""
+
+    record: HealthRecord
+    lag_time_max_ms: int
+
+
+TimelineItem = HealthRecord | EvaluatedHealth | IsrChange | Propagation
 
 
 def item_time(item: TimelineItem) -> int:
     if isinstance(item, IsrChange | Propagation):
         return item.ts
-    return int(item["as_of_ms"])
+    if isinstance(item, EvaluatedHealth):
+        return item.record.as_of_ms
+    return item.as_of_ms
 
 
 @dataclass(frozen=True)
@@ -281,6 +279,3 @@ class Timeline:
     @property
     def brokers(self) -> list[int]:
         return sorted({key[2] for key in self.lanes})
-
-    def episodes_of(self, key: FollowerKey) -> list[FollowerEpisode]:
-        return [e for e in self.episodes if e.key == key]

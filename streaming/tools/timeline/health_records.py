@@ -4,16 +4,15 @@ skipped (it never stops the timeline)."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from state import HealthRecord
-from streaming.config import IsrwatchConfig
+import msgspec
 
-REQUIRED = ("topic", "partition", "as_of_ms", "isr", "leader")
+from state import HealthRecord, decode_record
+from streaming.config import IsrwatchConfig
 
 
 @dataclass
@@ -27,18 +26,14 @@ class HealthInput:
 
     def parse(self, text: str) -> HealthRecord | None:
         try:
-            record = json.loads(text)
-        except ValueError:
-            self.skipped["invalid_json"] += 1
-            return None
-        if not isinstance(record, dict) or any(key not in record for key in REQUIRED):
+            record = decode_record(text)
+        except msgspec.ValidationError:
             self.skipped["not_a_health_record"] += 1
             return None
-        as_of = record["as_of_ms"]
-        if not isinstance(as_of, int) or isinstance(as_of, bool):
-            self.skipped["not_a_health_record"] += 1  # the time orders everything after
+        except msgspec.DecodeError:
+            self.skipped["invalid_json"] += 1
             return None
-        if self.until_ms is not None and as_of > self.until_ms:
+        if self.until_ms is not None and record.as_of_ms > self.until_ms:
             self.skipped["after_the_range"] += 1
             return None
         self.records += 1
@@ -55,7 +50,7 @@ class HealthInput:
         for path in paths:
             with path.open(encoding="utf-8") as lines:
                 records.extend(self.from_lines(lines))
-        return sorted(records, key=lambda r: int(r["as_of_ms"]))
+        return sorted(records, key=lambda r: r.as_of_ms)
 
     def from_topic(self, config: IsrwatchConfig, timeout_ms: int = 10_000) -> list[HealthRecord]:
         """The ``partition-health`` topic's records written from ``since_ms`` (by record
@@ -103,6 +98,6 @@ class HealthInput:
                     ]
                 if all(consumer.position(tp) >= ends[tp] for tp in partitions):
                     break  # the end as of the start (the job may be writing on)
-            return sorted(records, key=lambda r: int(r["as_of_ms"]))
+            return sorted(records, key=lambda r: r.as_of_ms)
         finally:
             consumer.close()

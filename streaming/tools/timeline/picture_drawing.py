@@ -9,7 +9,8 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from streaming.tools.timeline.facts import SEVERITY, FollowerEpisode, FollowerKey, Timeline
+from state.shrink_rule import STATUS_SEVERITY
+from streaming.tools.timeline.facts import FollowerEpisode, FollowerKey, Timeline
 
 MAX_LANES = 40
 """Past this many follower lanes, the picture summarises per broker."""
@@ -90,7 +91,7 @@ def deadline_marks(axes: Axes, episode: FollowerEpisode, y: float) -> None:
 
 
 def lane_severity(timeline: Timeline, key: FollowerKey) -> int:
-    return max((SEVERITY.get(s.status, 0) for s in timeline.lanes[key]), default=0)
+    return max((STATUS_SEVERITY.get(s.status, 0) for s in timeline.lanes[key]), default=0)
 
 
 def legend(figure: Figure, summary_layout: bool) -> None:

@@ -10,7 +10,8 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
-from streaming.tools.timeline.facts import SEVERITY, FollowerKey, Timeline
+from state.shrink_rule import STATUS_SEVERITY
+from streaming.tools.timeline.facts import FollowerKey, Timeline
 from streaming.tools.timeline.picture_drawing import (
     MAX_LANES,
     PERIOD_COLOURS,
@@ -51,7 +52,7 @@ def summary_figure(timeline: Timeline) -> Figure:
     edges = np.linspace(timeline.start_ms, timeline.end_ms, SUMMARY_BINS + 1)
     centres = (edges[:-1] + edges[1:]) / 2
     x = np.array([date_number(t) for t in edges])
-    statuses = sorted(STATUS_COLOURS, key=lambda s: -SEVERITY[s])  # worst at the bottom
+    statuses = sorted(STATUS_COLOURS, key=lambda s: -STATUS_SEVERITY[s])  # worst at the bottom
     for row, (_, keys, broker) in enumerate(groups):
         y = len(groups) - 1 - row
         counts = _status_counts(timeline, keys, centres, statuses)

@@ -13,7 +13,8 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from streaming.tools.timeline.facts import SEVERITY, FollowerEpisode, Timeline
+from state.shrink_rule import STATUS_SEVERITY
+from streaming.tools.timeline.facts import FollowerEpisode, Timeline
 from streaming.tools.timeline.words import (
     cause_text,
     clock,
@@ -147,7 +148,7 @@ def broker_rows(timeline: Timeline) -> Table:
         (
             str(b),
             str(len({e.key for e in by_broker[b]})),
-            max((e.worst for e in by_broker[b]), key=lambda s: SEVERITY.get(s, 0)),
+            max((e.worst for e in by_broker[b]), key=lambda s: STATUS_SEVERITY.get(s, 0)),
             clock(min(e.behind_since_ms or e.start_ms for e in by_broker[b])),
             str(shrinks[b]),
             str(overdue[b]),
@@ -168,7 +169,7 @@ def broker_rows(timeline: Timeline) -> Table:
 
 
 def broker_severity(episodes: Sequence[FollowerEpisode]) -> int:
-    return max((SEVERITY.get(e.worst, 0) for e in episodes), default=0)
+    return max((STATUS_SEVERITY.get(e.worst, 0) for e in episodes), default=0)
 
 
 def broker_time_away(timeline: Timeline) -> dict[int, int]:
@@ -308,7 +309,7 @@ def period_table(timeline: Timeline) -> Table:
 def episode_table(timeline: Timeline) -> Table:
     """Followers away from IN_SYNC, worst first: when behind, predicted, removed, back."""
     ordered = sorted(
-        timeline.episodes, key=lambda e: (-SEVERITY.get(e.worst, 0), e.start_ms, e.key)
+        timeline.episodes, key=lambda e: (-STATUS_SEVERITY.get(e.worst, 0), e.start_ms, e.key)
     )
     rows = [
         (

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from state import Cause
 from streaming.tools.timeline.facts import MetadataBlackout, Shrink, Timeline
 
 
@@ -39,10 +40,8 @@ def plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def cause_text(cause: object) -> str:
-    if isinstance(cause, dict) and cause.get("text"):
-        return str(cause["text"])
-    return ""
+def cause_text(cause: Cause | None) -> str:
+    return "" if cause is None else cause.text
 
 
 def propagation_verdict(timeline: Timeline, blackout: MetadataBlackout) -> tuple[str, str]:

@@ -28,7 +28,6 @@ them; an ``AbortTransactionRecord`` drops them.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import Any
@@ -359,10 +358,3 @@ class MetadataReplayer:
             leader_epoch=after.leader_epoch,
             partition_epoch=after.partition_epoch,
         )
-
-
-def replay_all(replayer: MetadataReplayer, batches: Iterable[Batch]) -> list[InputRecord]:
-    out: list[InputRecord] = []
-    for batch in batches:
-        out += replayer.replay(batch)
-    return out
