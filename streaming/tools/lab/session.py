@@ -106,10 +106,20 @@ class HealthSeenLog:
         self._lock = threading.Lock()
 
     def on_batch(self, _batch_id: int, rows: pd.DataFrame) -> None:
+        from state.health_record import encode_record
         from streaming.job.shard_state import HEALTH, TOMBSTONE
+        from streaming.job.sinks import shard_stats_of
 
         seen_ms = int(time.time() * 1000)
-        values = rows.loc[rows["kind"] == HEALTH, "value"]
+        # the changed healthy partitions travel as health rows; the changed unhealthy
+        # ones in their shard's stats (shard_stats.UnhealthyPartition), written by the sink
+        values = list(rows.loc[rows["kind"] == HEALTH, "value"])
+        values += [
+            encode_record(partition.record).decode("utf-8")
+            for stats in shard_stats_of(rows)
+            for partition in stats.unhealthy
+            if partition.changed
+        ]
         deleted = rows.loc[rows["kind"] == TOMBSTONE, "key"]
         with self._lock, self.path.open("a", encoding="utf-8") as out:
             out.writelines(f'{{"seen_ms":{seen_ms},"record":{value}}}\n' for value in values)
