@@ -9,7 +9,8 @@ fetch-responses ───┘                      └─ /metrics, --health-out
 
 The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
 (``streaming.job.kafka_source``), whose reader also routes what it reads, or Spark's JVM
-connector (``kafka.source_format: kafka``) where a deployment has it, routed by
+connector (``kafka.source_format: kafka``, its jars from ``make spark-kafka``:
+``streaming.job.connector``), routed by
 ``mapInArrow`` (the same function, the same rows). Where the time goes and why:
 docs/pipeline.md. State lives in the RocksDB state store by default; source
 offsets and state are in the checkpoint, so a restarted job applies every event once.
@@ -35,6 +36,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import explain_failure
+from streaming.job.connector import connector_jars
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
 from streaming.job.reachability import ReachabilityWatch, watch_timing
@@ -59,6 +61,7 @@ def spark_session(config: IsrwatchConfig) -> Any:
     executors (``./environment/bin/python`` of spark.archives, docs/spark-cluster.md)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    import pyspark
     from pyspark.sql import SparkSession
 
     builder = (
@@ -72,6 +75,12 @@ def spark_session(config: IsrwatchConfig) -> Any:
     )
     if config.streaming.state_store is StateStore.ROCKSDB:
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    if config.kafka.source_format is SourceFormat.KAFKA:
+        # Read when the JVM starts (spark-submit's classpath): a session this process
+        # already started without them keeps its classpath.
+        jars = connector_jars(pyspark.__version__)
+        if jars:
+            builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
