@@ -223,6 +223,14 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
     if kafka.ssl_cafile:
         options["kafka.ssl.truststore.type"] = "PEM"
         options["kafka.ssl.truststore.location"] = str(kafka.ssl_cafile)
+    if kafka.ssl_certfile and kafka.ssl_keyfile:
+        # Kafka's PEM key store takes the key and its chain in one file or inline; inline
+        # keeps the user's two files. The Java client hides the key (a Password) in its logs.
+        options["kafka.ssl.keystore.type"] = "PEM"
+        options["kafka.ssl.keystore.certificate.chain"] = Path(kafka.ssl_certfile).read_text()
+        options["kafka.ssl.keystore.key"] = Path(kafka.ssl_keyfile).read_text()
+    if kafka.security_protocol.value.endswith("SSL") and not kafka.ssl_check_hostname:
+        options["kafka.ssl.endpoint.identification.algorithm"] = ""
     return options
 
 

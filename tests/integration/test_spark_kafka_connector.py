@@ -11,22 +11,18 @@ the test session's own Spark JVM has no connector.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kafka.admin import KafkaAdminClient, NewTopic
 
-from state.events import Source
 from streaming.config import IsrwatchConfig, load_config
-from streaming.feeds.publisher import KafkaPublisher
-from streaming.feeds.wire import InputRecord, partition_key
 from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
-from tests.integration.kafka_topics import assert_health_is_replays, read_topic, sample
+from tests.integration.kafka_topics import assert_health_is_replays, read_topic
+from tests.integration.lab_kafka import create_topics, environment, publish_sample
 
 pytestmark = pytest.mark.integration
 
@@ -58,65 +54,27 @@ def job_config(bootstrap_servers: str, tmp_path: Path) -> IsrwatchConfig:
     )
 
 
-def create_topics(config: IsrwatchConfig) -> None:
-    """isrwatch's four topics, as an operator creates them (docs/configuration.md)."""
-    topics = config.topics
-    admin = KafkaAdminClient(bootstrap_servers=config.kafka.bootstrap_servers)
-    admin.create_topics(
-        [
-            NewTopic(topics.controller_events, 1, 1),
-            NewTopic(topics.fetch_responses, 2, 1),
-            NewTopic(topics.partition_health, 1, 1, topic_configs={"cleanup.policy": "compact"}),
-            NewTopic(topics.dead_letters, 1, 1),
-        ]
-    )
-    admin.close()
-
-
-def input_records() -> list[InputRecord]:
-    """The sample's envelopes keyed as docs/event-contract.md says."""
-    records = []
-    for envelope in sample():
-        value = envelope["value"]
-        key = (
-            partition_key(value["topic"], value["partition"])
-            if "partition" in value
-            else str(value.get("broker", value.get("controller_id", 0)))
-        )
-        records.append(InputRecord(Source(envelope["source"]), key, value))
-    return records
-
-
-def environment(config: IsrwatchConfig) -> dict[str, str]:
-    """``config`` as the ``ISRWATCH_`` variables of ``isrwatch run``."""
-    settings = {
-        "kafka.bootstrap_servers": config.kafka.bootstrap_servers,
-        "kafka.source_format": config.kafka.source_format.value,
-        "streaming.checkpoint_location": str(config.streaming.checkpoint_location),
-        "streaming.trigger_interval_ms": config.streaming.trigger_interval_ms,
-        "streaming.state_shards": config.streaming.state_shards,
-        "metrics.enabled": "false",
-    }
-    return {
-        **os.environ,
-        **{f"ISRWATCH_{k.upper().replace('.', '__')}": str(v) for k, v in settings.items()},
-    }
-
-
 def test_sparks_connector_on_kafka_4_1_gives_what_replay_gives(
     kafka_4_1: LabCluster, tmp_path: Path
 ) -> None:
     config = job_config(kafka_4_1.bootstrap_servers, tmp_path)
     create_topics(config)
-    publisher = KafkaPublisher(config)
-    publisher.publish(input_records())
-    publisher.close()
+    publish_sample(config)
 
     health_out = tmp_path / "health.jsonl"
     command = [sys.executable, "-m", "streaming.cli", "run", "--available-now"]
     done = subprocess.run(
         [*command, "--health-out", str(health_out)],
-        env=environment(config),
+        env=environment(
+            {
+                "kafka.bootstrap_servers": config.kafka.bootstrap_servers,
+                "kafka.source_format": "kafka",
+                "streaming.checkpoint_location": config.streaming.checkpoint_location,
+                "streaming.trigger_interval_ms": 500,
+                "streaming.state_shards": 3,
+                "metrics.enabled": "false",
+            }
+        ),
         capture_output=True,
         text=True,
         timeout=480,

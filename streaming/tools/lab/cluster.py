@@ -45,6 +45,7 @@ from streaming.tools.lab.distribution import (
 )
 from streaming.tools.lab.node_config import (
     DEFAULT_LAG_TIME_MAX_MS,
+    ClientListener,
     NodeLayout,
     kafka_log_config,
     render_properties,
@@ -110,6 +111,7 @@ class LabCluster:
     elr: bool = True
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
     port_base: int | None = None  # None: ports the OS picks
+    client: ClientListener | None = None  # None: a PLAINTEXT listener for clients
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _zookeeper: _Node | None = field(default=None, init=False)
     _zookeeper_port: int | None = field(default=None, init=False)
@@ -161,6 +163,7 @@ class LabCluster:
                 zookeeper_port=self._zookeeper_port,
                 brokers=self.brokers,
                 lag_time_max_ms=self.lag_time_max_ms,
+                client=self.client,
             )
             layout.properties_file.write_text(render_properties(properties), encoding="utf-8")
             command = [
@@ -406,6 +409,7 @@ class LabCluster:
                     "--config",
                     str(node.layout.properties_file),
                     *features,
+                    *(self.client.format_arguments() if self.client else []),
                 ],
                 capture_output=True,
                 text=True,
