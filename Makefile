@@ -13,7 +13,7 @@ ARGS ?=
 # leaves only errors on the terminal.
 PIP_QUIET := --quiet --quiet
 
-.PHONY: demo lab java maven kafka kafka-all test lint typecheck unit bench clean
+.PHONY: demo lab java maven kafka kafka-all spark-kafka test lint typecheck unit bench clean
 
 $(RUN_STAMP): pyproject.toml constraints.txt
 	@echo "Installing isrwatch and what it needs to run into $(VENV) (once)"
@@ -32,7 +32,7 @@ demo: $(RUN_STAMP) java
 	@$(BIN)/isrwatch demo $(ARGS)
 
 ## Set up and run a real Apache Kafka cluster (Maven jars), watched live: `isrwatch lab`.
-lab: $(RUN_STAMP) java kafka
+lab: $(RUN_STAMP) java kafka spark-kafka
 	@$(BIN)/isrwatch lab $(ARGS)
 
 # Apache Kafka's own jars, from Maven Central into .cache/jvm (git ignores it), one
@@ -50,6 +50,18 @@ kafka-all: $(foreach line,$(ALL_KAFKA_LINES),.cache/jvm/kafka-$(line)/.resolved)
 	@rm -rf .cache/jvm/kafka-$*/lib
 	@mvn --batch-mode --quiet -Dstyle.color=never --file $< dependency:copy-dependencies \
 	  -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/jvm/kafka-$*/lib
+	@touch $@
+
+# Spark's own Kafka connector (`kafka.source_format: kafka`) at the pinned PySpark's
+# version, with what it needs that PySpark's jars lack (jvm/spark-kafka/pom.xml), from
+# Maven Central into .cache/jvm/spark-kafka/lib; the job names them in spark.jars.
+spark-kafka: .cache/jvm/spark-kafka/.resolved
+
+.cache/jvm/spark-kafka/.resolved: jvm/spark-kafka/pom.xml | maven
+	@echo "Resolving Spark's Kafka connector with Maven into .cache/jvm/spark-kafka"
+	@rm -rf .cache/jvm/spark-kafka/lib
+	@mvn --batch-mode --quiet -Dstyle.color=never --file $< dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/jvm/spark-kafka/lib
 	@touch $@
 
 # Maven, from Debian's packages when it is missing.
@@ -79,7 +91,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # pytest exits 5 when it collected no test: that is a broken suite, not a pass.
-unit: $(STAMP) kafka
+unit: $(STAMP) kafka spark-kafka
 	$(BIN)/pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; \
 	exit $$status

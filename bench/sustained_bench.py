@@ -4,9 +4,12 @@
         [--seconds 180] [--shards 16] [--sections clients controller rates references replay]
         [--find-max LOW HIGH] [--all-rates] [--reference-records 1000000]
         [--reference-seconds 300] [--per-partition-partitions 2000] [--job-rate EVENTS_S]
-        [--replay-seconds 1200] [--short]
+        [--replay-seconds 1200] [--source-formats python kafka]
+        [--broker embedded|kafka-4.1 [--port-base 36000]] [--short]
 
-On the embedded broker, ``local[2]``, for a cluster of ``--partitions`` partitions x 3
+On the embedded broker (``--broker kafka-4.1``: a one-node Apache Kafka 4.1 from
+``make kafka``, whose ListOffsets gives the true log end, as Spark's connector needs),
+``local[2]``, for a cluster of ``--partitions`` partitions x 3
 replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
 
 * ``clients``: kafka-python (``json.loads`` per record) against confluent-kafka (msgspec
@@ -15,26 +18,29 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   starts; seconds from the query's start until all are applied) and a failover
   (UpdateMetadata of every partition to 6 brokers, in events of 1,000 partitions;
   seconds until applied). ``rates`` needs the cold start and runs it in any case.
-* ``rates``: each rate R for ``--seconds``. A producer in a process of its own sends
-  fetch responses (every follower of every partition in turn, event time = wall time,
-  values pre-encoded) at R/s. Printed: the rate produced and the producer's CPU; the
-  source backlog (records produced but not yet through a completed batch), taken just
-  after each batch, and its least-squares slope over the last two thirds, in
-  records/s: the backlog is bounded when the slope is at most 5 % of R and it drains
-  after the phase; p50/p99 micro-batch duration;
-  p99 end-to-end latency (produced -> written to partition-health and /metrics, which
-  the sink does before its hook sees the batch: the hook time minus the oldest event
-  time the batch could hold); detection latency (one follower of each of 20 probe
-  partitions stops catching up a third into the phase: time from the event time at
-  which its lag passes T, known exactly from what was produced, to the hook seeing a
-  health record with that follower past T; the probes still missing when the input is
-  applied are waited for, with a bound), against its goal, one trigger interval plus
-  one batch; state bytes per partition (the state store's own metrics) and peak RSS of
-  the driver, the JVM and the Python workers. Then the batch cost fitted over the
-  phases (``CoreCosts``): what one core keeps up with at a 10, 5 and 1 s collector
-  poll, and the cores 1,000,000 partitions need. Rates above the first unbounded one are
-  not run (``--all-rates`` runs them). ``--find-max LOW HIGH`` bisects the largest
-  bounded R instead.
+* ``rates``: each rate R for ``--seconds``, for each source of ``--source-formats``
+  (``python``: this project's Python Data Source; ``kafka``: Spark's connector from
+  ``make spark-kafka``), one after the other in the same Spark session, each on topics
+  and a checkpoint of its own; the summary's figures of each are prefixed with it. A
+  producer in a process of its own sends fetch responses (every follower of every
+  partition in turn, event time = wall time, values pre-encoded) at R/s. Printed: the
+  rate produced and the producer's CPU; the source backlog (records produced but not yet
+  through a completed batch), taken just after each batch, and its least-squares slope
+  over the last two thirds, in records/s: the backlog is bounded when the slope is at
+  most 5 % of R and it drains after the phase; p50/p99 micro-batch duration; p99
+  end-to-end latency (produced -> written to partition-health and /metrics, which the
+  sink does before its hook sees the batch: the hook time minus the oldest event time
+  the batch could hold); detection latency (one follower of each of 20 probe partitions
+  stops catching up a third into the phase: time from the event time at which its lag
+  passes T, known exactly from what was produced, to the hook seeing a health record
+  with that follower past T; the probes still missing when the input is applied are
+  waited for, with a bound), against its goal, one trigger interval plus one batch;
+  state bytes per partition (the state store's own metrics) and peak RSS of the driver,
+  the JVM and the Python workers. Then the batch cost fitted over the phases
+  (``CoreCosts``): what one core keeps up with at a 10, 5 and 1 s collector poll, and
+  the cores 1,000,000 partitions need. Rates above the first unbounded one are not run
+  (``--all-rates`` runs them). ``--find-max LOW HIGH`` bisects the largest bounded R
+  instead.
 * ``references``: the source floor (a plain confluent-kafka consumer decoding each value
   of ``--reference-records`` fetch responses), the Spark floor (the job's routing and
   stateful step fed from parquet files of the same records, no Kafka) and the
@@ -64,9 +70,10 @@ import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 import numpy as np
@@ -80,12 +87,50 @@ from streaming.job.query import input_sources, make_sink, run, spark_session, st
 from streaming.job.shard_state import HEALTH
 from streaming.job.sinks import shard_stats_of
 from streaming.tools.embedded_broker import EmbeddedBroker
+from streaming.tools.lab.cluster import LabCluster
+from streaming.tools.lab.distribution import LINES
 from streaming.tools.replay import replay
 
 BROKERS = 6
 PER_TOPIC = 1000
 T_MS = 10_000  # replica.lag.time.max.ms of every broker (--short: 2 s)
 FETCH_PARTITIONS = 4
+
+
+class TopicBroker(Protocol):
+    """What the bench needs of a broker: where it is, and topics on it."""
+
+    @property
+    def bootstrap_servers(self) -> str: ...
+
+    def create_topics(self, names: Iterable[str], partitions: int = 1) -> None: ...
+
+
+class LabBroker:
+    """A one-node Apache Kafka 4.1 (KRaft, ``make kafka``) as the bench's broker."""
+
+    def __init__(self, workdir: Path, port_base: int) -> None:
+        self.cluster = LabCluster(LINES["4.1"], 1, workdir, port_base=port_base)
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.cluster.bootstrap_servers
+
+    def create_topics(self, names: Iterable[str], partitions: int = 1) -> None:
+        from kafka.admin import KafkaAdminClient, NewTopic
+
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap_servers)
+        admin.create_topics([NewTopic(name, partitions, 1) for name in names])
+        admin.close()
+
+    def __enter__(self) -> LabBroker:
+        self.cluster.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.cluster.stop()
+
+
 PROBES = 20
 BOUNDED_SLOPE = 0.05  # backlog growth (records/s) over R at which the backlog counts as growing
 PAST_T = ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE")
@@ -111,9 +156,10 @@ class Summary:
     """Every figure the run measured, for the table at its end: (figure, value, goal)."""
 
     rows: list[tuple[str, str, str]] = field(default_factory=list)
+    prefix: str = ""  # the source format's, when the run measures more than one
 
     def add(self, figure: str, value: str, goal: str = "") -> None:
-        self.rows.append((figure, value, goal))
+        self.rows.append((self.prefix + figure, value, goal))
 
     def print(self) -> None:
         width = max((len(f) for f, _, _ in self.rows), default=10)
@@ -543,7 +589,7 @@ def backlog_slope(
 # ---------------------------------------------------------------- phases
 
 
-def clients(broker: EmbeddedBroker, count: int, summary: Summary) -> None:
+def clients(broker: TopicBroker, count: int, summary: Summary) -> None:
     """kafka-python vs confluent-kafka on the same records (one thread each)."""
     from confluent_kafka import Consumer, TopicPartition
     from kafka import KafkaConsumer
@@ -983,7 +1029,7 @@ def one_rate(
 
 def references(
     spark: Any,
-    broker: EmbeddedBroker,
+    broker: TopicBroker,
     args: argparse.Namespace,
     workdir: Path,
     job_rate: float | None,
@@ -1178,7 +1224,7 @@ def per_partition_design(
 
 
 def replay_agreement(
-    broker: EmbeddedBroker, partitions: int, workdir: Path, limit_s: float, summary: Summary
+    broker: TopicBroker, partitions: int, workdir: Path, limit_s: float, summary: Summary
 ) -> None:
     """The job (available-now) and ``isrwatch replay`` on the same input, record for record."""
     config = bench_config(broker, workdir, 16, 1000)
@@ -1282,7 +1328,11 @@ def replay_agreement(
 
 
 def bench_config(
-    broker: EmbeddedBroker, workdir: Path, shards: int, trigger_ms: int
+    broker: TopicBroker,
+    workdir: Path,
+    shards: int,
+    trigger_ms: int,
+    source_format: str = "python",
 ) -> IsrwatchConfig:
     suffix = uuid.uuid4().hex[:6]
     kinds = ("controller_events", "fetch_responses", "partition_health", "dead_letters")
@@ -1296,6 +1346,7 @@ def bench_config(
             **names,
             "kafka.bootstrap_servers": broker.bootstrap_servers,
             "kafka.starting_offsets": "earliest",
+            "kafka.source_format": source_format,
             "streaming.checkpoint_location": str(workdir / suffix),
             "streaming.state_shards": shards,
             "streaming.trigger_interval_ms": trigger_ms,
@@ -1360,6 +1411,15 @@ def main(argv: list[str] | None = None) -> None:
         "references' ratios when this run has no rates",
     )
     parser.add_argument("--sections", nargs="+", default=list(SECTIONS), choices=SECTIONS)
+    parser.add_argument(
+        "--source-formats",
+        nargs="+",
+        default=["python"],
+        choices=["python", "kafka"],
+        help="the job's Kafka sources to measure, in this order (controller and rates)",
+    )
+    parser.add_argument("--broker", choices=["embedded", "kafka-4.1"], default="embedded")
+    parser.add_argument("--port-base", type=int, default=36000, help="of --broker kafka-4.1")
     parser.add_argument("--short", action="store_true", help="small and quick (the smoke test)")
     args = parser.parse_args(argv)
     if args.short:
@@ -1378,19 +1438,34 @@ def main(argv: list[str] | None = None) -> None:
         f"{' '.join(args.sections)}; {load()}",
         flush=True,
     )
-    with EmbeddedBroker() as broker:
-        broker.start()
+    broker_context: Any = (
+        LabBroker(workdir / "kafka", args.port_base)
+        if args.broker == "kafka-4.1"
+        else EmbeddedBroker()
+    )
+    with broker_context as broker:
+        if isinstance(broker, EmbeddedBroker):
+            broker.start()
         if "clients" in args.sections:
             clients(broker, args.client_records, summary)
         spark = None
         job_rate = args.job_rate
         if {"controller", "rates"} & set(args.sections):
-            config = bench_config(broker, workdir, args.shards, args.trigger_ms)
-            spark = spark_session(config)
-            print(f"\njob on Kafka ({load()}):", flush=True)
-            results = sustained(spark, config, args, memory, summary)
-            job_rate = max((r.busy_rate for r in results), default=job_rate)
-            capacity(results, args.partitions, args.trigger_ms / 1000, summary)
+            configs = {
+                source: bench_config(broker, workdir, args.shards, args.trigger_ms, source)
+                for source in args.source_formats
+            }
+            # spark.jars is read when the JVM starts: the session of the connector's
+            # config carries its jars, and serves the Python source as well.
+            spark = spark_session(configs.get("kafka") or configs["python"])
+            for source, config in configs.items():
+                summary.prefix = f"[{source}] " if len(configs) > 1 else ""
+                print(f"\njob on Kafka, source {source} ({load()}):", flush=True)
+                results = sustained(spark, config, args, memory, summary)
+                if source == "python" or job_rate is None:
+                    job_rate = max((r.busy_rate for r in results), default=job_rate)
+                capacity(results, args.partitions, args.trigger_ms / 1000, summary)
+            summary.prefix = ""
         if "references" in args.sections:
             if spark is None:
                 spark = spark_session(bench_config(broker, workdir, args.shards, args.trigger_ms))

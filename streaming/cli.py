@@ -130,6 +130,7 @@ def run_command(
     overrides: dict[str, object],
 ) -> None:
     """Run the streaming job: controller-events + fetch-responses -> partition health."""
+    from streaming.job.connector import ConnectorMissingError
     from streaming.job.query import CheckpointMismatchError, run
 
     flags = {
@@ -143,7 +144,7 @@ def run_command(
     out = config.streaming.health_out
     try:
         run(config, available_now=available_now, health_out=Path(out) if out else None, stop=stop)
-    except CheckpointMismatchError as error:
+    except (CheckpointMismatchError, ConnectorMissingError) as error:
         raise click.ClickException(str(error)) from error
     except KeyboardInterrupt:
         stop.set()

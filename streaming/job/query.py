@@ -9,7 +9,8 @@ fetch-responses ───┘                      └─ /metrics, --health-out
 
 The source is this project's Python Data Source (confluent-kafka reads, kafka-python plans)
 (``streaming.job.kafka_source``), whose reader also routes what it reads, or Spark's JVM
-connector (``kafka.source_format: kafka``) where a deployment has it, routed by
+connector (``kafka.source_format: kafka``, its jars from ``make spark-kafka``:
+``streaming.job.connector``), routed by
 ``mapInArrow`` (the same function, the same rows). Where the time goes and why:
 docs/pipeline.md. State lives in the RocksDB state store by default; source
 offsets and state are in the checkpoint, so a restarted job applies every event once.
@@ -35,6 +36,7 @@ import pandas as pd
 from state.events import Source
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import explain_failure
+from streaming.job.connector import connector_jars
 from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.job.python_worker import freezing_imports
@@ -60,6 +62,7 @@ def spark_session(config: IsrwatchConfig) -> Any:
     executors (``./environment/bin/python`` of spark.archives, docs/spark-cluster.md)."""
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    import pyspark
     from pyspark.sql import SparkSession
 
     builder = (
@@ -73,6 +76,12 @@ def spark_session(config: IsrwatchConfig) -> Any:
     )
     if config.streaming.state_store is StateStore.ROCKSDB:
         builder = builder.config("spark.sql.streaming.stateStore.providerClass", ROCKSDB_PROVIDER)
+    if config.kafka.source_format is SourceFormat.KAFKA:
+        # Read when the JVM starts (spark-submit's classpath): a session this process
+        # already started without them keeps its classpath.
+        jars = connector_jars(pyspark.__version__)
+        if jars:
+            builder = builder.config("spark.jars", ",".join(str(jar) for jar in jars))
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
@@ -215,6 +224,14 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
     if kafka.ssl_cafile:
         options["kafka.ssl.truststore.type"] = "PEM"
         options["kafka.ssl.truststore.location"] = str(kafka.ssl_cafile)
+    if kafka.ssl_certfile and kafka.ssl_keyfile:
+        # Kafka's PEM key store takes the key and its chain in one file or inline; inline
+        # keeps the user's two files. The Java client hides the key (a Password) in its logs.
+        options["kafka.ssl.keystore.type"] = "PEM"
+        options["kafka.ssl.keystore.certificate.chain"] = Path(kafka.ssl_certfile).read_text()
+        options["kafka.ssl.keystore.key"] = Path(kafka.ssl_keyfile).read_text()
+    if kafka.security_protocol.value.endswith("SSL") and not kafka.ssl_check_hostname:
+        options["kafka.ssl.endpoint.identification.algorithm"] = ""
     return options
 
 

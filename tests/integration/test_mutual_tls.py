@@ -29,6 +29,7 @@ from streaming.job.metrics import HealthExporter
 from streaming.job.query import run
 from streaming.tools.embedded_broker import EmbeddedBroker
 from tests.integration.certificates import Certificates, make_certificates
+from tests.integration.job_process import JobProcess, connection_errors, keeps_trying, refused
 from tests.integration.kafka_topics import (
     assert_health_is_replays,
     isolated_job_config,
@@ -37,15 +38,7 @@ from tests.integration.kafka_topics import (
     replayed,
     topic_settings,
 )
-from tests.integration.test_security import (
-    JobProcess,
-    SecuredBroker,
-    connection_errors,
-    health_records,
-    keeps_trying,
-    produce_sample,
-    refused,
-)
+from tests.integration.test_security import SecuredBroker, health_records, produce_sample
 
 pytestmark = pytest.mark.integration
 

@@ -44,6 +44,7 @@ from streaming.tools.lab.distribution import (
 )
 from streaming.tools.lab.node_config import (
     DEFAULT_LAG_TIME_MAX_MS,
+    ClientListener,
     ConsoleLayout,
     NodeLayout,
     kafka_log_config,
@@ -111,6 +112,7 @@ class LabCluster:
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
     port_base: int | None = None  # None: ports the OS picks
     consoles: tuple[ConsoleLayout, ...] = ()  # more layouts each broker writes (node_config)
+    client: ClientListener | None = None  # None: a PLAINTEXT listener for clients
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _zookeeper: _Node | None = field(default=None, init=False)
     _zookeeper_port: int | None = field(default=None, init=False)
@@ -162,6 +164,7 @@ class LabCluster:
                 zookeeper_port=self._zookeeper_port,
                 brokers=self.brokers,
                 lag_time_max_ms=self.lag_time_max_ms,
+                client=self.client,
             )
             layout.properties_file.write_text(render_properties(properties), encoding="utf-8")
             command = [
@@ -409,6 +412,7 @@ class LabCluster:
                     "--config",
                     str(node.layout.properties_file),
                     *features,
+                    *(self.client.format_arguments() if self.client else []),
                 ],
                 capture_output=True,
                 text=True,

@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from streaming.jvm_cache import cache_root, project_root
+
 __all__ = [
     "MATRIX",
     "KafkaLine",
@@ -104,18 +106,6 @@ def line(name: str) -> KafkaLine:
         return LINES[name]
     except KeyError:
         raise LabError(f"unknown Kafka line {name!r}; the lab runs {', '.join(LINES)}") from None
-
-
-def project_root() -> Path:
-    """The checkout: the lab's Maven definitions live in its ``jvm/``."""
-    return Path(__file__).resolve().parents[3]
-
-
-def cache_root() -> Path:
-    """Where Maven copies the jars: ``$LAB_JVM_CACHE``, else the checkout's
-    ``.cache/jvm``."""
-    configured = os.environ.get("LAB_JVM_CACHE")
-    return Path(configured) if configured else project_root() / ".cache" / "jvm"
 
 
 def java_executable() -> str:

@@ -24,13 +24,15 @@ TRACE, the way an operator turns it on to follow partition state.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = [
     "CONSOLE_LAYOUTS",
     "DEFAULT_LAG_TIME_MAX_MS",
     "KAFKA_LOG_FILES",
+    "STANDARD_AUTHORIZER",
+    "ClientListener",
     "ConsoleLayout",
     "NodeLayout",
     "kafka_log_config",
@@ -64,6 +66,89 @@ _ROUTED: tuple[tuple[str, str, str], ...] = (
     ("state.change.logger", "TRACE", "StateChangeAppender"),
     ("kafka.authorizer.logger", "INFO", "AuthorizerAppender"),
 )
+
+
+STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+_LOGIN_MODULES = {
+    "PLAIN": "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "SCRAM-SHA-256": "org.apache.kafka.common.security.scram.ScramLoginModule",
+    "SCRAM-SHA-512": "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
+
+
+@dataclass(frozen=True)
+class ClientListener:
+    """The security of the listener clients use (named ``CLIENT``), on the broker itself.
+
+    ``protocol``: ``SSL``, ``SASL_PLAINTEXT`` or ``SASL_SSL``. Users log in with
+    ``sasl_mechanism``: PLAIN checks ``users`` (name -> password) in the listener's JAAS
+    configuration; SCRAM users are stored in the metadata log by StorageTool's
+    ``--add-scram`` at format (``format_arguments``), as an operator creates them.
+    ``keystore``: a PEM file with the broker's key and certificate chain (the TLS
+    protocols); ``client_ca``: with it, clients must present a certificate that CA
+    signed (``ssl.client.auth=required``: mutual TLS, the principal is the certificate's
+    subject). ``authorizer``: the StandardAuthorizer, with ``super_users`` (names) allowed
+    everything; the replication and controller listeners stay PLAINTEXT and their
+    principal, ANONYMOUS, is a super user, so that the brokers may talk to each other.
+    """
+
+    protocol: str
+    sasl_mechanism: str | None = None
+    users: Mapping[str, str] = field(default_factory=dict)
+    keystore: Path | None = None
+    client_ca: Path | None = None
+    authorizer: bool = False
+    super_users: tuple[str, ...] = ()
+
+    def properties(self) -> dict[str, str]:
+        prefix = "listener.name.client."
+        settings: dict[str, str] = {}
+        if self.protocol.endswith("SSL"):
+            if self.keystore is None:
+                raise ValueError(f"a {self.protocol} listener needs the broker's keystore")
+            settings |= {
+                f"{prefix}ssl.keystore.type": "PEM",
+                f"{prefix}ssl.keystore.location": str(self.keystore),
+            }
+            if self.client_ca is not None:
+                settings |= {
+                    f"{prefix}ssl.client.auth": "required",
+                    f"{prefix}ssl.truststore.type": "PEM",
+                    f"{prefix}ssl.truststore.location": str(self.client_ca),
+                }
+        if self.protocol.startswith("SASL"):
+            mechanism = self.sasl_mechanism
+            if mechanism is None:
+                raise ValueError(f"a {self.protocol} listener needs a SASL mechanism")
+            module = _LOGIN_MODULES[mechanism]
+            plain_users = (
+                "".join(f' user_{name}="{password}"' for name, password in self.users.items())
+                if mechanism == "PLAIN"
+                else ""
+            )
+            settings |= {
+                "sasl.enabled.mechanisms": mechanism,
+                f"{prefix}{mechanism.lower()}.sasl.jaas.config": (
+                    f"{module} required{plain_users};"
+                ),
+            }
+        if self.authorizer:
+            settings |= {
+                "authorizer.class.name": STANDARD_AUTHORIZER,
+                "super.users": ";".join(
+                    f"User:{name}" for name in ("ANONYMOUS", *self.super_users)
+                ),
+            }
+        return settings
+
+    def format_arguments(self) -> list[str]:
+        """StorageTool's ``--add-scram`` for each SCRAM user."""
+        if self.sasl_mechanism is None or not self.sasl_mechanism.startswith("SCRAM"):
+            return []
+        arguments = []
+        for name, password in self.users.items():
+            arguments += ["--add-scram", f"{self.sasl_mechanism}=[name={name},password={password}]"]
+        return arguments
 
 
 @dataclass(frozen=True)
@@ -125,12 +210,16 @@ class NodeLayout:
         return [self.logs / name for _, name in KAFKA_LOG_FILES]
 
 
-def _common(node: NodeLayout, brokers: int, lag_time_max_ms: int) -> dict[str, str]:
+def _common(
+    node: NodeLayout, brokers: int, lag_time_max_ms: int, client: ClientListener | None
+) -> dict[str, str]:
     replicas = min(3, brokers)
+    # Clients' listener: PLAINTEXT, or CLIENT with the protocol of ``client``.
+    name, protocol = ("CLIENT", client.protocol) if client else ("PLAINTEXT", "PLAINTEXT")
     return {
         "listeners": ",".join(
             [
-                f"PLAINTEXT://127.0.0.1:{node.client_port}",
+                f"{name}://127.0.0.1:{node.client_port}",
                 f"REPLICATION://127.0.0.1:{node.replication_port}",
                 *(
                     [f"CONTROLLER://127.0.0.1:{node.controller_port}"]
@@ -139,9 +228,9 @@ def _common(node: NodeLayout, brokers: int, lag_time_max_ms: int) -> dict[str, s
                 ),
             ]
         ),
-        "advertised.listeners": f"PLAINTEXT://127.0.0.1:{node.client_port},"
+        "advertised.listeners": f"{name}://127.0.0.1:{node.client_port},"
         f"REPLICATION://127.0.0.1:{node.replication_advertised_port}",
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,REPLICATION:PLAINTEXT,"
+        "listener.security.protocol.map": f"{name}:{protocol},REPLICATION:PLAINTEXT,"
         "CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "REPLICATION",
         "log.dirs": str(node.data),
@@ -160,6 +249,7 @@ def _common(node: NodeLayout, brokers: int, lag_time_max_ms: int) -> dict[str, s
         "auto.create.topics.enable": "false",
         # the default from 1.0; 0.10 and 0.11 only mark a deleted topic without it
         "delete.topic.enable": "true",
+        **(client.properties() if client else {}),
     }
 
 
@@ -170,10 +260,12 @@ def server_properties(
     zookeeper_port: int | None,
     brokers: int,
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS,
+    client: ClientListener | None = None,
 ) -> dict[str, str]:
     """One node's settings: a combined KRaft node when ``voters`` (node id -> controller
-    port) is given, else a ZooKeeper-mode broker of the ensemble at ``zookeeper_port``."""
-    settings = _common(node, brokers, lag_time_max_ms)
+    port) is given, else a ZooKeeper-mode broker of the ensemble at ``zookeeper_port``;
+    the clients' listener secured by ``client`` when given."""
+    settings = _common(node, brokers, lag_time_max_ms, client)
     session_ms = str(2 * lag_time_max_ms)  # above 1.5 x T: see the module's docstring
     if voters is not None:
         settings |= {

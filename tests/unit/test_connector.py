@@ -1,0 +1,108 @@
+"""Spark's Kafka connector: its version is PySpark's, ``make spark-kafka`` copies only what
+PySpark lacks, and the job finds the jars or says how to install them."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pyspark
+import pytest
+
+from streaming.job.connector import (
+    CONNECTOR_ARTIFACT,
+    ConnectorMissingError,
+    connector_jars,
+    connector_lib,
+    pyspark_jars,
+)
+from streaming.jvm_cache import project_root
+
+POM = project_root() / "jvm" / "spark-kafka" / "pom.xml"
+MAVEN = "{http://maven.apache.org/POM/4.0.0}"
+# What PySpark lacks and the connector needs: its own jar, its token provider, Kafka's
+# client and the consumer pool (jvm/spark-kafka/pom.xml).
+EXPECTED_ARTIFACTS = {
+    CONNECTOR_ARTIFACT,
+    "spark-token-provider-kafka-0-10_2.13",
+    "kafka-clients",
+    "commons-pool2",
+}
+
+
+def _pinned(text: str) -> str:
+    found = re.search(r"^\s*\"?pyspark==([\w.]+)", text, re.MULTILINE)
+    assert found is not None
+    return found.group(1)
+
+
+def _artifact(jar: Path) -> str:
+    """``kafka-clients-3.9.2.jar`` -> ``kafka-clients``."""
+    return re.sub(r"-\d+\.\d+[\w.\-]*\.jar$", "", jar.name)
+
+
+def test_the_connector_is_of_the_pinned_pyspark_version() -> None:
+    properties = ET.parse(POM).getroot().find(f"{MAVEN}properties")
+    assert properties is not None
+    spark_version = properties.findtext(f"{MAVEN}spark.version")
+    assert spark_version == _pinned((project_root() / "constraints.txt").read_text())
+    assert spark_version == _pinned((project_root() / "pyproject.toml").read_text())
+    assert spark_version == pyspark.__version__
+
+
+def test_make_spark_kafka_copied_what_pyspark_lacks_and_nothing_it_ships() -> None:
+    jars = sorted(connector_lib().glob("*.jar"))
+    assert jars, f"no jar in {connector_lib()}: `make spark-kafka`"
+    assert {_artifact(jar) for jar in jars} == EXPECTED_ARTIFACTS
+    shipped = {_artifact(jar) for jar in pyspark_jars().glob("*.jar")}
+    assert shipped, "PySpark's jars were not found"
+    assert not {_artifact(jar) for jar in jars} & shipped
+    assert connector_jars(pyspark.__version__) == jars
+
+
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *names: str) -> Path:
+    monkeypatch.setenv("LAB_JVM_CACHE", str(tmp_path / "cache"))
+    lib = connector_lib()
+    lib.mkdir(parents=True)
+    for name in names:
+        (lib / name).write_bytes(b"")
+    return lib
+
+
+def test_a_connector_of_another_version_is_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lib = _cache(
+        tmp_path, monkeypatch, f"{CONNECTOR_ARTIFACT}-4.1.3.jar", "kafka-clients-3.9.2.jar"
+    )
+    with pytest.raises(ConnectorMissingError) as refused:
+        connector_jars("4.2.0", shipped=tmp_path / "pyspark-jars")
+    message = str(refused.value)
+    assert f"{CONNECTOR_ARTIFACT} 4.2.0" in message
+    assert f"{lib} holds {CONNECTOR_ARTIFACT}-4.1.3.jar instead" in message
+    assert "make spark-kafka" in message
+
+
+def test_no_connector_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAB_JVM_CACHE", str(tmp_path / "empty"))
+    with pytest.raises(ConnectorMissingError, match=r"has none: run `make spark-kafka`"):
+        connector_jars("4.2.0", shipped=tmp_path / "pyspark-jars")
+
+
+def test_a_connector_among_pysparks_own_jars_needs_nothing_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _cache(tmp_path, monkeypatch, f"{CONNECTOR_ARTIFACT}-4.2.0.jar")
+    shipped = tmp_path / "pyspark-jars"
+    shipped.mkdir()
+    (shipped / f"{CONNECTOR_ARTIFACT}-4.2.0.jar").write_bytes(b"")
+    assert connector_jars("4.2.0", shipped=shipped) == []
+    (shipped / f"{CONNECTOR_ARTIFACT}-4.2.0.jar").rename(
+        shipped / f"{CONNECTOR_ARTIFACT}-4.1.3.jar"
+    )
+    assert connector_jars("4.2.0", shipped=shipped) == [
+        connector_lib() / f"{CONNECTOR_ARTIFACT}-4.2.0.jar"
+    ]
