@@ -30,6 +30,7 @@ from streaming.tools.cluster_health import COUNTED, ClusterHealth
 from streaming.tools.embedded_broker import EmbeddedBroker
 from streaming.tools.foreground import (
     Worker,
+    job_config_for,
     join,
     one_line,
     spinner,
@@ -73,19 +74,6 @@ class DemoResult:
     summary: list[str] = field(default_factory=list)
 
 
-def demo_config(base: IsrwatchConfig, bootstrap: str, checkpoint: Path) -> IsrwatchConfig:
-    """The user's configuration pointed at the embedded broker and a throwaway checkpoint."""
-    data = base.model_dump(mode="python")
-    for key, value in {
-        **DEMO_SETTINGS,
-        "kafka.bootstrap_servers": bootstrap,
-        "streaming.checkpoint_location": str(checkpoint),
-    }.items():
-        section, name = key.split(".")
-        data[section][name] = value
-    return IsrwatchConfig.model_validate(data)
-
-
 def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> DemoResult:
     stop = threading.Event()
     query_started = threading.Event()
@@ -108,7 +96,9 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 ]
                 step(f"Creating topics {', '.join(names)}")
                 broker.create_topics(names)
-                job_config = demo_config(config, broker.bootstrap_servers, Path(work) / "ckpt")
+                job_config = job_config_for(
+                    config, DEMO_SETTINGS, broker.bootstrap_servers, Path(work) / "ckpt"
+                )
                 exporter = HealthExporter()
                 job = Worker(
                     "streaming job",

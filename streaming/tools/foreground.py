@@ -20,9 +20,27 @@ from rich.live import Live
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 from rich.spinner import Spinner
 
+from streaming.config import IsrwatchConfig
+
 log = logging.getLogger(__name__)
 
 STARTUP_TIMEOUT_S = 300
+
+
+def job_config_for(
+    base: IsrwatchConfig, settings: dict[str, object], bootstrap: str, checkpoint: Path
+) -> IsrwatchConfig:
+    """The user's configuration with a run's own ``settings`` (dotted keys), pointed at
+    the broker holding isrwatch's topics and at the run's checkpoint."""
+    data = base.model_dump(mode="python")
+    for key, value in {
+        **settings,
+        "kafka.bootstrap_servers": bootstrap,
+        "streaming.checkpoint_location": str(checkpoint),
+    }.items():
+        section, name = key.split(".")
+        data[section][name] = value
+    return IsrwatchConfig.model_validate(data)
 
 
 class StartupError(Exception):

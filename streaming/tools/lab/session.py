@@ -40,6 +40,7 @@ from streaming.tools.cluster_health import ClusterHealth
 from streaming.tools.embedded_broker import EmbeddedBroker, free_port, parent_death_signal
 from streaming.tools.foreground import (
     Worker,
+    job_config_for,
     join,
     one_line,
     spinner,
@@ -194,8 +195,8 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                     + (", metadata-log" if options.kafka.mode is Mode.KRAFT else "")
                 )
                 collectors = _start_collectors(cluster, broker.bootstrap_servers, options)
-                job_config = lab_config(
-                    config, broker.bootstrap_servers, options.workdir / "checkpoint"
+                job_config = job_config_for(
+                    config, LAB_SETTINGS, broker.bootstrap_servers, options.workdir / "checkpoint"
                 )
                 exporter = HealthExporter()
                 workers.append(
@@ -254,19 +255,6 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
     )
     result.summary = summarize(result, options)
     return result
-
-
-def lab_config(base: IsrwatchConfig, bootstrap: str, checkpoint: Path) -> IsrwatchConfig:
-    """The user's configuration pointed at the embedded broker and the lab's checkpoint."""
-    data = base.model_dump(mode="python")
-    for key, value in {
-        **LAB_SETTINGS,
-        "kafka.bootstrap_servers": bootstrap,
-        "streaming.checkpoint_location": str(checkpoint),
-    }.items():
-        section, name = key.split(".")
-        data[section][name] = value
-    return IsrwatchConfig.model_validate(data)
 
 
 RESTART_CHECK_TIMEOUT_S = 120
