@@ -59,7 +59,11 @@ def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> d
     done = subprocess.run(command, capture_output=True, text=True, check=False)
     row: dict[str, object] = {"setup": setup, "scenario": scenario}
     if done.returncode != 0:
-        row["error"] = (done.stdout + done.stderr).strip().splitlines()[-1:]
+        said = (done.stdout + done.stderr).splitlines()
+        # the lab's own words (librdkafka's and Spark's lines come between them)
+        row["error"] = [
+            line for line in said if line.startswith(("Error", "error", "Stopping"))
+        ] or said[-1:]
         return row
     score, _truth = score_workdir(workdir)
     row |= score.row()
