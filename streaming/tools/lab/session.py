@@ -149,6 +149,7 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
     workload: Workload | None = None
     desk: FaultDesk | None = None
     runner: ScenarioRunner | None = None
+    reason: str | None = None
     options.workdir.mkdir(parents=True, exist_ok=True)
 
     def note_fault(fault: str, broker: int) -> None:  # broker -1: a step on a topic
@@ -223,15 +224,22 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                 check_restart=lambda broker: _check_restart(broker_bootstrap, broker),
                 restarts=options.workdir / RESTARTS_FILE,
             ).start()
-            _watch(health, options, workers, collectors, runner, job_config, console, facts)
+            reason = _watch(
+                health, options, workers, collectors, runner, job_config, console, facts
+            )
         except KeyboardInterrupt:
             console.print("[bold]Stopping (interrupted)[/bold]")
         finally:
             # what Kafka decides from here on (the cluster's own shutdown included) is
             # after the watch: the scoreboard stops there
+            ended_ms = int(time.time() * 1000)
             (options.workdir / RUN_FILE).write_text(
-                json.dumps({"watch_ended_ms": int(time.time() * 1000)}), encoding="utf-8"
+                json.dumps({"watch_ended_ms": ended_ms}), encoding="utf-8"
             )
+            _stop_collectors(collectors)
+            if reason == TIME_IS_UP:
+                with spinner(console, "Letting the job read what the collectors sent"):
+                    _drain(health, workers, ended_ms)
             stop.set()
             with spinner(console, "Stopping the query, Spark, the collectors and the cluster"):
                 join(workers)
@@ -239,7 +247,6 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                     desk.stop()
                 if workload is not None:
                     workload.stop()
-                _stop_collectors(collectors)
                 cluster.stop()
                 broker.stop()
     failed = [(w.name, w.error) for w in workers if w.error is not None]
@@ -358,6 +365,36 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
     return started
 
 
+TIME_IS_UP = "time is up"
+DRAIN_TIMEOUT_S = 180.0
+DRAIN_IDLE_S = 15.0  # Spark runs no micro-batch without new input
+# the collectors' last events: an admin poll at most one interval before the end, and a
+# metadata-log read at most its poll interval before
+DRAIN_LAG_MS = 2 * ADMIN_POLL_MS
+
+
+def _drain(health: ClusterHealth, workers: list[Worker], ended_ms: int) -> None:
+    """Wait until the job has read what the collectors sent before they stopped: its
+    clock (the latest event time it applied) within ``DRAIN_LAG_MS`` of the end. On a
+    busy machine a micro-batch can take far longer than the trigger; without this, the
+    changes of the last seconds would be missing from the health records because the
+    job was behind, not because it got them wrong. Bounded by ``DRAIN_TIMEOUT_S``."""
+    deadline = time.monotonic() + DRAIN_TIMEOUT_S
+    batches, moved = health.snapshot().batches, time.monotonic()
+    while time.monotonic() < deadline and all(w.is_alive() for w in workers):
+        snapshot = health.snapshot()
+        if snapshot.now_ms is not None and snapshot.now_ms >= ended_ms - DRAIN_LAG_MS:
+            return
+        if snapshot.batches != batches:
+            batches, moved = snapshot.batches, time.monotonic()
+        elif time.monotonic() - moved > DRAIN_IDLE_S:
+            return  # no batch for a while: nothing left to read
+        time.sleep(0.5)
+    log.warning(
+        "the job had not read the collectors' last events %.0f s after the end", DRAIN_TIMEOUT_S
+    )
+
+
 def _stop_collectors(collectors: list[_Collector]) -> None:
     from streaming.tools.embedded_broker import terminate_process_group
 
@@ -404,10 +441,10 @@ def _watch(
     config: IsrwatchConfig,
     console: Console,
     facts: list[dict[str, Any]],
-) -> None:
-    """Show the view until the time is up or a part fails. ``--seconds`` counts from
-    here, the first micro-batch, as the scenario's steps do: the cluster's and Spark's
-    start take what they take."""
+) -> str:
+    """Show the view until the time is up or a part fails; returns why it ended.
+    ``--seconds`` counts from here, the first micro-batch, as the scenario's steps do:
+    the cluster's and Spark's start take what they take."""
     deadline = None if options.seconds is None else time.monotonic() + options.seconds
     host = "127.0.0.1" if config.metrics.host in ("0.0.0.0", "::") else config.metrics.host
     console.print(
@@ -430,14 +467,14 @@ def _watch(
             if collector.process.poll() is not None:
                 return f"collect {collector.name} exited; its log: {collector.log_path}"
         if deadline is not None and time.monotonic() >= deadline:
-            return "time is up"
+            return TIME_IS_UP
         settled_at = (
             None
             if options.after_scenario_s is None or runner.finished_at is None
             else runner.finished_at + options.after_scenario_s
         )
         if settled_at is not None and time.monotonic() >= settled_at:
-            return "time is up"
+            return TIME_IS_UP
         if not workers[0].is_alive():
             return "the streaming job stopped"
         return None
@@ -450,6 +487,7 @@ def _watch(
         finished,
     )
     console.print(f"Stopping: {reason}")
+    return reason
 
 
 def summarize(result: LabResult, options: LabOptions) -> list[str]:
