@@ -351,8 +351,11 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
     truth = _kafka_decisions(workdir, described)
     run_file = workdir / RUN_FILE
     if run_file.exists():
-        ended = json.loads(run_file.read_text(encoding="utf-8"))["watch_ended_ms"]
-        truth = truth.until(ended - MARGIN_MS)
+        # what Kafka had decided by the last moment the job knew of (its clock at the
+        # end), or else a margin before the watch ended
+        run = json.loads(run_file.read_text(encoding="utf-8"))
+        job_clock = run.get("job_clock_ms")
+        truth = truth.until(job_clock if job_clock else run["watch_ended_ms"] - MARGIN_MS)
     server_logs = [Path(b["log_files"][0]) for b in described["brokers"]]
     result = score(
         truth,

@@ -233,13 +233,15 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
             # what Kafka decides from here on (the cluster's own shutdown included) is
             # after the watch: the scoreboard stops there
             ended_ms = int(time.time() * 1000)
-            (options.workdir / RUN_FILE).write_text(
-                json.dumps({"watch_ended_ms": ended_ms}), encoding="utf-8"
-            )
             _stop_collectors(collectors)
             if reason == TIME_IS_UP:
                 with spinner(console, "Letting the job read what the collectors sent"):
                     _drain(health, workers, ended_ms)
+            # the job's clock: the latest event time it applied, so what it could know
+            (options.workdir / RUN_FILE).write_text(
+                json.dumps({"watch_ended_ms": ended_ms, "job_clock_ms": health.snapshot().now_ms}),
+                encoding="utf-8",
+            )
             stop.set()
             with spinner(console, "Stopping the query, Spark, the collectors and the cluster"):
                 join(workers)
