@@ -1,6 +1,6 @@
 """isrwatch against Apache Kafka 4.1's own secured listeners (docs/security.md).
 
-One one-node KRaft cluster at a time (``LabCluster``, ports from 36000), its clients'
+One one-node KRaft cluster at a time (``LabCluster``, on ports the OS picks), its clients'
 listener secured one way per module parameter: SASL_SSL with SCRAM-SHA-512 (the user
 created by StorageTool's ``--add-scram`` at format), SASL_PLAINTEXT with PLAIN (the user
 in the listener's JAAS configuration), SSL, and SSL requiring client certificates. The
@@ -39,7 +39,6 @@ pytestmark = pytest.mark.integration
 
 assert shutil.which("openssl") is not None, "openssl is not installed"
 
-PORT_BASE = 36008  # 36008 to 36015 (the connector's test uses 36000 to 36007)
 USER = "isrwatch"
 PASSWORD = "isrwatch-S3cret-pw"  # must never appear in a log
 
@@ -182,9 +181,7 @@ def kafka(
     with isrwatch's topics created over that listener."""
     directory = tmp_path_factory.mktemp("kafka")
     setup = secured(request.param, certificates, directory)
-    cluster = LabCluster(
-        LINES["4.1"], 1, directory / "cluster", port_base=PORT_BASE, client=setup.listener
-    )
+    cluster = LabCluster(LINES["4.1"], 1, directory / "cluster", client=setup.listener)
     try:
         cluster.start()
         kafka = SecuredKafka(cluster, setup, certificates)

@@ -118,7 +118,15 @@ def test_without_maven_or_the_jars_the_lab_says_how_to_get_them(tmp_path: Path) 
     }
     env.pop("JAVA_HOME", None)
     done = subprocess.run(
-        lab("--seconds", "5", "--no-live", "--workdir", str(tmp_path / "lab")),
+        lab(
+            "--seconds",
+            "5",
+            "--no-live",
+            "--metrics-port",
+            str(free_port()),
+            "--workdir",
+            str(tmp_path / "lab"),
+        ),
         capture_output=True,
         text=True,
         env=env,
