@@ -109,6 +109,7 @@ from streaming.feeds.collectors.log_messages.state_changes import (
     DeletedFromCache,
     LeaderAndIsrReceived,
     LeadershipStarted,
+    PartitionLeaderChosen,
     PartitionState,
     PartitionStateApplied,
 )
@@ -252,6 +253,7 @@ class LogTranslator:
                     state.partition_epoch,
                 )
             out += self._release_held_before(item.ts)
+            out += self._confirm_before(item.ts)
             if isinstance(item, BrokerSetChanged | BrokerEpochsInitialized):
                 out += self._broker_record(item)
                 continue
@@ -273,8 +275,7 @@ class LogTranslator:
     def advance(self, log_time: int) -> list[InputRecord]:
         """The brokers' logs have reached ``log_time``: Kafka 0.10-2.3 proposals older
         than ``CANCEL_WINDOW_MS`` stand."""
-        out = self._release_held_before(log_time)
-        return out + self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
+        return self._release_held_before(log_time) + self._confirm_before(log_time)
 
     def flush(self) -> list[InputRecord]:
         """The input ended (or stayed idle for a read): every Kafka 0.10-2.3 proposal
@@ -296,6 +297,12 @@ class LogTranslator:
     def _learn_logging(self, broker: int, mode: CommitLogging) -> None:
         if mode != CommitLogging.UNKNOWN:
             self._commit_logging[broker] = mode
+
+    def _confirm_before(self, log_time: int) -> list[InputRecord]:
+        """Kafka 0.10-2.3 proposals the logs have moved ``CANCEL_WINDOW_MS`` past stand,
+        whether the logs are read in one go or followed (a topic deleted later must not
+        take its partitions' standing proposals with it)."""
+        return self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
 
     def _confirm(self, due: Any) -> list[InputRecord]:
         out = []
@@ -361,9 +368,13 @@ class LogTranslator:
                 return self._update_metadata(item)
             case LeaderAndIsrReceived() | PartitionStateApplied():
                 return self._leader_and_isr_event(item)
-            case LeadershipStarted():
+            case LeadershipStarted() | PartitionLeaderChosen():
                 return self._leadership_started(item)
             case ControllerElected():
+                if self._controller_epochs.get(item.controller_id) == item.controller_epoch:
+                    # KRaft: the Raft leader's line and the controller's, of one election
+                    self.dropped["controller_election_seen"] += 1
+                    return None
                 self._controller_epochs[item.controller_id] = item.controller_epoch
                 return input_record(
                     ControllerChange(
@@ -486,6 +497,17 @@ class LogTranslator:
         self._leader_and_isr[key] = epochs
         self._learn_isr(key, state.partition_epoch, state.isr)
         controller = item if isinstance(item, LeaderAndIsrReceived) else None
+        if controller is not None and not controller.replicas_in_order:
+            # 0.10: the replicas' order is not stated, and the contract's state fields go
+            # together: the partial form (the new leader)
+            return self._controller_event(
+                LeaderAndIsr,
+                item.ts,
+                controller.controller_id,
+                topic=state.topic,
+                partition=state.partition,
+                leader=state.leader,
+            )
         return input_record(
             LeaderAndIsr(
                 ts=item.ts,
@@ -501,21 +523,31 @@ class LogTranslator:
             )
         )
 
-    def _leadership_started(self, item: LeadershipStarted) -> InputRecord | None:
+    def _leadership_started(
+        self, item: LeadershipStarted | PartitionLeaderChosen
+    ) -> InputRecord | None:
         """The partial LeaderAndIsr (the line names no replicas), once per (leader epoch,
-        partition epoch): each replica logs its own line. The leader's line names the
-        ISR, which is learnt."""
+        partition epoch): the controller logs its decision, each replica its own line. The
+        leader's line names the ISR, which is learnt."""
         key = partition_key(item.topic, item.partition)
         epochs = [item.leader_epoch, item.partition_epoch]
         seen = self._leadership.get(key)
-        if item.isr is not None:
+        if isinstance(item, LeadershipStarted) and item.isr is not None:
             self._learn_isr(key, item.partition_epoch, item.isr)
         if seen is not None and epochs <= seen:
             self.dropped["leadership_seen"] += 1
             return None
         self._leadership[key] = epochs
+        controller = item if isinstance(item, PartitionLeaderChosen) else None
         return input_record(
-            LeaderAndIsr(ts=item.ts, topic=item.topic, partition=item.partition, leader=item.leader)
+            LeaderAndIsr(
+                ts=item.ts,
+                controller_id=controller.controller_id if controller else None,
+                controller_epoch=controller.controller_epoch if controller else None,
+                topic=item.topic,
+                partition=item.partition,
+                leader=item.leader,
+            )
         )
 
     def _confirmed_by_state(
