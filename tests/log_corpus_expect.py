@@ -9,8 +9,8 @@ zkVersion / partition epoch, an ISR). The facts of a statement then come from th
 truth, never from the line and never from the collector:
 
 * ``ControllerChange``: an election (controller id, epoch), stated by a line of the
-  elected broker within ``WINDOW_MS`` that says ``elected``, ``active controller`` or
-  ``incremented`` and names the epoch;
+  elected broker within ``WINDOW_MS`` that says ``elected``, ``active controller``,
+  ``incremented`` or ``transition to Leader`` and names the epoch;
 * ``BrokerChange``: a controller line listing the live brokers or their epochs
   (``all live brokers``, ``broker epochs cache``): the live registrations and their epochs
   (czxid) at that line's time, once per change of that set;
@@ -20,11 +20,12 @@ truth, never from the line and never from the collector:
 * ``LeaderAndIsr``: a partition state version, by any line naming the partition, a
   LeaderAndIsr request's partition state and the version (``zkVersion=V``,
   ``partitionEpoch=V``): the full state; and by a broker's ``starts at leader epoch E ...
-  partition epoch V`` line: the partial form (topic, partition, leader), once per
-  version;
+  partition epoch V`` line or the controller's ``Changed partition T-P from ... with state
+  LeaderAndIsr(...)``: the partial form (topic, partition, leader), once per version;
 * ``UpdateMetadata``: a broker's ``Cached leader info`` line naming the version: that
-  broker's cached state, one per line (``Deleted partition ... from metadata cache``: the
-  removal, leader -2 in the contract's form);
+  broker's cached state, one per line (its replicas ``{"one_of": [...]}`` when a
+  reassignment wrote the assignment between the state and the line; ``Deleted partition
+  ... from metadata cache``: the removal, leader -2 in the contract's form);
 * ``IsrChange``: a version whose ISR changed under the same leader,
   stated by the leader's line naming the partition, ``ISR`` and the new ISR within
   ``WINDOW_MS``; its partition epoch when the line names the version, its old ISR when the
@@ -138,7 +139,7 @@ def _first(lines: Iterable[Line]) -> Line | None:
 
 def _elections(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
     out = []
-    said = re.compile(r"(?i)elected|active controller|incremented")
+    said = re.compile(r"(?i)elected|active controller|incremented|transition to leader")
     for election in truth.get("elections", []):
         epoch = re.compile(rf"\b{election['controller_epoch']}\b")
         found = _first(
@@ -195,6 +196,11 @@ def _broker_changes(
     before the line: the line gives which brokers (its identity), the ground truth their
     epochs (each one's latest registration by then)."""
     out = []
+    # Kafka before 2.2 had no broker epochs (KIP-380): its lines name none, and the
+    # statement gives the live brokers only.
+    epochs_stated = any(
+        "broker epoch" in line.text or "epochs cache" in line.text for line in lines
+    )
     last: dict[int, dict[int, int | None]] = {}
     for line in sorted(lines, key=lambda line: (line.ts, line.file, line.number)):
         listed = _LISTED.search(line.text)
@@ -209,7 +215,11 @@ def _broker_changes(
         event = {
             "type": "BrokerChange",
             "controller_id": line.broker,
-            "live": [{"id": b, "epoch": e} for b, e in sorted(live.items()) if e is not None],
+            "live": [
+                {"id": b, "epoch": e} if epochs_stated else {"id": b}
+                for b, e in sorted(live.items())
+                if e is not None or not epochs_stated
+            ],
         }
         out.append(Statement(line.file, line.number, event))
     return out
@@ -267,6 +277,12 @@ _LEADER_AND_ISR_STATE = re.compile(
 )
 
 
+# Kafka 0.10's wording prints the request's replicas from a Set (PartitionState.replicas),
+# not in the assignment's order: such a line states no replica order, and without it the
+# contract's LeaderAndIsr is the partial form.
+_REPLICA_SET = re.compile(r"Broker \d+ received LeaderAndIsr request PartitionState\(")
+
+
 def _partition_states(
     truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]
 ) -> list[Statement]:
@@ -292,7 +308,13 @@ def _partition_states(
                 "replicas": version["replicas"],
             }
             if "Cached leader info" in line.text:
-                event = {"type": "UpdateMetadata", "broker": line.broker, **state}
+                replicas = _replicas_sent(truth, version, line.ts)
+                event = {
+                    "type": "UpdateMetadata",
+                    "broker": line.broker,
+                    **state,
+                    "replicas": replicas,
+                }
                 out.append(Statement(line.file, line.number, event))
             elif _LEADER_AND_ISR_STATE.search(line.text) and key not in full:
                 full.add(key)
@@ -301,8 +323,13 @@ def _partition_states(
                     **state,
                     "partition_epoch": version["partition_epoch"],
                 }
+                if _REPLICA_SET.search(line.text):
+                    event = {k: event[k] for k in ("type", "topic", "partition", "leader")}
                 out.append(Statement(line.file, line.number, event))
-            if "starts at leader epoch" in line.text and key not in partial:
+            leadership = (
+                "starts at leader epoch" in line.text or "with state LeaderAndIsr(" in line.text
+            )
+            if leadership and key not in partial:
                 event = {
                     "type": "LeaderAndIsr",
                     "topic": version["topic"],
@@ -318,6 +345,25 @@ def _partition_states(
     return out
 
 
+def _replicas_sent(
+    truth: Mapping[str, list[dict[str, Any]]], version: Mapping[str, Any], ts: int
+) -> list[int] | dict[str, list[list[int]]]:
+    """The replicas a controller sent with a partition state that a broker cached at
+    ``ts``: the assignment when the state was written, or one a reassignment wrote after
+    it (UpdateMetadata carries the current state with the assignment of the moment). The
+    broker logs when it applies the request, not when it was sent: when an assignment
+    was written in between, the ground truth allows each, and the statement says so
+    (``{"one_of": [...]}``)."""
+    later = [
+        list(a["assignment"][str(version["partition"])])
+        for a in truth.get("assignments", [])
+        if a["topic"] == version["topic"] and version["ts"] < a["ts"] <= ts
+    ]
+    candidates = [list(version["replicas"])]
+    candidates += [replicas for replicas in later if replicas not in candidates]
+    return candidates[0] if len(candidates) == 1 else {"one_of": candidates}
+
+
 def _preferred_leaders(
     truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]
 ) -> list[Statement]:
@@ -325,7 +371,9 @@ def _preferred_leaders(
     partial LeaderAndIsr (its leader by then), one per line."""
     out = []
     for line in lines:
-        if not re.search(r"(?i)preferred replica leader election", line.text):
+        if not re.search(
+            r"(?i)(?<!failed to )completed preferred replica leader election", line.text
+        ):
             continue
         for version in reversed(truth.get("partitions", [])):
             names = _partition_names(version["topic"], version["partition"])
