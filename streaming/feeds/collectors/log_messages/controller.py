@@ -28,6 +28,11 @@ class ControllerElected:
     ts: int
     controller_id: int
     controller_epoch: int
+    raft_leader: bool = False
+    """The Raft layer's line: the node leads the quorum at that epoch, and becomes the
+    active controller once its epoch's first record is committed, which may never
+    happen (a real 4.0.1 node logged leadership at epoch 2 and lost it to epoch 3 a
+    second later, with no LeaderChange of epoch 2 in __cluster_metadata)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,8 +170,9 @@ _ACTIVE = re.compile(
 # org.apache.kafka.raft.QuorumState (KRaft, INFO), on the node the quorum elected: "[RaftManager
 # nodeId=N] Completed transition to Leader(localId=N, epoch=E, ...)" (3.3; "id=N" from 3.5;
 # 3.9+ name the node inside "localVoterNode=VoterNode(...)" before the epoch). The Raft
-# leader is the active controller, the Raft epoch its epoch: a packaged image that routes
-# org.apache.kafka.controller elsewhere still shows this line.
+# leader becomes the active controller at the Raft epoch (the translator waits to see it
+# keep its leadership): a packaged image that routes org.apache.kafka.controller elsewhere
+# still shows this line.
 _RAFT_LEADER = re.compile(
     r"\[RaftManager (?:node)?[iI]d=(?P<controller>\d+)\] Completed transition to Leader\("
     r".*?(?<![A-Za-z])epoch=(?P<epoch>\d+)\b.*"
@@ -250,8 +256,10 @@ def _controller_elected(ts: int, message: str) -> ControllerElected | NoFact | N
         if match["self"] is not None and match["self"] != match["controller"]:
             raise MalformedError("the elected broker is the one logging")
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
-    if match := _ACTIVE.fullmatch(message) or _RAFT_LEADER.fullmatch(message):
+    if match := _ACTIVE.fullmatch(message):
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
+    if match := _RAFT_LEADER.fullmatch(message):
+        return ControllerElected(ts, int(match["controller"]), int(match["epoch"]), True)
     if "successfully elected as the controller" in message:
         return NO_FACT  # 1.0 to 2.1: the epoch comes on its own line
     return None
