@@ -26,7 +26,8 @@ truth, never from the line and never from the collector:
   broker's cached state, one per line (its replicas ``{"one_of": [...]}`` when a
   reassignment wrote the assignment between the state and the line; ``Deleted partition
   ... from metadata cache``: the removal, leader -2 in the contract's form);
-* ``IsrChange``: a version whose ISR changed under the same leader,
+* ``IsrChange``: a version whose ISR the leader changed (``_isr_changes`` says how that is
+  told),
   stated by the leader's line naming the partition, ``ISR`` and the new ISR within
   ``WINDOW_MS``; its partition epoch when the line names the version, its old ISR when the
   line says ``from <old ISR>``.
@@ -120,7 +121,9 @@ def _controller_at(truth: Mapping[str, list[dict[str, Any]]], ts: int) -> int | 
 
 
 def statements(
-    truth: Mapping[str, list[dict[str, Any]]], files: Mapping[str, Sequence[str]]
+    truth: Mapping[str, list[dict[str, Any]]],
+    files: Mapping[str, Sequence[str]],
+    mode: str = "zookeeper",
 ) -> list[Statement]:
     lines = read_lines(files)
     out: list[Statement] = []
@@ -129,7 +132,7 @@ def statements(
     out += _broker_changes(truth, lines)
     out += _topic_changes(truth, lines)
     out += _partition_states(truth, lines)
-    out += _isr_changes(truth, lines)
+    out += _isr_changes(truth, lines, mode)
     return sorted(out, key=lambda s: (s.file, s.line, json.dumps(s.event, sort_keys=True)))
 
 
@@ -432,8 +435,16 @@ def _names_version(text: str, partition_epoch: int) -> bool:
     return named is None or int(named[1]) == partition_epoch
 
 
-def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
-    """One line states one change: a line that fits several versions (a proposal names no
+def _isr_changes(
+    truth: Mapping[str, list[dict[str, Any]]], lines: list[Line], mode: str
+) -> list[Statement]:
+    """The leader's ISR changes: in ZooKeeper mode a version whose ISR changed under the
+    same leader and leader epoch (the leader's write, or AlterIsr's, keeps the epoch; the
+    controller's removal of a dead or reassigned replica bumps it, and a leader's proposal
+    at the same moment is cancelled: a real 2.0.1 broker logged "Cached zkVersion [9] not
+    equal to that in zookeeper, skip updating ISR" after one); in KRaft under the same
+    leader (3.3 to 3.5 bump the leader epoch when they apply the leader's shrink). One
+    line states one change: a line that fits several versions (a proposal names no
     version) goes to the one nearest in time."""
     versions = truth.get("partitions", [])
     candidates: list[tuple[int, Mapping[str, Any], Line]] = []  # version index, previous
@@ -447,10 +458,9 @@ def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -
             or previous["leader"] != version["leader"]
             or previous["isr"] == version["isr"]
             or version["leader"] < 0
+            or (mode == "zookeeper" and previous["leader_epoch"] != version["leader_epoch"])
         ):
-            continue  # not a change of the ISR under the same leader
-        # (KRaft 3.3 to 3.5 bump the leader epoch when the leader's shrink is applied; a
-        # change the controller made alone has no line of the leader naming the new ISR)
+            continue  # not the leader's change of the ISR
         names = _partition_names(*key)
         new = _isr_text(version["isr"])
         candidates += [
@@ -518,9 +528,10 @@ def layouts(run: Path) -> list[str]:
 
 def expectations(run: Path) -> list[dict[str, Any]]:
     truth = load_truth(run / "ground-truth.jsonl")
+    mode = json.loads((run / "run.json").read_text(encoding="utf-8"))["mode"]
     rows = []
     for layout in layouts(run):
-        for statement in statements(truth, layout_files(run, layout)):
+        for statement in statements(truth, layout_files(run, layout), mode):
             rows.append({"layout": layout, **statement.to_json()})
     return rows
 
