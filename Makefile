@@ -13,7 +13,7 @@ ARGS ?=
 # leaves only errors on the terminal.
 PIP_QUIET := --quiet --quiet
 
-.PHONY: demo java test lint typecheck unit bench clean
+.PHONY: demo lab java maven kafka kafka-all test lint typecheck unit bench clean
 
 $(RUN_STAMP): pyproject.toml constraints.txt
 	@echo "Installing isrwatch and what it needs to run into $(VENV) (once)"
@@ -30,6 +30,35 @@ $(STAMP): $(RUN_STAMP)
 ## Set up and run on the embedded default: broker, simulated cluster, job, /metrics, live view.
 demo: $(RUN_STAMP) java
 	@$(BIN)/isrwatch demo $(ARGS)
+
+## Set up and run a real Apache Kafka cluster (Maven jars), watched live: `isrwatch lab`.
+lab: $(RUN_STAMP) java kafka
+	@$(BIN)/isrwatch lab $(ARGS)
+
+# Apache Kafka's own jars, from Maven Central into .cache/jvm (git ignores it), one
+# directory per release line of jvm/ (docs/real-kafka.md). The lab and the real-Kafka
+# tests start brokers from them; nothing else is fetched at run time.
+# `kafka` resolves the lines the lab and the suite run; `kafka-all` every line of jvm/, for
+# the log corpus matrix (bench/log_corpus_matrix.py), which CI does not run.
+KAFKA_LINES := 4.1 3.9
+ALL_KAFKA_LINES := $(patsubst jvm/kafka-%/pom.xml,%,$(wildcard jvm/kafka-*/pom.xml))
+kafka: $(foreach line,$(KAFKA_LINES),.cache/jvm/kafka-$(line)/.resolved)
+kafka-all: $(foreach line,$(ALL_KAFKA_LINES),.cache/jvm/kafka-$(line)/.resolved)
+
+.cache/jvm/kafka-%/.resolved: jvm/kafka-%/pom.xml | maven
+	@echo "Resolving Apache Kafka $* and its logging binding with Maven into .cache/jvm/kafka-$*"
+	@rm -rf .cache/jvm/kafka-$*/lib
+	@mvn --batch-mode --quiet -Dstyle.color=never --file $< dependency:copy-dependencies \
+	  -DincludeScope=runtime -DoutputDirectory=$(CURDIR)/.cache/jvm/kafka-$*/lib
+	@touch $@
+
+# Maven, from Debian's packages when it is missing.
+maven: java
+	@command -v mvn >/dev/null || { \
+	  echo "Resolving Kafka's jars needs Maven: installing maven"; \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+	    $$SUDO apt-get install -y -qq maven; }
 
 # Spark runs on a JVM: install Java 17 from Debian's packages when it is missing.
 java:
@@ -50,7 +79,7 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # pytest exits 5 when it collected no test: that is a broken suite, not a pass.
-unit: $(STAMP)
+unit: $(STAMP) kafka
 	$(BIN)/pytest; status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests" >&2; exit 1; fi; \
 	exit $$status
@@ -59,4 +88,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/state_bench.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .cache

@@ -26,6 +26,7 @@ from streaming.feeds.simulator.cli import (
     simulate_command,
 )
 from streaming.tools.check_restart import check_command
+from streaming.tools.lab.cli import lab_command
 from streaming.tools.probe import probe_command
 from streaming.tools.replay import replay
 from streaming.tools.timeline.cli import timeline_command
@@ -135,7 +136,7 @@ def run_command(
         "streaming.checkpoint_location": checkpoint_location,
         "streaming.health_out": health_out,
     }
-    config = load_or_exit(config_file, {**overrides, **flags})
+    config = load_or_exit(config_file, overrides, flags)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     out = config.streaming.health_out
@@ -230,9 +231,10 @@ def demo_command(
     """
     from rich.console import Console
 
-    from streaming.tools.demo import DemoError, DemoOptions, output_to_log, run_demo
+    from streaming.tools.demo import DemoOptions, run_demo
+    from streaming.tools.foreground import StartupError, output_to_log
 
-    config = load_or_exit(config_file, {**overrides, "metrics.port": metrics_port})
+    config = load_or_exit(config_file, overrides, {"metrics.port": metrics_port})
     options = DemoOptions(load_scenario_or_exit(scenario, params), seconds, speed, seed)
     log_path = Path(tempfile.gettempdir()) / f"isrwatch-demo-{os.getpid()}.log"
     signal.signal(signal.SIGTERM, _interrupt)  # stop as cleanly as on Ctrl-C
@@ -241,7 +243,7 @@ def demo_command(
         options.live = console.is_terminal if live is None else live
         try:
             result = run_demo(config, options, console)
-        except DemoError as error:
+        except StartupError as error:
             raise click.ClickException(
                 f"{error} (Spark's and the job's logs: {log_path})"
             ) from error
@@ -261,6 +263,8 @@ def _interrupt(_signal: int, _frame: object) -> None:
 main.add_command(simulate_command)
 
 main.add_command(timeline_command)
+
+main.add_command(lab_command)
 
 if __name__ == "__main__":
     sys.exit(main())

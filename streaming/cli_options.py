@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 import click
@@ -12,11 +12,19 @@ from streaming.config import ConfigError, IsrwatchConfig, load_config
 
 
 def load_or_exit(
-    config_file: Path | None, overrides: dict[str, object] | None = None
+    config_file: Path | None,
+    overrides: Mapping[str, object] | None = None,
+    flags: Mapping[str, object] | None = None,
 ) -> IsrwatchConfig:
-    """The configuration, or a clean exit listing every problem."""
+    """The configuration, or a clean exit listing every problem.
+
+    ``flags`` are a command's own options (``--bootstrap-servers``...), by dotted key: one
+    that was given beats ``--set`` of the same key; one left out (None) leaves ``--set``'s
+    value in place rather than erasing it.
+    """
+    given = {key: value for key, value in (flags or {}).items() if value is not None}
     try:
-        return load_config(config_file, overrides)
+        return load_config(config_file, {**(overrides or {}), **given})
     except ConfigError as error:
         raise click.ClickException(f"invalid configuration:\n{error}") from error
 

@@ -9,6 +9,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import AfterValidator, BaseModel, Field, PositiveInt
 
 from streaming.config.field_types import FROZEN, NonEmptyStr, Port
+from streaming.config.kafka import check_servers
 
 __all__ = [
     "AdminCollectorSettings",
@@ -87,8 +88,20 @@ class AdminCollectorSettings(BaseModel):
 
     model_config = FROZEN
 
+    bootstrap_servers: Annotated[str, AfterValidator(check_servers)] | None = Field(
+        default=None,
+        description="the cluster polled, when isrwatch's own topics live on another "
+        "cluster (host:port,...; the kafka section's client settings); none: "
+        "kafka.bootstrap_servers",
+    )
     poll_interval_ms: PositiveInt = Field(
         default=10000, description="time between two polls of the cluster, ms"
+    )
+    broker_timeout_ms: PositiveInt = Field(
+        default=5000,
+        description="how long a poll waits for any answer (at most kafka.request_timeout_ms); "
+        "a broker slower than that (paused, cut off) gives nothing this poll instead of "
+        "stalling it",
     )
     fetch_responses: bool = Field(
         default=True,

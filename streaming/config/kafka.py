@@ -63,7 +63,8 @@ _SASL_PROTOCOLS = (SecurityProtocol.SASL_PLAINTEXT, SecurityProtocol.SASL_SSL)
 _TLS_PROTOCOLS = (SecurityProtocol.SSL, SecurityProtocol.SASL_SSL)
 
 
-def _check_servers(servers: str) -> str:
+def check_servers(servers: str) -> str:
+    """A comma-separated list of host:port, each entry stripped."""
     entries = [entry.strip() for entry in servers.split(",")]
     if not all(entries):
         raise ValueError("must be a comma-separated list of host:port, with no empty entry")
@@ -75,7 +76,7 @@ class KafkaSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True, hide_input_in_errors=True)
 
-    bootstrap_servers: Annotated[str, AfterValidator(_check_servers)] = Field(
+    bootstrap_servers: Annotated[str, AfterValidator(check_servers)] = Field(
         default="127.0.0.1:9092", description="comma-separated host:port of brokers to start from"
     )
     client_id: NonEmptyStr = Field(

@@ -151,7 +151,7 @@ def restart_command(
     their ISR now, after, min.insync.replicas and what they become (under_min_isr or
     offline). Exit 0 when safe, 1 when not, 2 on error.
     """
-    config = load_or_exit(config_file, {**overrides, "kafka.bootstrap_servers": bootstrap_servers})
+    config = load_or_exit(config_file, overrides, {"kafka.bootstrap_servers": bootstrap_servers})
 
     def read() -> Records:
         return read_file(from_file) if from_file is not None else read_topic(config)

@@ -10,23 +10,16 @@ process group, and checkpoints live in a temporary directory.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import sys
 import tempfile
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
 
 from rich.console import Console
-from rich.live import Live
-from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-from rich.spinner import Spinner
 
 from streaming.config import IsrwatchConfig
 from streaming.feeds.publisher import KafkaPublisher, paced, publish_all
@@ -35,7 +28,15 @@ from streaming.feeds.simulator.scenario import Scenario
 from streaming.job.metrics import HealthExporter
 from streaming.tools.cluster_health import COUNTED, ClusterHealth
 from streaming.tools.embedded_broker import EmbeddedBroker
-from streaming.tools.live_view import clock, plain_line, render, show_live
+from streaming.tools.foreground import (
+    Worker,
+    join,
+    one_line,
+    spinner,
+    startup_progress,
+    wait_for,
+)
+from streaming.tools.live_view import clock, render, show_until_finished
 
 log = logging.getLogger(__name__)
 
@@ -51,70 +52,6 @@ TRUTH_LABELS = {
     "broker_crash": "broker crashes",
     "shrink_failed": "failed shrinks",
 }
-STARTUP_TIMEOUT_S = 300
-PLAIN_EVERY_S = 10
-
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
-LOG_LEVELS = {"": logging.INFO, "kafka": logging.WARNING, "py4j": logging.WARNING}
-"""The demo's log: isrwatch's own INFO records; the clients' connection chatter left out."""
-
-
-@contextlib.contextmanager
-def output_to_log(log_path: Path) -> Iterator[TextIO]:
-    """Send everything but the view to ``log_path``; yield a stream to the real terminal
-    (this process's stderr as it was) for the view.
-
-    Goes there: this process's stdout and stderr, as file descriptors, so Spark's JVM and
-    its Python workers, started within, write there too; Python's warnings (pandas',
-    pyarrow's, PySpark's) and every log record, through a handler of the root logger.
-    """
-    for stream in (sys.stdout, sys.stderr):
-        stream.flush()
-    saved = {fd: os.dup(fd) for fd in (1, 2)}
-    terminal = os.fdopen(saved[2], "w", buffering=1, encoding="utf-8", closefd=False)
-    handler = logging.FileHandler(log_path, encoding="utf-8")
-    handler.setFormatter(logging.Formatter(LOG_FORMAT))
-    root = logging.getLogger()
-    levels = {name: logging.getLogger(name).level for name in LOG_LEVELS}
-    with log_path.open("ab") as log_file:
-        for fd in saved:
-            os.dup2(log_file.fileno(), fd)
-        root.addHandler(handler)
-        for name, level in LOG_LEVELS.items():
-            logging.getLogger(name).setLevel(level)
-        logging.captureWarnings(True)
-        try:
-            yield terminal
-        finally:
-            logging.captureWarnings(False)
-            root.removeHandler(handler)
-            for name, level in levels.items():
-                logging.getLogger(name).setLevel(level)
-            handler.close()
-            for stream in (sys.stdout, sys.stderr):
-                stream.flush()
-            for fd, original in saved.items():
-                os.dup2(original, fd)
-            terminal.close()
-            for original in saved.values():
-                os.close(original)
-
-
-def one_line(error: BaseException) -> str:
-    """An exception as one short line: its message's first line that says something.
-
-    Py4J's errors start with "An error occurred while calling o123.method." and put the
-    Java exception on the next line, followed by its stack trace.
-    """
-    lines = [line.strip(" :") for line in str(error).splitlines() if line.strip(" :")]
-    lines = [line for line in lines if not line.startswith("An error occurred while calling")]
-    text = lines[0] if lines else type(error).__name__
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
-class DemoError(Exception):
-    """The demo could not start."""
 
 
 @dataclass
@@ -149,38 +86,17 @@ def demo_config(base: IsrwatchConfig, bootstrap: str, checkpoint: Path) -> Isrwa
     return IsrwatchConfig.model_validate(data)
 
 
-class _Worker(threading.Thread):
-    """A thread that keeps the exception that ended it, unless the demo was stopping:
-    a stop cancels Spark's jobs and ends its workers, which then fail as they should."""
-
-    def __init__(self, name: str, target: Callable[[], None], stop: threading.Event) -> None:
-        super().__init__(name=name, daemon=True)
-        self._target_function = target
-        self._stop_requested = stop
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        try:
-            self._target_function()
-        except BaseException as error:
-            if self._stop_requested.is_set():
-                log.info("%s ended with an error while stopping", self.name, exc_info=True)
-            else:  # reported by the demo, which then stops
-                self.error = error
-                log.exception("%s failed", self.name)
-
-
 def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> DemoResult:
     stop = threading.Event()
     query_started = threading.Event()
     health = ClusterHealth()
     started = time.monotonic()
     published: Counter[str] = Counter()
-    workers: list[_Worker] = []
+    workers: list[Worker] = []
     sim: ClusterSimulator | None = None
     with tempfile.TemporaryDirectory(prefix="isrwatch-demo-") as work, EmbeddedBroker() as broker:
         try:
-            with _startup_progress(console) as step:
+            with startup_progress(console) as step:
                 step("Starting the embedded Kafka-protocol broker (Tansu)")
                 broker.start()
                 topics = config.topics
@@ -194,7 +110,7 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 broker.create_topics(names)
                 job_config = demo_config(config, broker.bootstrap_servers, Path(work) / "ckpt")
                 exporter = HealthExporter()
-                job = _Worker(
+                job = Worker(
                     "streaming job",
                     lambda: _run_job(job_config, exporter, stop, health, query_started.set),
                     stop,
@@ -202,7 +118,7 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                 workers.append(job)
                 step("Starting Spark and the streaming query")
                 job.start()
-                _wait_for(query_started.is_set, workers, stop, "the streaming query to start")
+                wait_for(query_started.is_set, workers, stop, "the streaming query to start")
                 # the simulated clock starts now: none of the scenario passes during start-up
                 sim = ClusterSimulator(options.scenario, options.seed, int(time.time() * 1000))
                 events = paced(sim.events(), sim.start_ms, options.speed, stop)
@@ -214,11 +130,11 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
                     finally:
                         publisher.close()
 
-                workers.insert(0, _Worker("simulator", publish, stop))
+                workers.insert(0, Worker("simulator", publish, stop))
                 step(f"Starting the simulator ({options.scenario.name})")
                 workers[0].start()
                 step("Waiting for the streaming query's first micro-batch")
-                _wait_for(
+                wait_for(
                     lambda: health.snapshot().batches > 0, workers, stop, "the first micro-batch"
                 )
             _watch(health, sim, options, workers, job_config, console, started)
@@ -226,8 +142,8 @@ def run_demo(config: IsrwatchConfig, options: DemoOptions, console: Console) -> 
             console.print("[bold]Stopping (interrupted)[/bold]")
         finally:
             stop.set()
-            with _spinner(console, "Stopping the query, Spark, the simulator and the broker"):
-                _join(workers)
+            with spinner(console, "Stopping the query, Spark, the simulator and the broker"):
+                join(workers)
                 broker.stop()
     failed = [(w.name, w.error) for w in workers if w.error is not None]
     error = f"{failed[0][0]}: {one_line(failed[0][1])}" if failed else None
@@ -252,51 +168,11 @@ def _run_job(
         stop_thread_session()
 
 
-# rich's Live, Progress and Status send what is written to sys.stdout and sys.stderr
-# meanwhile to the terminal, above the view: here everything but the view goes to the log.
-QUIET_LIVE: dict[str, Any] = {"redirect_stdout": False, "redirect_stderr": False}
-
-
-@contextlib.contextmanager
-def _spinner(console: Console, text: str) -> Iterator[None]:
-    with Live(Spinner("dots", text), console=console, transient=True, **QUIET_LIVE):
-        yield
-
-
-@contextlib.contextmanager
-def _startup_progress(console: Console) -> Iterator[Callable[[str], None]]:
-    columns = (SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn())
-    with Progress(*columns, console=console, transient=False, **QUIET_LIVE) as progress:
-        current: list[Any] = []
-
-        def step(description: str) -> None:
-            if current:
-                progress.update(current[-1], completed=1, total=1)
-            current.append(progress.add_task(description, total=None))
-
-        yield step
-        if current:
-            progress.update(current[-1], completed=1, total=1)
-
-
-def _wait_for(
-    done: Callable[[], bool], workers: list[_Worker], stop: threading.Event, what: str
-) -> None:
-    deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while not done():
-        for worker in workers:
-            if worker.error is not None:
-                raise DemoError(f"{worker.name} failed during start-up: {one_line(worker.error)}")
-        if time.monotonic() > deadline:
-            raise DemoError(f"waited {STARTUP_TIMEOUT_S} s for {what}")
-        stop.wait(0.25)
-
-
 def _watch(
     health: ClusterHealth,
     sim: ClusterSimulator,
     options: DemoOptions,
-    workers: list[_Worker],
+    workers: list[Worker],
     config: IsrwatchConfig,
     console: Console,
     started: float,
@@ -325,25 +201,14 @@ def _watch(
             return "the streaming job stopped"
         return None
 
-    reason: str | None = None
-    if options.live:
-        reason = show_live(
-            console, lambda: render(health.snapshot(), header(), sim.truth.records[-200:]), finished
-        )
-    else:
-        last = 0.0
-        while (reason := finished()) is None:
-            if time.monotonic() - last >= PLAIN_EVERY_S:
-                console.print(plain_line(health.snapshot()), highlight=False)
-                last = time.monotonic()
-            time.sleep(0.25)
+    reason = show_until_finished(
+        console,
+        options.live,
+        lambda: render(health.snapshot(), header(), sim.truth.records[-200:]),
+        health.snapshot,
+        finished,
+    )
     console.print(f"Stopping: {reason}")
-
-
-def _join(workers: list[_Worker]) -> None:
-    for worker in workers:
-        if worker.is_alive():
-            worker.join(timeout=120)
 
 
 def summarize(result: DemoResult, scenario: Scenario) -> list[str]:

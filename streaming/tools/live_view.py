@@ -303,6 +303,7 @@ class HealthView:
     snapshot: HealthSnapshot
     header: str
     facts: Sequence[dict[str, Any]] = ()
+    facts_title: str = "What the simulated cluster did"
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
         width = options.max_width
@@ -329,7 +330,7 @@ class HealthView:
             budget -= section.lines(rows)
         facts = fact_lines(self.facts)
         if facts and budget >= 2:
-            yield Text("What the simulated cluster did", style="bold", no_wrap=True)
+            yield Text(self.facts_title, style="bold", no_wrap=True)
             for line in facts[-(budget - 1) :]:
                 yield Text(line, no_wrap=True, overflow="ellipsis")
 
@@ -367,6 +368,10 @@ def describe_fact(fact: dict[str, Any]) -> str | None:
             return f"controller is now {fact['controller_id']} (epoch {fact['controller_epoch']})"
         case "leader_and_isr" if fact["reason"] != "topic created":
             return f"controller: {where} leader {fact['leader']} isr {fact['isr']}"
+        case "lab_fault" if "broker" in fact:
+            return f"{fact['fault']} broker {fact['broker']}"
+        case "lab_fault":
+            return f"{fact['fault']} {fact['topic']}"
         case "topic_created" | "topic_deleted":
             return f"topic {fact['topic']} {kind.split('_')[1]}"
     return None
@@ -386,9 +391,12 @@ def render_facts(facts: Sequence[dict[str, Any]], limit: int = 6) -> Panel:
 
 
 def render(
-    snapshot: HealthSnapshot, header: str, facts: Sequence[dict[str, Any]]
+    snapshot: HealthSnapshot,
+    header: str,
+    facts: Sequence[dict[str, Any]],
+    facts_title: str = "What the simulated cluster did",
 ) -> RenderableType:
-    return HealthView(snapshot, header, facts)
+    return HealthView(snapshot, header, facts, facts_title)
 
 
 def show_live(
@@ -412,6 +420,29 @@ def show_live(
         while (reason := finished()) is None:
             live.update(view(), refresh=True)
             time.sleep(every_s)
+    return reason
+
+
+PLAIN_EVERY_S = 10
+
+
+def show_until_finished(
+    console: Console,
+    live: bool,
+    view: Callable[[], RenderableType],
+    snapshot: Callable[[], HealthSnapshot],
+    finished: Callable[[], str | None],
+) -> str:
+    """The view until ``finished()`` says why it is over: redrawn in place on a terminal
+    (``live``), else one plain line every ``PLAIN_EVERY_S`` (logs, CI). Returns why."""
+    if live:
+        return show_live(console, view, finished)
+    last = 0.0
+    while (reason := finished()) is None:
+        if time.monotonic() - last >= PLAIN_EVERY_S:
+            console.print(plain_line(snapshot()), highlight=False)
+            last = time.monotonic()
+        time.sleep(0.25)
     return reason
 
 

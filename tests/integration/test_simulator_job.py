@@ -26,6 +26,7 @@ from streaming.tools.embedded_broker import EmbeddedBroker, free_port
 from streaming.tools.replay import replay
 from tests.health_schema import assert_health_records_valid
 from tests.integration.kafka_topics import isolated_job_config
+from tests.processes import descendants, still_running
 
 pytestmark = pytest.mark.integration
 
@@ -76,39 +77,6 @@ def test_slow_follower_through_the_job_matches_the_ground_truth(
 
 
 # ---------------------------------------------------------------- the demo
-
-
-def processes() -> dict[int, tuple[int, str, str]]:
-    """pid -> (parent pid, state, start time) of every process, from /proc."""
-    table = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        table[int(stat.parent.name)] = (int(fields[1]), fields[0], fields[19])
-    return table
-
-
-def descendants(pid: int) -> dict[int, str]:
-    """Every process whose ancestry leads to ``pid``, with its start time."""
-    table = processes()
-    found: dict[int, str] = {}
-    frontier = {pid}
-    while frontier:
-        children = {child for child, (parent, _, _) in table.items() if parent in frontier}
-        frontier = children - set(found)
-        found |= {child: table[child][2] for child in frontier}
-    return found
-
-
-def still_running(seen: dict[int, str]) -> set[int]:
-    table = processes()
-    return {
-        pid
-        for pid, started in seen.items()
-        if pid in table and table[pid][2] == started and table[pid][1] != "Z"
-    }
 
 
 def under_replicated(port: int) -> float | None:

@@ -35,7 +35,7 @@ from rich.console import Console
 from streaming.job.shard_state import STATS
 from streaming.job.shard_stats import ShardStats, encode
 from streaming.tools.cluster_health import ClusterHealth
-from streaming.tools.demo import output_to_log
+from streaming.tools.foreground import output_to_log
 from streaming.tools.live_view import render, show_live
 from tests.unit.test_metrics import shard_stats
 

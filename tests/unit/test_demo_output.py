@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from streaming.tools.demo import one_line
+from streaming.tools.foreground import one_line
 
 PY4J = (
     "An error occurred while calling o210.getResult.\n"

@@ -16,6 +16,14 @@ logged once:
   the partitions it follows (as -2: that follower's log end offset).
 
 An API a broker says it does not support is not asked again by this process.
+
+The requests addressed to one broker (DescribeConfigs of that broker, ListOffsets) go out
+to every broker at once and are waited for together, until ``broker_timeout_ms``. A
+broker that does not answer in time (paused, overloaded, cut off) gives nothing this poll
+and is not asked again until the next: its followers' progress is missing from one
+snapshot, while every other broker's is there. Asked one after the other, with the
+client's 30 s request timeout, one paused broker stalled the whole poll for 30 s per
+request (found by the lab's paused-follower scenario on Kafka 4.1.1).
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ log = logging.getLogger("isrwatch.collect.admin")
 
 DEBUGGING_REPLICA_ID = -2  # ListOffsetsRequest.DEBUGGING_REPLICA_ID: any replica answers
 CONSUMER_REPLICA_ID = -1
+DEFAULT_BROKER_TIMEOUT_MS = 5000
 LATEST_OFFSET = -1
 MIN_INSYNC_REPLICAS = "min.insync.replicas"
 REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
@@ -61,11 +70,14 @@ class KafkaAdminSource:
         offsets: bool = True,
         on_unavailable: OnUnavailable | None = None,
         clock: Callable[[], int] = _now_ms,
+        broker_timeout_ms: int = DEFAULT_BROKER_TIMEOUT_MS,
     ) -> None:
         from kafka import KafkaAdminClient
 
         self._admin: Any = KafkaAdminClient(**kafka.kafka_python_options())
         self._offsets = offsets
+        self._broker_timeout_ms = broker_timeout_ms
+        self._silent: set[int] = set()  # brokers that did not answer in time this poll
         self._on_unavailable = on_unavailable or (lambda api, error: None)
         self._clock = clock
         self._unsupported: set[str] = set()
@@ -76,9 +88,11 @@ class KafkaAdminSource:
 
     def snapshot(self) -> ClusterSnapshot:
         ts = self._clock()
+        self._silent = set()
         cluster = self._admin.describe_cluster()
         controller = cluster.get("controller_id")
         brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
+        self._know_brokers(brokers)
         partitions = _partitions(self._admin.describe_topics())
         snapshot: dict[str, Any] = {}
         quorum = self._optional("describe_quorum", self._admin.describe_metadata_quorum)
@@ -105,6 +119,27 @@ class KafkaAdminSource:
             partitions=partitions,
             **snapshot,
         )
+
+    def _know_brokers(self, brokers: Iterable[int]) -> None:
+        """Make the client ready to ask every broker the cluster says is live (the lab's
+        paused follower and killed leader, Kafka 4.1.1):
+
+        * a broker the client's metadata lacks: refresh it. A KRaft Metadata response
+          leaves fenced brokers out, so a broker back from a fence is unknown to the cache
+          until its next refresh (``metadata_max_age_ms``, 5 minutes), and every request
+          for it fails with UnknownBrokerIdError meanwhile;
+        * a broker the client is backing off from: try it now. After a broker was down for
+          20 s, the client's reconnection backoff had doubled to 14 s, then 28 s (up to
+          ``kafka.retry_backoff_max_ms``): the broker's followers went unreported that
+          long after it was back, and read as lagging.
+        """
+        manager = self._admin._manager
+        cache = manager.cluster
+        if any(cache.broker_metadata(broker) is None for broker in brokers):
+            cache.request_update()
+        for broker in brokers:
+            if manager.connection_delay(broker) > 0:
+                manager.reset_backoff(broker)
 
     # ------------------------------------------------------------------ optional parts
 
@@ -146,7 +181,18 @@ class KafkaAdminSource:
         resources = [ConfigResource(ConfigResourceType.BROKER, str(b)) for b in brokers]
         if not resources:
             return {}
-        found = self._admin.describe_configs(resources, config_filter="all").get("broker", {})
+        # kafka-python's describe_configs asks the brokers one after the other, with no
+        # bound but the request timeout: its own request and response handling, sent here
+        # to all at once (see the module's docstring)
+        answers = self._ask_each(
+            "describe_broker_configs",
+            [
+                (int(resource.name), self._admin._describe_configs_request([resource]))
+                for resource in resources
+            ],
+        )
+        responses = [answer for answer in answers if answer is not None]
+        found = self._admin._describe_configs_process_responses(responses, "all").get("broker", {})
         values = {int(b): v for b, v in _config_values(found, REPLICA_LAG_TIME_MAX_MS).items()}
         timeouts = _config_values(found, QUORUM_FETCH_TIMEOUT_MS).values()
         self._fetch_timeout_ms = min(timeouts) if timeouts else None
@@ -173,49 +219,105 @@ class KafkaAdminSource:
                         followed[replica].append((topic, partition))
         leos: dict[tuple[str, int, int], int] = {}
         hws: dict[tuple[str, int], int] = {}
+        if "list_offsets" in self._unsupported:
+            return leos, hws
         for phase in (led, followed):  # every leader before any follower
-            for broker, tps in sorted(phase.items()):
-                for tp, offset in self._offsets_of(broker, tps, DEBUGGING_REPLICA_ID).items():
-                    leos[(*tp, broker)] = offset
-                if phase is led:
-                    hws.update(self._offsets_of(broker, tps, CONSUMER_REPLICA_ID))
+            asked = [
+                (broker, replica_id)
+                for broker in sorted(phase)
+                for replica_id in (
+                    (DEBUGGING_REPLICA_ID, CONSUMER_REPLICA_ID)
+                    if phase is led
+                    else (DEBUGGING_REPLICA_ID,)
+                )
+            ]
+            answers = self._ask_each(
+                "list_offsets",
+                [
+                    (broker, _list_offsets_request(phase[broker], replica_id))
+                    for broker, replica_id in asked
+                ],
+            )
+            for (broker, replica_id), answer in zip(asked, answers, strict=True):
+                if answer is None:
+                    continue
+                for tp, offset in _latest_offsets(answer).items():
+                    if replica_id == DEBUGGING_REPLICA_ID:
+                        leos[(*tp, broker)] = offset
+                    else:
+                        hws[tp] = offset
         return leos, hws
 
-    def _offsets_of(
-        self, broker: int, tps: list[tuple[str, int]], replica_id: int
-    ) -> dict[tuple[str, int], int]:
-        found = self._optional("list_offsets", lambda: self._list_offsets(broker, tps, replica_id))
-        return found or {}
+    def _ask_each(self, api: str, requests: list[tuple[int, Any]]) -> list[Any | None]:
+        """Send each (broker, request) at once; each answer, or None for a broker that
+        failed or did not answer within ``broker_timeout_ms`` (it is then silent for the
+        rest of this poll, and the gap is reported under ``api``)."""
+        manager = self._admin._manager  # kafka-python has no public call for a chosen broker
+        timeout_s = self._broker_timeout_ms / 1000
+        asked = [index for index, (broker, _) in enumerate(requests) if broker not in self._silent]
 
-    def _list_offsets(
-        self, broker: int, tps: list[tuple[str, int]], replica_id: int
-    ) -> dict[tuple[str, int], int]:
-        from kafka.protocol.consumer.offsets import ListOffsetsRequest
+        async def gather() -> list[Any]:
+            deadline = time.monotonic() + timeout_s
+            pending: list[Any] = []
+            for i in asked:
+                try:
+                    pending.append(manager.send(requests[i][1], node_id=requests[i][0]))
+                except Exception as error:  # e.g. a broker the client's metadata lacks
+                    pending.append(error)
+            answers: list[Any] = []
+            for future in pending:
+                if isinstance(future, Exception):
+                    answers.append(future)
+                    continue
+                left_ms = max(1, int((deadline - time.monotonic()) * 1000))
+                try:
+                    answers.append(await manager.wait_for(future, left_ms))
+                except Exception as error:
+                    answers.append(error)
+            return answers
 
-        topic_type = ListOffsetsRequest.ListOffsetsTopic
-        partition_type = topic_type.ListOffsetsPartition
-        by_topic: dict[str, list[Any]] = defaultdict(list)
-        for topic, partition in tps:
-            by_topic[topic].append(
-                partition_type(partition_index=partition, timestamp=LATEST_OFFSET)
-            )
-        request = ListOffsetsRequest(
-            replica_id=replica_id,
-            isolation_level=0,
-            topics=[topic_type(name=name, partitions=parts) for name, parts in by_topic.items()],
-        )
-        manager = self._admin._manager  # kafka-python has no public call for a chosen replica
+        results: list[Any | None] = [None] * len(requests)
+        for index, answer in zip(asked, manager.run(gather) if asked else [], strict=True):
+            if isinstance(answer, Exception):
+                broker = requests[index][0]
+                self._silent.add(broker)
+                self._gap(api, BrokerSilentError(broker, answer))
+            else:
+                results[index] = answer
+        return results
 
-        async def send() -> Any:
-            return await manager.send(request, node_id=broker)
 
-        response = manager.run(send)
-        offsets: dict[tuple[str, int], int] = {}
-        for topic in response.topics:
-            for partition in topic.partitions:
-                if partition.error_code == 0 and partition.offset >= 0:
-                    offsets[(topic.name, partition.partition_index)] = partition.offset
-        return offsets
+class BrokerSilentError(Exception):
+    """A broker did not answer one request of a poll."""
+
+    def __init__(self, broker: int, cause: Exception) -> None:
+        super().__init__(f"broker {broker}: {cause}")
+        self.broker = broker
+        self.cause = cause
+
+
+def _list_offsets_request(tps: list[tuple[str, int]], replica_id: int) -> Any:
+    from kafka.protocol.consumer.offsets import ListOffsetsRequest
+
+    topic_type = ListOffsetsRequest.ListOffsetsTopic
+    partition_type = topic_type.ListOffsetsPartition
+    by_topic: dict[str, list[Any]] = defaultdict(list)
+    for topic, partition in tps:
+        by_topic[topic].append(partition_type(partition_index=partition, timestamp=LATEST_OFFSET))
+    return ListOffsetsRequest(
+        replica_id=replica_id,
+        isolation_level=0,
+        topics=[topic_type(name=name, partitions=parts) for name, parts in by_topic.items()],
+    )
+
+
+def _latest_offsets(response: Any) -> dict[tuple[str, int], int]:
+    offsets: dict[tuple[str, int], int] = {}
+    for topic in response.topics:
+        for partition in topic.partitions:
+            if partition.error_code == 0 and partition.offset >= 0:
+                offsets[(topic.name, partition.partition_index)] = partition.offset
+    return offsets
 
 
 def _partitions(topics: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, PartitionInfo]]:

@@ -139,8 +139,8 @@ def admin_command(
 
     config = load_or_exit(
         config_file,
+        overrides,
         {
-            **overrides,
             "kafka.bootstrap_servers": bootstrap_servers,
             "collect.admin.poll_interval_ms": interval_ms,
         },
@@ -153,8 +153,21 @@ def admin_command(
         metrics.warn_once(api, "the cluster did not answer %s (%s); polling without it", api, error)
 
     try:
+        # a poll waits at most broker_timeout_ms for any answer, the cluster-wide ones
+        # (Metadata, DescribeCluster) included: one may go to a hung broker
+        polled = config.kafka.model_copy(
+            update={
+                "bootstrap_servers": settings.bootstrap_servers or config.kafka.bootstrap_servers,
+                "request_timeout_ms": min(
+                    config.kafka.request_timeout_ms, settings.broker_timeout_ms
+                ),
+            }
+        )
         source = KafkaAdminSource(
-            config.kafka, offsets=settings.fetch_responses, on_unavailable=unavailable
+            polled,
+            offsets=settings.fetch_responses,
+            on_unavailable=unavailable,
+            broker_timeout_ms=settings.broker_timeout_ms,
         )
     except Exception as error:
         metrics.close()

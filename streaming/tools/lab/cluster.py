@@ -23,7 +23,6 @@ import subprocess
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -60,7 +59,14 @@ log = logging.getLogger(__name__)
 
 CLUSTER_FILE = "cluster.json"
 START_TIMEOUT_S = 180.0
-JVM_OPTIONS = ("-Xmx512m", "-Xms128m", "-XX:+UseSerialGC", "-Djava.awt.headless=true")
+# UTC: the log lines' stamps carry no zone, and collect.logs reads them in UTC by default.
+JVM_OPTIONS = (
+    "-Xmx512m",
+    "-Xms128m",
+    "-XX:+UseSerialGC",
+    "-Djava.awt.headless=true",
+    "-Duser.timezone=UTC",
+)
 # The line each mode's broker logs once it serves requests (KafkaRaftServer.startup,
 # 4.1.1; KafkaServer.startup, 3.9.1).
 _STARTED = {
@@ -137,7 +143,7 @@ class LabCluster:
             for node_id in range(1, self.brokers + 1)
         ]
         voters = (
-            {layout.node_id: layout.controller_port for layout in layouts}
+            {node_id: node_ports[3] for node_id, node_ports in ports.items() if node_id > 0}
             if self.kafka.mode is Mode.KRAFT
             else None
         )
@@ -152,7 +158,7 @@ class LabCluster:
                 directory.mkdir(parents=True, exist_ok=True)
             properties = server_properties(
                 layout,
-                voters=voters,  # type: ignore[arg-type]
+                voters=voters,
                 zookeeper_port=self._zookeeper_port,
                 brokers=self.brokers,
                 lag_time_max_ms=self.lag_time_max_ms,
@@ -569,13 +575,3 @@ def read_cluster_file(workdir: Path) -> dict[str, Any]:
     except FileNotFoundError:
         raise LabError(f"no lab cluster in {workdir}: {path} does not exist") from None
     return described
-
-
-@contextlib.contextmanager
-def running_cluster(cluster: LabCluster) -> Iterator[LabCluster]:
-    """Start ``cluster``; stop it on the way out, whatever happened."""
-    try:
-        cluster.start()
-        yield cluster
-    finally:
-        cluster.stop()

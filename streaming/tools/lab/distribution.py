@@ -112,9 +112,9 @@ def project_root() -> Path:
 
 
 def cache_root() -> Path:
-    """Where Maven copies the jars: ``$ISRWATCH_JVM_CACHE``, else the checkout's
+    """Where Maven copies the jars: ``$LAB_JVM_CACHE``, else the checkout's
     ``.cache/jvm``."""
-    configured = os.environ.get("ISRWATCH_JVM_CACHE")
+    configured = os.environ.get("LAB_JVM_CACHE")
     return Path(configured) if configured else project_root() / ".cache" / "jvm"
 
 

@@ -92,7 +92,7 @@ def timeline_command(
     from streaming.tools.timeline.picture import render_html, render_png
 
     flags = {"kafka.bootstrap_servers": bootstrap_servers}
-    config = load_or_exit(config_file, {**overrides, **flags})
+    config = load_or_exit(config_file, overrides, flags)
     within = TimelineRange(parse_time(since), parse_time(until))
     if capture is None and not health_files and bootstrap_servers is None:
         raise click.UsageError("give a CAPTURE, --health-out files or --bootstrap-servers")

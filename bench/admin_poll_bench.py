@@ -1,0 +1,134 @@
+"""What one ``collect admin`` poll costs on a real Apache Kafka 4.1 cluster, by size.
+
+    python bench/admin_poll_bench.py                       # 1,000 and 10,000 partitions x 3
+    python bench/admin_poll_bench.py --partitions 1000 --polls 20
+
+For each size, a 3-broker cluster (the lab's, from the Maven jars) gets one topic of that
+many partitions, replication factor 3, with a few records in each. Then, alternately:
+
+* **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
+  publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
+  every event encoded and checked;
+* **bare client**: the same requests on the same kafka-python client (Metadata,
+  DescribeCluster, DescribeQuorum, DescribeConfigs, ListOffsets per broker), answers
+  parsed as the source parses them but no snapshot, diff or event: what asking costs.
+
+It prints per poll: wall time (median, max), this process's CPU, and the requests sent
+per broker; then the cost per partition, and the partitions one core keeps at a 1 s poll,
+extrapolated linearly from the largest size (the collector is one Python thread).
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from streaming.config import IsrwatchConfig
+from streaming.feeds.collectors.admin_collector import AdminCollector
+from streaming.feeds.collectors.admin_source import KafkaAdminSource, _partitions
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.publisher import JsonLinesPublisher
+from streaming.tools.lab.cluster import LabCluster
+from streaming.tools.lab.distribution import LINES
+
+
+def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]]:
+    walls, cpus = [], []
+    for _ in range(polls):
+        wall, cpu = time.perf_counter(), time.process_time()
+        call()
+        walls.append(time.perf_counter() - wall)
+        cpus.append(time.process_time() - cpu)
+    return walls, cpus
+
+
+def create_topic(bootstrap: str, partitions: int) -> None:
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics(
+        [NewTopic("wide", num_partitions=partitions, replication_factor=3)],
+        operation_timeout=600,
+    ).values():
+        future.result(timeout=900)
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50})
+    for partition in range(partitions):
+        producer.produce("wide", value=b"x", partition=partition)
+        producer.poll(0)
+    producer.flush(300)
+
+
+def bare_poll(source: KafkaAdminSource, brokers: list[int]) -> Callable[[], None]:
+    """The collector's requests, answers dropped (its private helpers build them)."""
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    admin: Any = source._admin
+
+    def poll() -> None:
+        admin.describe_cluster()
+        partitions = _partitions(admin.describe_topics())
+        admin.describe_metadata_quorum()
+        admin.describe_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in partitions]
+        )
+        source._silent = set()
+        source._broker_configs(brokers)
+        source._log_offsets(partitions, brokers)
+
+    return poll
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", default="1000,10000")
+    parser.add_argument("--polls", type=int, default=10)
+    options = parser.parse_args()
+    rows = []
+    for size in [int(p) for p in options.partitions.split(",")]:
+        with tempfile.TemporaryDirectory(prefix="admin-bench-") as work:
+            cluster = LabCluster(LINES["4.1"], 3, Path(work))
+            with cluster:
+                cluster.start()
+                started = time.monotonic()
+                create_topic(cluster.bootstrap_servers, size)
+                print(f"{size} partitions x 3 created in {time.monotonic() - started:.0f} s")
+                config = IsrwatchConfig.model_validate(
+                    {"kafka": {"bootstrap_servers": cluster.bootstrap_servers}}
+                )
+                source = KafkaAdminSource(config.kafka)
+                collector = AdminCollector(
+                    source, JsonLinesPublisher(io.StringIO()), CollectorMetrics("admin"), None
+                )
+                collector.poll_once()  # the first poll sends every partition: not steady
+                bare = bare_poll(source, cluster.node_ids)
+                bare()
+                c_wall, c_cpu = timed(collector.poll_once, options.polls)
+                b_wall, b_cpu = timed(bare, options.polls)
+                source.close()
+            rows.append((size, c_wall, c_cpu, b_wall, b_cpu))
+            print(
+                f"{size:>7} partitions: collector wall p50 {statistics.median(c_wall):.3f} s "
+                f"max {max(c_wall):.3f} s, CPU {statistics.median(c_cpu):.3f} s | bare client "
+                f"wall p50 {statistics.median(b_wall):.3f} s, CPU {statistics.median(b_cpu):.3f} s"
+                f" | requests per broker per poll: 4",
+                flush=True,
+            )
+    size, _, c_cpu, _, _ = rows[-1]
+    per_partition_ms = statistics.median(c_cpu) / size * 1000
+    print(
+        f"collector CPU per partition (x3 replicas) per poll: {per_partition_ms * 1000:.1f} us; "
+        f"one core at a 1 s poll keeps about {int(1000 / per_partition_ms):,} partitions"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

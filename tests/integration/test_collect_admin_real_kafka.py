@@ -1,0 +1,132 @@
+"""``collect admin`` against real followers: Apache Kafka 4.1 from the Maven jars.
+
+ListOffsets with replica id -2 (``DEBUGGING_REPLICA_ID``) asks each replica for its own log
+end offset: the only way follower progress is read from outside. Checked here against
+what only a real replicating cluster can show: a paused follower's end stays put while its
+leader's moves on, the leader's DescribeConfigs reply names Kafka's T, a hung broker costs
+one poll its answers and not the others', and a resumed follower reaches the leader's end
+again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+
+import pytest
+
+from streaming.config import IsrwatchConfig
+from streaming.feeds.collectors.admin_poller import ClusterSnapshot
+from streaming.feeds.collectors.admin_source import KafkaAdminSource
+from streaming.tools.lab.cluster import BrokerFault, LabCluster
+from streaming.tools.lab.distribution import LINES
+from streaming.tools.lab.workload import create_topics
+
+LAG_TIME_MAX_MS = 20_000  # long: the paused follower stays in the ISR for the test
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
+    lab = LabCluster(
+        LINES["4.1"], 3, tmp_path_factory.mktemp("kafka"), lag_time_max_ms=LAG_TIME_MAX_MS
+    )
+    with lab:
+        lab.start()
+        create_topics(lab.bootstrap_servers, 3)
+        yield lab
+
+
+def produce(bootstrap: str, partition: int, count: int) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5})
+    for i in range(count):
+        producer.produce("clicks", value=b"%d" % i, partition=partition)
+    assert producer.flush(30) == 0
+
+
+def source_for(cluster: LabCluster, gaps: list[str]) -> KafkaAdminSource:
+    config = IsrwatchConfig.model_validate(
+        {"kafka": {"bootstrap_servers": cluster.bootstrap_servers, "request_timeout_ms": 3000}}
+    )
+    return KafkaAdminSource(
+        config.kafka, on_unavailable=lambda api, error: gaps.append(api), broker_timeout_ms=3000
+    )
+
+
+def test_a_paused_follower_stays_behind_and_catches_up_when_resumed(cluster: LabCluster) -> None:
+    gaps: list[str] = []
+    source = source_for(cluster, gaps)
+    try:
+        first = source.snapshot()
+        info = first.partitions["clicks"][0]
+        leader = info.leader
+        controller = cluster.active_controller()
+        follower = next(b for b in info.replicas if b not in (leader, controller))
+        assert first.replica_lag_time_max_ms == {
+            1: LAG_TIME_MAX_MS,
+            2: LAG_TIME_MAX_MS,
+            3: LAG_TIME_MAX_MS,
+        }
+        assert first.min_insync_replicas["clicks"] == 2
+
+        produce(cluster.bootstrap_servers, 0, 200)
+        synced = _until(source, lambda s: _leo(s, leader) == _leo(s, follower) == 200)
+        assert synced.high_watermarks[("clicks", 0)] == 200
+
+        cluster.apply(BrokerFault.PAUSE, follower)
+        try:
+            produce(cluster.bootstrap_servers, 0, 300)
+            paused = source.snapshot()
+            assert _leo(paused, leader) == 500
+            assert ("clicks", 0, follower) not in paused.log_end_offsets  # no answer
+            # the hung broker failed its first request of the poll (its DescribeConfigs)
+            # and was not asked again in that poll: no ListOffsets wait on it
+            assert "describe_broker_configs" in gaps
+            assert "list_offsets" not in gaps
+            # every other replica answered in the same poll
+            others = [b for b in info.replicas if b not in (leader, follower)]
+            assert all(("clicks", 0, b) in paused.log_end_offsets for b in others)
+        finally:
+            cluster.apply(BrokerFault.RESUME, follower)
+        caught_up = _until(source, lambda s: _leo(s, follower) == _leo(s, leader) == 500)
+        assert caught_up.high_watermarks[("clicks", 0)] == 500
+    finally:
+        source.close()
+
+
+def _leo(snapshot: ClusterSnapshot, broker: int) -> int | None:
+    return snapshot.log_end_offsets.get(("clicks", 0, broker))
+
+
+def _until(
+    source: KafkaAdminSource, done: Callable[[ClusterSnapshot], bool], polls: int = 60
+) -> ClusterSnapshot:
+    """Poll until ``done(snapshot)``, at most ``polls`` times, half a second apart: a
+    bound on the wait, not a timed assertion."""
+    for _ in range(polls):
+        snapshot = source.snapshot()
+        if done(snapshot):
+            return snapshot
+        time.sleep(0.5)
+    raise AssertionError(f"not reached in {polls} polls: {snapshot.log_end_offsets}")
+
+
+def test_a_broker_back_from_a_fence_is_polled_again(cluster: LabCluster) -> None:
+    """A controlled shutdown fences the broker; KRaft's Metadata leaves fenced brokers out,
+    so the client forgets it. Back, it must be asked again at once, not after the client's
+    5-minute metadata refresh (every poll failed with UnknownBrokerIdError before)."""
+    gaps: list[str] = []
+    source = source_for(cluster, gaps)
+    try:
+        info = source.snapshot().partitions["clicks"][1]
+        controller = cluster.active_controller()
+        follower = next(b for b in info.replicas if b not in (info.leader, controller))
+        cluster.apply(BrokerFault.STOP, follower)
+        gone = source.snapshot()
+        assert ("clicks", 1, follower) not in gone.log_end_offsets
+        cluster.apply(BrokerFault.START, follower)
+        back = _until(source, lambda s: ("clicks", 1, follower) in s.log_end_offsets)
+        assert follower in back.brokers
+    finally:
+        source.close()
