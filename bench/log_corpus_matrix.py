@@ -591,6 +591,7 @@ def main(argv: list[str] | None = None) -> int:
             failed[key] = f"{type(error).__name__}: {error}"
             print(f"  FAILED: {failed[key]}", flush=True)
     if failed:
+        args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / "not-started.json"
         known = json.loads(path.read_text()) if path.exists() else {}
         path.write_text(json.dumps({**known, **failed}, indent=1) + "\n", encoding="utf-8")
