@@ -426,7 +426,10 @@ _NOISE = re.compile(
     r"|Received response |(?:Handling|Completed) LeaderAndIsr request correlationId"
     # the controller's own account of the requests it sends: the brokers' lines state the
     # same partition states (and the collector reads those)
-    r"|\[Controller id=\d+ epoch=\d+\] (?:Sending |Changed (?:state of replica|partition))"
+    # (but not its new partition states: "Changed partition T-P from ... with state ...")
+    r"|\[Controller id=\d+ epoch=\d+\] (?:Sending |Changed state of replica"
+    r"|Changed partition \S+ state from)"
+    r"|Controller \d+ epoch \d+ (?:sending |received response |changed state of replica)"
     r"|\] (?:Add \d+ partitions and deleted|Finished LeaderAndIsr request"
     r"|Handling LeaderAndIsr request)"
 )
@@ -435,6 +438,8 @@ _NOISE = re.compile(
 def keep_entry(line: str) -> bool:
     """The entries the corpus keeps: those naming a scenario topic, and the controller's
     and broker membership lines; never internal topics', never the noise loggers'."""
+    if "Completed transition to Leader(" in line:
+        return True  # the Raft leader (org.apache.kafka.raft): KRaft's controller election
     return bool(_RELEVANT.search(line)) and not _INTERNAL.search(line) and not _NOISE.search(line)
 
 
@@ -586,6 +591,7 @@ def main(argv: list[str] | None = None) -> int:
             failed[key] = f"{type(error).__name__}: {error}"
             print(f"  FAILED: {failed[key]}", flush=True)
     if failed:
+        args.out.mkdir(parents=True, exist_ok=True)
         path = args.out / "not-started.json"
         known = json.loads(path.read_text()) if path.exists() else {}
         path.write_text(json.dumps({**known, **failed}, indent=1) + "\n", encoding="utf-8")

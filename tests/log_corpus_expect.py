@@ -9,8 +9,8 @@ zkVersion / partition epoch, an ISR). The facts of a statement then come from th
 truth, never from the line and never from the collector:
 
 * ``ControllerChange``: an election (controller id, epoch), stated by a line of the
-  elected broker within ``WINDOW_MS`` that says ``elected``, ``active controller`` or
-  ``incremented`` and names the epoch;
+  elected broker within ``WINDOW_MS`` that says ``elected``, ``active controller``,
+  ``incremented`` or ``transition to Leader`` and names the epoch;
 * ``BrokerChange``: a controller line listing the live brokers or their epochs
   (``all live brokers``, ``broker epochs cache``): the live registrations and their epochs
   (czxid) at that line's time, once per change of that set;
@@ -20,12 +20,14 @@ truth, never from the line and never from the collector:
 * ``LeaderAndIsr``: a partition state version, by any line naming the partition, a
   LeaderAndIsr request's partition state and the version (``zkVersion=V``,
   ``partitionEpoch=V``): the full state; and by a broker's ``starts at leader epoch E ...
-  partition epoch V`` line: the partial form (topic, partition, leader), once per
-  version;
+  partition epoch V`` line or the controller's ``Changed partition T-P from ... with state
+  LeaderAndIsr(...)``: the partial form (topic, partition, leader), once per version;
 * ``UpdateMetadata``: a broker's ``Cached leader info`` line naming the version: that
-  broker's cached state, one per line (``Deleted partition ... from metadata cache``: the
-  removal, leader -2 in the contract's form);
-* ``IsrChange``: a version whose ISR changed under the same leader,
+  broker's cached state, one per line (its replicas ``{"one_of": [...]}`` when a
+  reassignment wrote the assignment between the state and the line; ``Deleted partition
+  ... from metadata cache``: the removal, leader -2 in the contract's form);
+* ``IsrChange``: a version whose ISR the leader changed (``_isr_changes`` says how that is
+  told),
   stated by the leader's line naming the partition, ``ISR`` and the new ISR within
   ``WINDOW_MS``; its partition epoch when the line names the version, its old ISR when the
   line says ``from <old ISR>``.
@@ -119,7 +121,9 @@ def _controller_at(truth: Mapping[str, list[dict[str, Any]]], ts: int) -> int | 
 
 
 def statements(
-    truth: Mapping[str, list[dict[str, Any]]], files: Mapping[str, Sequence[str]]
+    truth: Mapping[str, list[dict[str, Any]]],
+    files: Mapping[str, Sequence[str]],
+    mode: str = "zookeeper",
 ) -> list[Statement]:
     lines = read_lines(files)
     out: list[Statement] = []
@@ -128,7 +132,7 @@ def statements(
     out += _broker_changes(truth, lines)
     out += _topic_changes(truth, lines)
     out += _partition_states(truth, lines)
-    out += _isr_changes(truth, lines)
+    out += _isr_changes(truth, lines, mode)
     return sorted(out, key=lambda s: (s.file, s.line, json.dumps(s.event, sort_keys=True)))
 
 
@@ -138,7 +142,7 @@ def _first(lines: Iterable[Line]) -> Line | None:
 
 def _elections(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
     out = []
-    said = re.compile(r"(?i)elected|active controller|incremented")
+    said = re.compile(r"(?i)elected|active controller|incremented|transition to leader")
     for election in truth.get("elections", []):
         epoch = re.compile(rf"\b{election['controller_epoch']}\b")
         found = _first(
@@ -195,6 +199,11 @@ def _broker_changes(
     before the line: the line gives which brokers (its identity), the ground truth their
     epochs (each one's latest registration by then)."""
     out = []
+    # Kafka before 2.2 had no broker epochs (KIP-380): its lines name none, and the
+    # statement gives the live brokers only.
+    epochs_stated = any(
+        "broker epoch" in line.text or "epochs cache" in line.text for line in lines
+    )
     last: dict[int, dict[int, int | None]] = {}
     for line in sorted(lines, key=lambda line: (line.ts, line.file, line.number)):
         listed = _LISTED.search(line.text)
@@ -209,7 +218,11 @@ def _broker_changes(
         event = {
             "type": "BrokerChange",
             "controller_id": line.broker,
-            "live": [{"id": b, "epoch": e} for b, e in sorted(live.items()) if e is not None],
+            "live": [
+                {"id": b, "epoch": e} if epochs_stated else {"id": b}
+                for b, e in sorted(live.items())
+                if e is not None or not epochs_stated
+            ],
         }
         out.append(Statement(line.file, line.number, event))
     return out
@@ -267,6 +280,12 @@ _LEADER_AND_ISR_STATE = re.compile(
 )
 
 
+# Kafka 0.10's wording prints the request's replicas from a Set (PartitionState.replicas),
+# not in the assignment's order: such a line states no replica order, and without it the
+# contract's LeaderAndIsr is the partial form.
+_REPLICA_SET = re.compile(r"Broker \d+ received LeaderAndIsr request PartitionState\(")
+
+
 def _partition_states(
     truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]
 ) -> list[Statement]:
@@ -292,7 +311,13 @@ def _partition_states(
                 "replicas": version["replicas"],
             }
             if "Cached leader info" in line.text:
-                event = {"type": "UpdateMetadata", "broker": line.broker, **state}
+                replicas = _replicas_sent(truth, version, line.ts)
+                event = {
+                    "type": "UpdateMetadata",
+                    "broker": line.broker,
+                    **state,
+                    "replicas": replicas,
+                }
                 out.append(Statement(line.file, line.number, event))
             elif _LEADER_AND_ISR_STATE.search(line.text) and key not in full:
                 full.add(key)
@@ -301,8 +326,13 @@ def _partition_states(
                     **state,
                     "partition_epoch": version["partition_epoch"],
                 }
+                if _REPLICA_SET.search(line.text):
+                    event = {k: event[k] for k in ("type", "topic", "partition", "leader")}
                 out.append(Statement(line.file, line.number, event))
-            if "starts at leader epoch" in line.text and key not in partial:
+            leadership = (
+                "starts at leader epoch" in line.text or "with state LeaderAndIsr(" in line.text
+            )
+            if leadership and key not in partial:
                 event = {
                     "type": "LeaderAndIsr",
                     "topic": version["topic"],
@@ -318,6 +348,25 @@ def _partition_states(
     return out
 
 
+def _replicas_sent(
+    truth: Mapping[str, list[dict[str, Any]]], version: Mapping[str, Any], ts: int
+) -> list[int] | dict[str, list[list[int]]]:
+    """The replicas a controller sent with a partition state that a broker cached at
+    ``ts``: the assignment when the state was written, or one a reassignment wrote after
+    it (UpdateMetadata carries the current state with the assignment of the moment). The
+    broker logs when it applies the request, not when it was sent: when an assignment
+    was written in between, the ground truth allows each, and the statement says so
+    (``{"one_of": [...]}``)."""
+    later = [
+        list(a["assignment"][str(version["partition"])])
+        for a in truth.get("assignments", [])
+        if a["topic"] == version["topic"] and version["ts"] < a["ts"] <= ts
+    ]
+    candidates = [list(version["replicas"])]
+    candidates += [replicas for replicas in later if replicas not in candidates]
+    return candidates[0] if len(candidates) == 1 else {"one_of": candidates}
+
+
 def _preferred_leaders(
     truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]
 ) -> list[Statement]:
@@ -325,7 +374,9 @@ def _preferred_leaders(
     partial LeaderAndIsr (its leader by then), one per line."""
     out = []
     for line in lines:
-        if not re.search(r"(?i)preferred replica leader election", line.text):
+        if not re.search(
+            r"(?i)(?<!failed to )completed preferred replica leader election", line.text
+        ):
             continue
         for version in reversed(truth.get("partitions", [])):
             names = _partition_names(version["topic"], version["partition"])
@@ -384,8 +435,16 @@ def _names_version(text: str, partition_epoch: int) -> bool:
     return named is None or int(named[1]) == partition_epoch
 
 
-def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -> list[Statement]:
-    """One line states one change: a line that fits several versions (a proposal names no
+def _isr_changes(
+    truth: Mapping[str, list[dict[str, Any]]], lines: list[Line], mode: str
+) -> list[Statement]:
+    """The leader's ISR changes: in ZooKeeper mode a version whose ISR changed under the
+    same leader and leader epoch (the leader's write, or AlterIsr's, keeps the epoch; the
+    controller's removal of a dead or reassigned replica bumps it, and a leader's proposal
+    at the same moment is cancelled: a real 2.0.1 broker logged "Cached zkVersion [9] not
+    equal to that in zookeeper, skip updating ISR" after one); in KRaft under the same
+    leader (3.3 to 3.5 bump the leader epoch when they apply the leader's shrink). One
+    line states one change: a line that fits several versions (a proposal names no
     version) goes to the one nearest in time."""
     versions = truth.get("partitions", [])
     candidates: list[tuple[int, Mapping[str, Any], Line]] = []  # version index, previous
@@ -399,10 +458,9 @@ def _isr_changes(truth: Mapping[str, list[dict[str, Any]]], lines: list[Line]) -
             or previous["leader"] != version["leader"]
             or previous["isr"] == version["isr"]
             or version["leader"] < 0
+            or (mode == "zookeeper" and previous["leader_epoch"] != version["leader_epoch"])
         ):
-            continue  # not a change of the ISR under the same leader
-        # (KRaft 3.3 to 3.5 bump the leader epoch when the leader's shrink is applied; a
-        # change the controller made alone has no line of the leader naming the new ISR)
+            continue  # not the leader's change of the ISR
         names = _partition_names(*key)
         new = _isr_text(version["isr"])
         candidates += [
@@ -470,9 +528,10 @@ def layouts(run: Path) -> list[str]:
 
 def expectations(run: Path) -> list[dict[str, Any]]:
     truth = load_truth(run / "ground-truth.jsonl")
+    mode = json.loads((run / "run.json").read_text(encoding="utf-8"))["mode"]
     rows = []
     for layout in layouts(run):
-        for statement in statements(truth, layout_files(run, layout)):
+        for statement in statements(truth, layout_files(run, layout), mode):
             rows.append({"layout": layout, **statement.to_json()})
     return rows
 

@@ -44,7 +44,7 @@ def shape(text: str) -> str:
     text = re.sub(r"\b(?:orders|moving|doomed)\b", "T", text)
     text = re.sub(r"-?\d+", "N", text)
     text = re.sub(r"\b(?:true|false)\b", "B", text)
-    text = re.sub(r"\[[^\[\]]*\]", "[L]", text)  # lists, empty or not
+    text = re.sub(r"\[(?:N(?:, ?N)*)?\]", "[L]", text)  # broker lists, empty or not
     text = re.sub(r"N -> N(?:, N -> N)*", "N -> N", text)
     text = re.sub(r"\b(?:None|Some\(N\))", "P", text)  # a previous leader, or none
     text = re.sub(r"(?:T|N)(?:, ?(?:T|N))+", "N", text)

@@ -6,6 +6,7 @@ of that release in the lab. Expected values are written by hand from the line.""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
@@ -256,3 +257,49 @@ def test_a_kraft_3_3_removal_is_one_deletion_whatever_the_controllers_logging_it
     )
     events = translate(REMOVED_BY_2_3_3, REMOVED_BY_1_3_3)
     assert [(e["type"], e["deleted"]) for e in events] == [("TopicChange", ["doomed"])]
+
+
+GENERATED = Path(__file__).parent / "data" / "kafka_logs" / "generated"
+
+
+def corpus_line(run: str, file: str, *needles: str) -> str:
+    """The first line of a generated run's file (Kafka's layout) holding every needle."""
+    lines = (GENERATED / run / "logs" / "apache" / file).read_text().splitlines()
+    return next(line for line in lines if all(n in line for n in needles))
+
+
+def elections(*lines: str) -> list[tuple[int, int]]:
+    return [
+        (e["controller_id"], e["controller_epoch"])
+        for e in translate_all(*lines)
+        if e["type"] == "ControllerChange"
+    ]
+
+
+def translate_all(*lines: str) -> list[dict[str, Any]]:
+    translator = LogTranslator()
+    records: list[Any] = [parse_line(line, UTC_ZONE) for line in lines]
+    return [dict(e.value) for e in translator.translate(records) + translator.flush()]
+
+
+def test_a_raft_leaders_line_is_its_election_once() -> None:
+    """3.6: node 3 leads the quorum at epoch 1 (Raft), then its controller says it is
+    active at epoch 1: one election; the Raft line alone (an image that shows no
+    QuorumController line) gives the same."""
+    raft = corpus_line("3.6-kraft", "broker-3/server.log", "Completed transition to Leader(")
+    active = corpus_line("3.6-kraft", "broker-3/controller.log", "Becoming the active")
+    assert "epoch=1," in raft
+    assert elections(raft, active) == [(3, 1)]
+    assert elections(raft) == [(3, 1)]
+
+
+def test_a_raft_leadership_a_higher_epoch_overtakes_is_no_election() -> None:
+    """4.0: node 3 logged leadership at epoch 2 and node 2 at epoch 3 a second later;
+    __cluster_metadata has no LeaderChange of epoch 2 (ground-truth.jsonl), and only node
+    2 became the active controller."""
+    lost = corpus_line("4.0-kraft", "broker-3/server.log", "Completed transition to Leader(")
+    won = corpus_line("4.0-kraft", "broker-2/server.log", "Completed transition to Leader(")
+    active = corpus_line("4.0-kraft", "broker-2/controller.log", "Becoming the active")
+    assert ", epoch=2," in lost
+    assert ", epoch=3," in won
+    assert elections(lost, won, active) == [(2, 3)]

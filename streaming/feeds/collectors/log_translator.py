@@ -109,6 +109,7 @@ from streaming.feeds.collectors.log_messages.state_changes import (
     DeletedFromCache,
     LeaderAndIsrReceived,
     LeadershipStarted,
+    PartitionLeaderChosen,
     PartitionState,
     PartitionStateApplied,
 )
@@ -210,6 +211,8 @@ class LogTranslator:
         self._live: dict[int, int] = _int_keys(state.get("live", {}))
         self._last_epoch: dict[int, int] = _int_keys(state.get("last_epoch", {}))
         self._registered: dict[int, int] = _int_keys(state.get("registered", {}))
+        # a Raft leader's election waiting to be kept: {"ts", "controller_id", "epoch"}
+        self._held_raft_leader: dict[str, Any] | None = state.get("held_raft_leader")
         # topics a KRaft controller's line said deleted (since their last creation seen)
         self._deleted_topics: set[str] = set(state.get("deleted_topics", []))
         # a broker change waiting for the controller's line with the real epochs:
@@ -232,6 +235,7 @@ class LogTranslator:
             "registered": _str_keys(self._registered),
             "held_broker_change": self._held_broker_change,
             "deleted_topics": sorted(self._deleted_topics),
+            "held_raft_leader": self._held_raft_leader,
         }
 
     def translate(self, items: Iterable[TranslatorInput]) -> list[InputRecord]:
@@ -252,6 +256,7 @@ class LogTranslator:
                     state.partition_epoch,
                 )
             out += self._release_held_before(item.ts)
+            out += self._confirm_before(item.ts)
             if isinstance(item, BrokerSetChanged | BrokerEpochsInitialized):
                 out += self._broker_record(item)
                 continue
@@ -273,13 +278,13 @@ class LogTranslator:
     def advance(self, log_time: int) -> list[InputRecord]:
         """The brokers' logs have reached ``log_time``: Kafka 0.10-2.3 proposals older
         than ``CANCEL_WINDOW_MS`` stand."""
-        out = self._release_held_before(log_time)
-        return out + self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
+        return self._release_held_before(log_time) + self._confirm_before(log_time)
 
     def flush(self) -> list[InputRecord]:
         """The input ended (or stayed idle for a read): every Kafka 0.10-2.3 proposal
         stands; proposals whose broker's version is still unknown are dropped."""
-        out = self._release_held(lambda held: True) + self._confirm(lambda pending: True)
+        out = self._release_raft_leader(lambda held: True)
+        out += self._release_held(lambda held: True) + self._confirm(lambda pending: True)
         for key in [k for k, p in self._pending.items() if self._mode(p) == CommitLogging.UNKNOWN]:
             del self._pending[key]
             self.dropped["isr_proposal_unconfirmed"] += 1
@@ -296,6 +301,12 @@ class LogTranslator:
     def _learn_logging(self, broker: int, mode: CommitLogging) -> None:
         if mode != CommitLogging.UNKNOWN:
             self._commit_logging[broker] = mode
+
+    def _confirm_before(self, log_time: int) -> list[InputRecord]:
+        """Kafka 0.10-2.3 proposals the logs have moved ``CANCEL_WINDOW_MS`` past stand,
+        whether the logs are read in one go or followed (a topic deleted later must not
+        take its partitions' standing proposals with it)."""
+        return self._confirm(lambda pending: pending["ts"] + CANCEL_WINDOW_MS <= log_time)
 
     def _confirm(self, due: Any) -> list[InputRecord]:
         out = []
@@ -361,17 +372,10 @@ class LogTranslator:
                 return self._update_metadata(item)
             case LeaderAndIsrReceived() | PartitionStateApplied():
                 return self._leader_and_isr_event(item)
-            case LeadershipStarted():
+            case LeadershipStarted() | PartitionLeaderChosen():
                 return self._leadership_started(item)
             case ControllerElected():
-                self._controller_epochs[item.controller_id] = item.controller_epoch
-                return input_record(
-                    ControllerChange(
-                        ts=item.ts,
-                        controller_id=item.controller_id,
-                        controller_epoch=item.controller_epoch,
-                    )
-                )
+                return self._controller_elected(item)
             case ControllerSeen():
                 # The partial form: the line names no epoch, and the epoch of an election
                 # this translator saw may be another one's (docs/event-contract.md).
@@ -486,6 +490,17 @@ class LogTranslator:
         self._leader_and_isr[key] = epochs
         self._learn_isr(key, state.partition_epoch, state.isr)
         controller = item if isinstance(item, LeaderAndIsrReceived) else None
+        if controller is not None and not controller.replicas_in_order:
+            # 0.10: the replicas' order is not stated, and the contract's state fields go
+            # together: the partial form (the new leader)
+            return self._controller_event(
+                LeaderAndIsr,
+                item.ts,
+                controller.controller_id,
+                topic=state.topic,
+                partition=state.partition,
+                leader=state.leader,
+            )
         return input_record(
             LeaderAndIsr(
                 ts=item.ts,
@@ -501,21 +516,31 @@ class LogTranslator:
             )
         )
 
-    def _leadership_started(self, item: LeadershipStarted) -> InputRecord | None:
+    def _leadership_started(
+        self, item: LeadershipStarted | PartitionLeaderChosen
+    ) -> InputRecord | None:
         """The partial LeaderAndIsr (the line names no replicas), once per (leader epoch,
-        partition epoch): each replica logs its own line. The leader's line names the
-        ISR, which is learnt."""
+        partition epoch): the controller logs its decision, each replica its own line. The
+        leader's line names the ISR, which is learnt."""
         key = partition_key(item.topic, item.partition)
         epochs = [item.leader_epoch, item.partition_epoch]
         seen = self._leadership.get(key)
-        if item.isr is not None:
+        if isinstance(item, LeadershipStarted) and item.isr is not None:
             self._learn_isr(key, item.partition_epoch, item.isr)
         if seen is not None and epochs <= seen:
             self.dropped["leadership_seen"] += 1
             return None
         self._leadership[key] = epochs
+        controller = item if isinstance(item, PartitionLeaderChosen) else None
         return input_record(
-            LeaderAndIsr(ts=item.ts, topic=item.topic, partition=item.partition, leader=item.leader)
+            LeaderAndIsr(
+                ts=item.ts,
+                controller_id=controller.controller_id if controller else None,
+                controller_epoch=controller.controller_epoch if controller else None,
+                topic=item.topic,
+                partition=item.partition,
+                leader=item.leader,
+            )
         )
 
     def _confirmed_by_state(
@@ -593,6 +618,48 @@ class LogTranslator:
             )
         )
 
+    def _controller_elected(self, item: ControllerElected) -> InputRecord | None:
+        """An election, once. A Raft leader's line is held ``CANCEL_WINDOW_MS``: the node
+        is the controller once its leadership is committed; the QuorumController's line of
+        the same epoch replaces it, a higher epoch from anyone in the meantime means it
+        never was (its LeaderChange was never committed)."""
+        held = self._held_raft_leader
+        if held is not None and (
+            item.controller_epoch > held["epoch"]
+            or (item.controller_epoch, item.controller_id) == (held["epoch"], held["controller_id"])
+        ):
+            self._held_raft_leader = None
+            if item.controller_epoch > held["epoch"]:
+                self.dropped["raft_leader_superseded"] += 1
+        if item.raft_leader:
+            if self._controller_epochs.get(item.controller_id) != item.controller_epoch:
+                self._held_raft_leader = {
+                    "ts": item.ts,
+                    "controller_id": item.controller_id,
+                    "epoch": item.controller_epoch,
+                }
+            return None
+        return self._controller_change(item.ts, item.controller_id, item.controller_epoch)
+
+    def _controller_change(self, ts: int, controller_id: int, epoch: int) -> InputRecord | None:
+        if self._controller_epochs.get(controller_id) == epoch:
+            self.dropped["controller_election_seen"] += 1
+            return None
+        self._controller_epochs[controller_id] = epoch
+        return input_record(
+            ControllerChange(ts=ts, controller_id=controller_id, controller_epoch=epoch)
+        )
+
+    def _release_raft_leader(self, due: Any) -> list[InputRecord]:
+        held = self._held_raft_leader
+        if held is None or not due(held):
+            return []
+        self._held_raft_leader = None
+        event = self._controller_change(
+            int(held["ts"]), int(held["controller_id"]), int(held["epoch"])
+        )
+        return [event] if event is not None else []
+
     def _broker_record(self, item: BrokerSetChanged | BrokerEpochsInitialized) -> list[InputRecord]:
         """A broker-change line is held: since 2.x the controller logs the same change with
         the brokers' real epochs ("Updated broker epochs cache") right after it, and the
@@ -623,7 +690,8 @@ class LogTranslator:
         return [*out, self._broker_change(item.ts, item.controller_id)]
 
     def _release_held_before(self, log_time: int) -> list[InputRecord]:
-        return self._release_held(lambda held: held["ts"] + HOLD_MS <= log_time)
+        out = self._release_raft_leader(lambda held: held["ts"] + CANCEL_WINDOW_MS <= log_time)
+        return out + self._release_held(lambda held: held["ts"] + HOLD_MS <= log_time)
 
     def _release_held(self, due: Any) -> list[InputRecord]:
         held = self._held_broker_change

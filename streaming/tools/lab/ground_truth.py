@@ -28,6 +28,7 @@ __all__ = [
     "ControllerElection",
     "GroundTruth",
     "PartitionVersion",
+    "TopicAssignment",
     "TopicCreation",
     "TopicDeletion",
     "from_metadata_dump",
@@ -75,6 +76,16 @@ class TopicCreation:
 
 
 @dataclass(frozen=True)
+class TopicAssignment:
+    """A write of a topic's replica assignment (ZooKeeper's ``/brokers/topics/T``; a
+    reassignment writes it at its start and its end)."""
+
+    ts: int
+    topic: str
+    assignment: Mapping[int, tuple[int, ...]]
+
+
+@dataclass(frozen=True)
 class TopicDeletion:
     ts: int  # when the topic's metadata went (ZooKeeper: /brokers/topics/T deleted)
     topic: str
@@ -85,6 +96,7 @@ class GroundTruth:
     elections: list[ControllerElection] = field(default_factory=list)
     registrations: list[BrokerRegistration] = field(default_factory=list)
     creations: list[TopicCreation] = field(default_factory=list)
+    assignments: list[TopicAssignment] = field(default_factory=list)
     deletions: list[TopicDeletion] = field(default_factory=list)
     partitions: list[PartitionVersion] = field(default_factory=list)
 
@@ -99,6 +111,14 @@ class GroundTruth:
                     "assignment": {str(p): list(r) for p, r in sorted(c.assignment.items())},
                 }
                 for c in self.creations
+            ],
+            "assignments": [
+                {
+                    "ts": a.ts,
+                    "topic": a.topic,
+                    "assignment": {str(p): list(r) for p, r in sorted(a.assignment.items())},
+                }
+                for a in self.assignments
             ],
             "deletions": [vars(d) for d in self.deletions],
             "partitions": [
@@ -345,6 +365,7 @@ def from_zookeeper_log(writes: Iterable[ZooKeeperWrite]) -> GroundTruth:
                         del targets[key]  # the reassignment completed
                 if write.op == "create":
                     truth.creations.append(TopicCreation(write.ts, topic, assignment))
+                truth.assignments.append(TopicAssignment(write.ts, topic, assignment))
                 assignments[topic] = assignment
             elif write.op == "delete":
                 truth.deletions.append(TopicDeletion(write.ts, topic))

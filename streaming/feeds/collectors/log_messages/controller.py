@@ -22,11 +22,17 @@ from streaming.feeds.collectors.log_messages.wording import (
 @dataclass(frozen=True, slots=True)
 class ControllerElected:
     """kafka.controller.KafkaController.elect (ZooKeeper) or
-    org.apache.kafka.controller.QuorumController (KRaft), INFO."""
+    org.apache.kafka.controller.QuorumController and the Raft leader's
+    org.apache.kafka.raft.QuorumState (KRaft), INFO."""
 
     ts: int
     controller_id: int
     controller_epoch: int
+    raft_leader: bool = False
+    """The Raft layer's line: the node leads the quorum at that epoch, and becomes the
+    active controller once its epoch's first record is committed, which may never
+    happen (a real 4.0.1 node logged leadership at epoch 2 and lost it to epoch 3 a
+    second later, with no LeaderChange of epoch 2 in __cluster_metadata)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +167,16 @@ _ACTIVE = re.compile(
     r"\[(?:Quorum)?Controller (?:id=)?(?P<controller>\d+)\] Becoming the active controller at"
     r" epoch (?P<epoch>\d+)\b.*"
 )
+# org.apache.kafka.raft.QuorumState (KRaft, INFO), on the node the quorum elected: "[RaftManager
+# nodeId=N] Completed transition to Leader(localId=N, epoch=E, ...)" (3.3; "id=N" from 3.5;
+# 3.9+ name the node inside "localVoterNode=VoterNode(...)" before the epoch). The Raft
+# leader becomes the active controller at the Raft epoch (the translator waits to see it
+# keep its leadership): a packaged image that routes org.apache.kafka.controller elsewhere
+# still shows this line.
+_RAFT_LEADER = re.compile(
+    r"\[RaftManager (?:node)?[iI]d=(?P<controller>\d+)\] Completed transition to Leader\("
+    r".*?(?<![A-Za-z])epoch=(?P<epoch>\d+)\b.*"
+)
 # KafkaController.elect, when another broker already is the controller (0.11 to 3.x):
 # "Broker N has been elected as the controller, so stopping the election process." In 0.10
 # ZookeeperLeaderElector (whose only user is KafkaController's controllerElector) logs "Broker
@@ -225,10 +241,13 @@ _TOPIC_RESULT = re.compile(r"\): (?P<result>[A-Z_]+)(?:, )?$")
 _DELETE_TOPICS = re.compile(_KRAFT_CONTROLLER + r"DeleteTopics result\(s\): (?P<topics>.*)")
 _REMOVED_TOPIC = re.compile(_KRAFT_CONTROLLER + r"Removed topic (?P<topic>\S+) with ID \S+\.")
 _DELETED_TOPIC = re.compile(r"\{id: \S+, name: (?P<name>[^,}]+), result: (?P<result>[A-Z_]+)\}")
-# TopicDeletionManager.completeDeleteTopic; its logIdent ends with ", " up to 2.x.
+# TopicDeletionManager.completeDeleteTopic; its logIdent ends with ", " up to 2.x. In 0.10
+# the line comes from its DeleteTopicsThread, named "delete-topics-thread-<controller id>"
+# (a real 0.10.2.2 broker: "[delete-topics-thread-1], Deletion of topic t successfully
+# completed").
 _TOPIC_DELETED = re.compile(
-    r"\[Topic Deletion Manager (?P<controller>\d+)\],? Deletion of topic (?P<topic>\S+)"
-    r" successfully completed"
+    r"\[(?:Topic Deletion Manager |delete-topics-thread-)(?P<controller>\d+)\],?"
+    r" Deletion of topic (?P<topic>\S+) successfully completed"
 )
 
 
@@ -239,6 +258,8 @@ def _controller_elected(ts: int, message: str) -> ControllerElected | NoFact | N
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
     if match := _ACTIVE.fullmatch(message):
         return ControllerElected(ts, int(match["controller"]), int(match["epoch"]))
+    if match := _RAFT_LEADER.fullmatch(message):
+        return ControllerElected(ts, int(match["controller"]), int(match["epoch"]), True)
     if "successfully elected as the controller" in message:
         return NO_FACT  # 1.0 to 2.1: the epoch comes on its own line
     return None
@@ -363,6 +384,7 @@ MARKERS: Final[tuple[Marker[ControllerRecord], ...]] = (
     Marker("ncremented epoch to ", ControllerElected, _controller_elected),
     Marker("Epoch incremented to ", ControllerElected, _controller_elected),
     Marker("Becoming the active controller at epoch", ControllerElected, _controller_elected),
+    Marker("Completed transition to Leader(", ControllerElected, _controller_elected),
     Marker(" so stopping the election process", ControllerSeen, _controller_seen),
     Marker("was elected as leader instead of broker", ControllerSeen, _controller_seen),
     Marker(

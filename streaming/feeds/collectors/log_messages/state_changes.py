@@ -65,6 +65,11 @@ class LeaderAndIsrReceived:
     controller_id: int
     controller_epoch: int
     state: PartitionState
+    replicas_in_order: bool = True
+    """False for Kafka 0.10's wording ("Broker N received LeaderAndIsr request ..."): its
+    LeaderAndIsrRequest.PartitionState holds the replicas in a Set, printed in the set's
+    order, not the assignment's (a real 0.10.2.2 broker printed replicas=[1, 2, 3] for
+    a partition assigned [3, 1, 2]); the preferred replica is not stated."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,12 +107,33 @@ class LeadershipStarted:
     isr: tuple[int, ...] | None  # the leader's line only
 
 
+@dataclass(frozen=True, slots=True)
+class PartitionLeaderChosen:
+    """kafka.controller.PartitionStateMachine (ZooKeeper mode), state.change.logger, TRACE
+    up to 2.4, INFO from 2.8: the controller's new state of a partition, "[Controller id=N
+    epoch=E] Changed partition T-P from NewPartition to OnlinePartition with state
+    LeaderAndIsr(leader=L, leaderEpoch=E, isr=List(..), zkVersion=V)" (3.5+:
+    "isrWithBrokerEpoch=List(BrokerState(...)), leaderRecoveryState=R, partitionEpoch=V").
+    It names no replicas: the partial LeaderAndIsr, the first leadership of a partition
+    at cluster start with the default (INFO) logging."""
+
+    ts: int
+    controller_id: int
+    controller_epoch: int
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    partition_epoch: int
+
+
 StateChangeRecord = (
     CachedLeaderInfo
     | DeletedFromCache
     | LeaderAndIsrReceived
     | PartitionStateApplied
     | LeadershipStarted
+    | PartitionLeaderChosen
 )
 
 RECORD_KINDS: Final[Mapping[type[object], str]] = {
@@ -116,6 +142,7 @@ RECORD_KINDS: Final[Mapping[type[object], str]] = {
     LeaderAndIsrReceived: "leader_and_isr",
     PartitionStateApplied: "partition_state_applied",
     LeadershipStarted: "leadership_started",
+    PartitionLeaderChosen: "partition_leader_chosen",
 }
 """The metrics label of each record type."""
 
@@ -169,6 +196,12 @@ _FOLLOWER_STARTS = re.compile(
     r" Current leader is (?P<leader>-?\d+)\..*"
 )
 
+_LEADER_CHOSEN = re.compile(
+    r"\[Controller id=(?P<cid>\d+) epoch=(?P<cepoch>\d+)\] Changed partition (?P<tp>\S+) from"
+    r" \w+ to OnlinePartition with state LeaderAndIsr\(leader=(?P<leader>-?\d+),"
+    r" leaderEpoch=(?P<epoch>\d+), .*(?:zkVersion|partitionEpoch)=(?P<pepoch>\d+)\)"
+)
+
 # "name=value" up to the next ", name=" (values may hold commas: "isr=1,2" up to 2.3)
 _STATE_FIELD = re.compile(r"(\w+)=(.*?)(?=, \w+=|$)")
 
@@ -208,7 +241,10 @@ def _received(ts: int, message: str) -> LeaderAndIsrReceived | None:
         if state.partition_epoch is None:
             raise MalformedError("a LeaderAndIsr state has a zkVersion or partitionEpoch")
         broker = match["broker"] if match["broker"] is not None else match["broker0"]
-        return LeaderAndIsrReceived(ts, int(broker), int(match["cid"]), int(match["cepoch"]), state)
+        in_order = match["broker"] is not None
+        return LeaderAndIsrReceived(
+            ts, int(broker), int(match["cid"]), int(match["cepoch"]), state, in_order
+        )
     return None
 
 
@@ -233,6 +269,22 @@ def _leadership_started(ts: int, message: str) -> LeadershipStarted | None:
     return LeadershipStarted(
         ts, broker, topic, partition, leader, int(match["epoch"]), int(match["pepoch"]), isr
     )
+
+
+def _leader_chosen(ts: int, message: str) -> PartitionLeaderChosen | None:
+    if match := _LEADER_CHOSEN.fullmatch(message):
+        topic, partition = split_topic_partition(match["tp"])
+        return PartitionLeaderChosen(
+            ts,
+            int(match["cid"]),
+            int(match["cepoch"]),
+            topic,
+            partition,
+            int(match["leader"]),
+            int(match["epoch"]),
+            int(match["pepoch"]),
+        )
+    return None
 
 
 def _partition_state(text: str, topic_partition: str | None) -> PartitionState:
@@ -272,4 +324,9 @@ MARKERS: Final[tuple[Marker[StateChangeRecord], ...]] = (
     Marker("eceived LeaderAndIsr request ", LeaderAndIsrReceived, _received),
     Marker("Skipped the become-", PartitionStateApplied, _applied),
     Marker(" starts at leader epoch ", LeadershipStarted, _leadership_started, shared=True),
+    Marker(
+        " to OnlinePartition with state LeaderAndIsr(",
+        PartitionLeaderChosen,
+        _leader_chosen,
+    ),
 )
