@@ -84,6 +84,7 @@ COLUMNS = (
     "final state equal",
     "commit to record p99 ms",
     "changes never seen",
+    "gated stops (under min ISR)",
 )
 
 
