@@ -178,7 +178,8 @@ def create_churn_topic(bootstrap: str) -> None:
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     futures = admin.create_topics(
-        [NewTopic(CHURN_TOPIC, replica_assignment=[list(CHURN_FIRST)])], operation_timeout=30
+        [NewTopic(CHURN_TOPIC, num_partitions=1, replica_assignment=[list(CHURN_FIRST)])],
+        operation_timeout=30,
     )
     for future in futures.values():
         future.result(timeout=60)
