@@ -311,6 +311,9 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
             str(ADMIN_POLL_MS),
             "--set",
             f"collect.admin.bootstrap_servers={cluster.bootstrap_servers}",
+            # a hung broker holds up the whole poll this long: at most one poll interval
+            "--set",
+            f"collect.admin.broker_timeout_ms={ADMIN_POLL_MS}",
             "--set",
             f"collect.admin.state_file={state / 'admin.json'}",
             "--set",
