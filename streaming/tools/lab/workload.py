@@ -193,13 +193,18 @@ def create_churn_topic(bootstrap: str) -> None:
 
 
 def reassign_churn_topic(bootstrap: str) -> None:
-    from kafka import KafkaAdminClient
+    from kafka import KafkaAdminClient, TopicPartition
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","))
     try:
-        admin.alter_partition_reassignments({(CHURN_TOPIC, 0): list(CHURN_MOVED)})
+        refused = admin.alter_partition_reassignments(
+            {TopicPartition(CHURN_TOPIC, 0): list(CHURN_MOVED)}
+        )
     finally:
         admin.close()
+    errors = {str(tp): error for tp, error in refused.items() if error is not None}
+    if errors:
+        raise RuntimeError(f"Kafka refused the reassignment: {errors}")
 
 
 def delete_churn_topic(bootstrap: str) -> None:
