@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -99,6 +100,11 @@ def main() -> int:
     parser.add_argument("--lag-time-max-ms", type=int, default=10_000)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/isrwatch-real-kafka"))
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON")
+    parser.add_argument(
+        "--rescore",
+        action="store_true",
+        help="score the runs kept under --workdir again, starting nothing",
+    )
     options = parser.parse_args()
     rows = []
     print("| " + " | ".join(COLUMNS) + " |")
@@ -106,9 +112,14 @@ def main() -> int:
     for setup in options.setups.split(","):
         for scenario in options.scenarios.split(","):
             workdir = options.workdir / f"{setup}-{scenario}"
-            if workdir.exists():
-                subprocess.run(["rm", "-rf", str(workdir)], check=True)
-            row = run_one(setup, scenario, workdir, options.lag_time_max_ms)
+            if workdir.exists() and not options.rescore:
+                shutil.rmtree(workdir)
+            if options.rescore:
+                if not (workdir / "cluster.json").exists():
+                    continue
+                row = {"setup": setup, "scenario": scenario} | score_workdir(workdir)[0].row()
+            else:
+                row = run_one(setup, scenario, workdir, options.lag_time_max_ms)
             rows.append(row)
             if "error" in row:
                 print(f"| {setup} | {scenario} | failed: {row['error']} |", flush=True)
