@@ -210,8 +210,6 @@ def reassign_churn_topic(bootstrap: str) -> None:
 def delete_churn_topic(bootstrap: str) -> None:
     from confluent_kafka.admin import AdminClient
 
-    futures = AdminClient({"bootstrap.servers": bootstrap}).delete_topics(
-        [CHURN_TOPIC], operation_timeout=30
-    )
-    for future in futures.values():
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # alive until the answer comes
+    for future in admin.delete_topics([CHURN_TOPIC], operation_timeout=30).values():
         future.result(timeout=60)
