@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,7 @@ from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
 from streaming.tools.lab.node_config import ClientListener
 from tests.integration.certificates import Certificates, make_certificates
+from tests.integration.job_process import JobProcess
 from tests.integration.kafka_topics import last_per_key, read_topic, replayed
 from tests.integration.lab_kafka import create_topics, environment, publish_sample
 
@@ -37,7 +39,9 @@ pytestmark = pytest.mark.integration
 PORT_BASE = 36040  # 36040 to 36047 (the listeners' test uses 36008 to 36039)
 ADMIN = "admin"
 COMPONENTS = ("job", "publisher", "check-restart", "collect-admin")
-PASSWORDS = {name: f"{name}-pw-0123" for name in (ADMIN, *COMPONENTS)}
+# A job's user holding the job's ACLs but Read on fetch-responses.
+MISSING_READ = "job-without-fetch-read"
+PASSWORDS = {name: f"{name}-pw-0123" for name in (ADMIN, *COMPONENTS, MISSING_READ)}
 CLUSTER = "kafka-cluster"  # the one name a CLUSTER resource has
 
 
@@ -143,10 +147,16 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizedKafka]
         admin_config = kafka.config(ADMIN)
         create_topics(admin_config)
         admin = KafkaAdminClient(**admin_config.kafka.kafka_python_options())
+        permissions = needed(admin_config)
+        fetch_read = Permission(
+            ResourceType.TOPIC, admin_config.topics.fetch_responses, ACLOperation.READ
+        )
+        permissions[MISSING_READ] = [p for p in permissions["job"] if p != fetch_read]
+        assert len(permissions[MISSING_READ]) == len(permissions["job"]) - 1
         acls = [
             permission.acl(component)
-            for component, permissions in needed(admin_config).items()
-            for permission in permissions
+            for component, held in permissions.items()
+            for permission in held
         ]
         created = admin.create_acls(acls)
         admin.close()
@@ -200,3 +210,26 @@ def test_each_component_works_with_exactly_its_acls(kafka: AuthorizedKafka, tmp_
     configs = {e["topic"] for e in events if e.get("type") == "TopicConfig"}
     assert config.topics.partition_health in configs
     assert any(e.get("type") == "BrokerConfig" for e in events)
+
+
+def test_a_job_missing_read_on_an_input_topic_names_it_and_keeps_trying(
+    kafka: AuthorizedKafka, tmp_path: Path
+) -> None:
+    topic = kafka.config(ADMIN).topics.fetch_responses
+    settings = kafka.settings(MISSING_READ)
+    del settings["metrics.enabled"]
+    job = JobProcess(settings, tmp_path)
+    said = (
+        f"not authorized to read topic {topic} (TOPIC_AUTHORIZATION_FAILED): the job's "
+        f"principal needs Read on Topic:{topic}"
+    )
+    try:
+        deadline = time.monotonic() + 300
+        while job.stderr().count(said) < 2 and time.monotonic() < deadline:
+            assert job.process.poll() is None, job.stderr()[-4000:]
+            time.sleep(1)
+        assert job.stderr().count(said) >= 2, job.stderr()[-4000:]  # said, then tried again
+        assert job.process.poll() is None
+    finally:
+        job.stop()
+    assert PASSWORDS[MISSING_READ] not in job.stderr()
