@@ -36,7 +36,6 @@ from tests.integration.lab_kafka import create_topics, environment, publish_samp
 
 pytestmark = pytest.mark.integration
 
-PORT_BASE = 36040  # 36040 to 36047 (the listeners' test uses 36008 to 36039)
 ADMIN = "admin"
 COMPONENTS = ("job", "publisher", "check-restart", "collect-admin")
 # A job's user holding the job's ACLs but Read on fetch-responses.
@@ -138,9 +137,7 @@ def kafka(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AuthorizedKafka]
         authorizer=True,
         super_users=(ADMIN,),
     )
-    cluster = LabCluster(
-        LINES["4.1"], 1, directory / "cluster", port_base=PORT_BASE, client=listener
-    )
+    cluster = LabCluster(LINES["4.1"], 1, directory / "cluster", client=listener)
     try:
         cluster.start()
         kafka = AuthorizedKafka(cluster, certificates)

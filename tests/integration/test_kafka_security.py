@@ -1,6 +1,6 @@
 """isrwatch against Apache Kafka 4.1's own secured listeners (docs/security.md).
 
-One one-node KRaft cluster at a time (``LabCluster``, ports from 36000), its clients'
+One one-node KRaft cluster at a time (``LabCluster``, on ports the OS picks), its clients'
 listener secured one way per module parameter: SASL_SSL with SCRAM-SHA-512 (the user
 created by StorageTool's ``--add-scram`` at format), SASL_PLAINTEXT with PLAIN (the user
 in the listener's JAAS configuration), SSL, and SSL requiring client certificates. The
@@ -39,9 +39,6 @@ pytestmark = pytest.mark.integration
 
 assert shutil.which("openssl") is not None, "openssl is not installed"
 
-# A cluster's ports per listener kind, 8 each from 36008 (the connector's test uses 36000
-# to 36007): a port the previous cluster just left may not be free again yet.
-PORT_BASE = 36008
 USER = "isrwatch"
 PASSWORD = "isrwatch-S3cret-pw"  # must never appear in a log
 
@@ -184,10 +181,7 @@ def kafka(
     with isrwatch's topics created over that listener."""
     directory = tmp_path_factory.mktemp("kafka")
     setup = secured(request.param, certificates, directory)
-    port_base = PORT_BASE + 8 * KINDS.index(request.param)
-    cluster = LabCluster(
-        LINES["4.1"], 1, directory / "cluster", port_base=port_base, client=setup.listener
-    )
+    cluster = LabCluster(LINES["4.1"], 1, directory / "cluster", client=setup.listener)
     try:
         cluster.start()
         kafka = SecuredKafka(cluster, setup, certificates)

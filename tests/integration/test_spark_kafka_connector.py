@@ -26,12 +26,10 @@ from tests.integration.lab_kafka import create_topics, environment, publish_samp
 
 pytestmark = pytest.mark.integration
 
-PORT_BASE = 36000  # this test's cluster: 36000 to 36007
-
 
 @pytest.fixture(scope="module")
 def kafka_4_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
-    cluster = LabCluster(LINES["4.1"], 1, tmp_path_factory.mktemp("kafka"), port_base=PORT_BASE)
+    cluster = LabCluster(LINES["4.1"], 1, tmp_path_factory.mktemp("kafka"))
     try:
         cluster.start()
         yield cluster
