@@ -55,5 +55,6 @@ def connector_jars(spark_version: str, shipped: Path | None = None) -> list[Path
         f"kafka.source_format: kafka needs Spark's Kafka connector "
         f"{CONNECTOR_ARTIFACT} {spark_version} (PySpark's version), and "
         + (f"{lib} holds {', '.join(found)} instead" if found else f"{lib} has none")
-        + ": run `make spark-kafka`, or set kafka.source_format: python"
+        + ": run `make spark-kafka` in the checkout (in a container image, add the jars of"
+        " jvm/spark-kafka/pom.xml to SPARK_EXTRA_JARS), or set kafka.source_format: python"
     )

@@ -243,7 +243,10 @@ def test_every_component_logs_in_and_does_its_work(kafka: SecuredKafka, tmp_path
     )
 
     # collect admin describes the cluster (its admin client) and publishes what it saw
-    polled = isrwatch(kafka, "collect", "admin", "--once")
+    state_file = tmp_path / "collect-admin.json"  # its first poll: everything is new
+    polled = isrwatch(
+        kafka, "collect", "admin", "--once", **{"collect.admin.state_file": state_file}
+    )
     assert polled.returncode == 0, polled.stderr[-4000:]
     assert PASSWORD not in polled.stderr + polled.stdout
     events = [

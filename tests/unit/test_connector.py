@@ -106,3 +106,28 @@ def test_a_connector_among_pysparks_own_jars_needs_nothing_from_the_cache(
     assert connector_jars("4.2.0", shipped=shipped) == [
         connector_lib() / f"{CONNECTOR_ARTIFACT}-4.2.0.jar"
     ]
+
+
+def test_isrwatch_run_without_the_connector_says_how_to_install_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from streaming.cli import main
+
+    monkeypatch.setenv("LAB_JVM_CACHE", str(tmp_path / "empty"))
+    result = CliRunner().invoke(
+        main,
+        [
+            "run",
+            "--checkpoint-location",
+            str(tmp_path / "checkpoint"),
+            "--set",
+            "kafka.source_format=kafka",
+            "--set",
+            "metrics.enabled=false",
+        ],
+    )
+    assert result.exit_code == 1
+    assert "make spark-kafka" in result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

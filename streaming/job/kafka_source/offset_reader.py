@@ -28,6 +28,7 @@ DRIVER_BOOTSTRAP_TIMEOUT_MS = 10_000
 _PROBE_MAX_RECORDS = 1_000_000
 _PROBE_MAX_POLLS = 10_000
 _UNKNOWN_TOPIC_OR_PARTITION = 3
+_TOPIC_AUTHORIZATION_FAILED = 29
 
 
 @dataclass
@@ -151,8 +152,27 @@ class OffsetReader:
             if error == _UNKNOWN_TOPIC_OR_PARTITION:
                 log.debug("%s: topic %s does not exist (yet)", SOURCE_NAME, name)
                 continue
+            if error == _TOPIC_AUTHORIZATION_FAILED:
+                # The other topic is still read: say, every trigger, what is missing.
+                log.warning(
+                    "%s: not authorized to read topic %s (TOPIC_AUTHORIZATION_FAILED): the "
+                    "job's principal needs Read on Topic:%s (docs/security.md#acls); its "
+                    "records are not read until it has it",
+                    SOURCE_NAME,
+                    name,
+                    name,
+                )
+                continue
             if error:
-                log.warning("%s: topic %s: metadata error code %s", SOURCE_NAME, name, error)
+                from kafka import errors as kafka_errors
+
+                log.warning(
+                    "%s: topic %s: metadata error %s (code %s)",
+                    SOURCE_NAME,
+                    name,
+                    kafka_errors.for_code(error).__name__,
+                    error,
+                )
                 continue
             for partition in topic.get("partitions") or []:
                 if partition.get("error_code", 0) == 0 and partition.get("leader_id", 0) >= 0:

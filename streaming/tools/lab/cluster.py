@@ -555,6 +555,10 @@ def _bindable(port: int) -> bool:
     import socket
 
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        # As the broker binds (Java sets SO_REUSEADDR on its listening sockets): a port a
+        # stopped cluster's connections left in TIME_WAIT is free for it, one that a
+        # process listens on is not.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             probe.bind(("127.0.0.1", port))
         except OSError:
