@@ -62,6 +62,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def bindable(port: int, host: str = "127.0.0.1") -> bool:
+    """Whether a server could listen on ``host:port`` now. With SO_REUSEADDR, as servers
+    bind (Java sets it on its listening sockets, as does Python's HTTP server): a port a
+    stopped process's connections left in TIME_WAIT is free, one a process listens on is
+    not."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
 def accepts_connections(host: str, port: int) -> bool:
     try:
         with socket.create_connection((host, port), timeout=0.2):

@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from streaming.tools.embedded_broker import free_port
+from streaming.tools.embedded_broker import bindable, free_port
 from streaming.tools.lab.distribution import LINES, installed
 from streaming.tools.lab.scoreboard import score_workdir
 from tests.processes import descendants, still_running
@@ -82,8 +82,8 @@ def test_lab_on_kafka_4_1_is_scored_against_kafka_and_leaves_nothing_behind(
     assert seen, "no broker, collector or Spark process was seen"
     assert not still_running(seen), f"left running: {still_running(seen)}"
     for broker in described["brokers"]:
-        assert _free(broker["port"]), f"broker {broker['id']}'s port is still taken"
-    assert _free(port)
+        assert bindable(broker["port"]), f"broker {broker['id']}'s port is still taken"
+    assert bindable(port)
 
 
 def test_a_taken_port_is_named_and_nothing_starts(tmp_path: Path) -> None:
@@ -154,16 +154,6 @@ def _java() -> str:
     found = shutil.which("java")
     assert found is not None
     return str(Path(found).resolve())
-
-
-def _free(port: int) -> bool:
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def _tail(path: Path, lines: int = 40) -> str:

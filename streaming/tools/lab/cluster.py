@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from streaming.tools.embedded_broker import (
     accepts_connections,
+    bindable,
     free_port,
     output_tail,
     parent_death_signal,
@@ -386,7 +387,7 @@ class LabCluster:
         }
         for node_id, node_ports in ports.items():
             for port in node_ports:
-                if accepts_connections("127.0.0.1", port) or not _bindable(port):
+                if accepts_connections("127.0.0.1", port) or not bindable(port):
                     who = "ZooKeeper" if node_id == 0 else f"broker {node_id}"
                     raise LabError(
                         f"port {port} (for {who}) is taken by another process: stop it, or "
@@ -549,21 +550,6 @@ def _log_config_option(log4j2: bool, path: Path) -> str:
     if log4j2:
         return f"-Dlog4j2.configurationFile={path}"
     return f"-Dlog4j.configuration=file:{path}"
-
-
-def _bindable(port: int) -> bool:
-    import socket
-
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        # As the broker binds (Java sets SO_REUSEADDR on its listening sockets): a port a
-        # stopped cluster's connections left in TIME_WAIT is free for it, one that a
-        # process listens on is not.
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
 
 
 def _random_cluster_id() -> str:

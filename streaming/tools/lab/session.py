@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import logging
-import socket
 import subprocess
 import sys
 import threading
@@ -37,7 +36,12 @@ from rich.console import Console
 from streaming.config import IsrwatchConfig
 from streaming.job.metrics import HealthExporter
 from streaming.tools.cluster_health import ClusterHealth
-from streaming.tools.embedded_broker import EmbeddedBroker, free_port, parent_death_signal
+from streaming.tools.embedded_broker import (
+    EmbeddedBroker,
+    bindable,
+    free_port,
+    parent_death_signal,
+)
 from streaming.tools.foreground import (
     Worker,
     job_config_for,
@@ -510,18 +514,9 @@ def summarize(result: LabResult, options: LabOptions) -> list[str]:
     return lines
 
 
-def port_taken(port: int) -> bool:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        try:
-            probe.bind(("0.0.0.0", port))
-        except OSError:
-            return True
-    return False
-
-
 def check_ports(config: IsrwatchConfig) -> None:
     """The job's /metrics port must be free before anything starts."""
-    if config.metrics.enabled and port_taken(config.metrics.port):
+    if config.metrics.enabled and not bindable(config.metrics.port, config.metrics.host):
         raise LabError(
             f"port {config.metrics.port} (/metrics) is taken by another process: stop it, "
             "or choose another with --metrics-port"
