@@ -277,10 +277,7 @@ def _check_restart(bootstrap: str, broker: int) -> tuple[bool, str]:
     """``isrwatch check restart --broker N --wait``, as an operator's rollout runs it,
     on the partition-health topic the job writes."""
     done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "streaming.cli",
+        _isrwatch_command(
             "check",
             "restart",
             "--broker",
@@ -290,7 +287,7 @@ def _check_restart(bootstrap: str, broker: int) -> tuple[bool, str]:
             str(RESTART_CHECK_TIMEOUT_S),
             "--bootstrap-servers",
             bootstrap,
-        ],
+        ),
         capture_output=True,
         text=True,
         check=False,
@@ -298,8 +295,9 @@ def _check_restart(bootstrap: str, broker: int) -> tuple[bool, str]:
     return done.returncode == 0, (done.stdout + done.stderr).strip()[-2000:]
 
 
-def _collector_command(*arguments: str) -> list[str]:
-    return [sys.executable, "-m", "streaming.cli", "collect", *arguments]
+def _isrwatch_command(*arguments: str) -> list[str]:
+    """``isrwatch ARGUMENTS`` in this interpreter: the lab runs the tools as a user does."""
+    return [sys.executable, "-m", "streaming.cli", *arguments]
 
 
 def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> list[_Collector]:
@@ -308,7 +306,8 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
     kraft = options.kafka.mode is Mode.KRAFT
     common = ["--set", f"kafka.bootstrap_servers={sink}", "--set", "collect.metrics_host=127.0.0.1"]
     commands: dict[str, list[str]] = {
-        "admin": _collector_command(
+        "admin": _isrwatch_command(
+            "collect",
             "admin",
             *common,
             "--interval-ms",
@@ -327,7 +326,8 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
             "--set",
             f"collect.admin.partition_events={'false' if kraft else 'true'}",
         ),
-        "logs": _collector_command(
+        "logs": _isrwatch_command(
+            "collect",
             "logs",
             "--follow",
             *common,
@@ -348,7 +348,8 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
         # one beside each node, as the chart's sidecars run: a scenario may kill any node,
         # and the copies of the others go on (the job applies a change seen twice once)
         for node in cluster.node_ids:
-            commands[f"metadata-log-{node}"] = _collector_command(
+            commands[f"metadata-log-{node}"] = _isrwatch_command(
+                "collect",
                 "metadata-log",
                 "--follow",
                 *common,
