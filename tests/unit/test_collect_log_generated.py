@@ -16,9 +16,6 @@ from tests.log_corpus_wordings import DOC, doc_table, table
 
 GENERATED = load_generated()
 RUNS = sorted(path for path in GENERATED_DIR.iterdir() if (path / "run.json").exists())
-# Runs whose lines the collector does not read well enough yet (issue 27), with why; the
-# test is a strict xfail so that it says so the day they do.
-SHORT_OF_GOAL: dict[str, str] = {}
 
 
 def test_every_run_has_its_configuration_command_ground_truth_and_layouts() -> None:
@@ -39,15 +36,9 @@ def test_expectations_are_what_the_ground_truth_gives(run: Path) -> None:
     assert committed == expectations(run)
 
 
-def _goal(corpus: CorpusFile) -> object:
-    run = corpus.name.split()[0]
-    marks = (
-        [pytest.mark.xfail(reason=SHORT_OF_GOAL[run], strict=True)] if run in SHORT_OF_GOAL else []
-    )
-    return pytest.param(corpus, id=corpus.name.replace(" ", "-"), marks=marks)
-
-
-@pytest.mark.parametrize("corpus", [_goal(corpus) for corpus in GENERATED])
+@pytest.mark.parametrize(
+    "corpus", GENERATED, ids=[corpus.name.replace(" ", "-") for corpus in GENERATED]
+)
 def test_generated_corpus_score(corpus: CorpusFile) -> None:
     """Issue 27's goal, per run and layout: at least 98 % of the stated events emitted
     with the right facts, none wrong, none about a partition no line names."""
