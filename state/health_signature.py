@@ -61,6 +61,10 @@ class _Field(IntEnum):
     FOLLOWER_IN_ISR = 20
     STALE_BROKERS_LENGTH = 21
     STALE_BROKERS = 22
+    ELR_LENGTH = 23
+    ELR = 24
+    LAST_KNOWN_ELR_LENGTH = 25
+    LAST_KNOWN_ELR = 26
 
 
 def _mix(values: U64) -> U64:
@@ -115,7 +119,27 @@ def health_signatures(frame: HealthFrame) -> U64:
     ):
         _add_lists(signature, length_field, item_field, lists)
     _add_followers(signature, frame)
+    _add_eligible_leaders(signature, frame)
     return signature
+
+
+def _add_eligible_leaders(signature: U64, frame: HealthFrame) -> None:
+    """Adds the ELR and last known ELR of the partitions that have them stated (Kafka
+    4.0+). A partition with none adds nothing: its signature is the one it had before the
+    ELR was known to isrwatch, so an upgrade writes none of those records again."""
+    stated = [i for i, held in enumerate(frame.eligible_leaders) if held is not None]
+    if not stated:
+        return
+    held = [frame.eligible_leaders[i] for i in stated]
+    part = np.zeros(len(stated), dtype=np.uint64)
+    _add_lists(part, _Field.ELR_LENGTH, _Field.ELR, [h.elr for h in held if h is not None])
+    _add_lists(
+        part,
+        _Field.LAST_KNOWN_ELR_LENGTH,
+        _Field.LAST_KNOWN_ELR,
+        [h.last_known_elr for h in held if h is not None],
+    )
+    signature[np.asarray(stated, dtype=np.int64)] += part
 
 
 def _optional_times(times: Sequence[int | None]) -> tuple[BOOL, npt.NDArray[np.int64]]:

@@ -32,8 +32,6 @@ current version back into objects) and ``migrations`` (older versions, pickles i
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from state.settings import RuleSettings

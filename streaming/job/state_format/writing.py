@@ -11,6 +11,7 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from state.eligible_leaders import EligibleLeaders
 from streaming.job.shard_snapshot import ShardSnapshot
 from streaming.job.state_format.schema import (
     ELR_FIELDS,
