@@ -43,7 +43,6 @@ from state import (
     encode_record,
     fragile_entries,
     health_signatures,
-    legacy_health_signature,
     shape_of_model,
 )
 from state.events import DeadLetterReason
@@ -55,7 +54,7 @@ from streaming.job.shard_gauges import broker_gauges, topic_gauges
 from streaming.job.shard_snapshot import SIGNATURES
 from streaming.job.shard_snapshot import ShardSnapshot as ShardSnapshot  # re-exported: its old home
 from streaming.job.shard_stats import IsrTransitionCount, ShardStats, UnhealthyPartition
-from streaming.job.state_format import read_snapshot, write_snapshot
+from streaming.job.state_format import legacy_signatures, read_snapshot, write_snapshot
 
 HEALTH = "health"
 TOMBSTONE = "tombstone"
@@ -281,11 +280,7 @@ def _changed(
     if full:
         return np.ones(len(frame), dtype=np.bool_)
     kept = snapshot.signatures
-    compared = (
-        signatures
-        if snapshot.signature_scheme == SIGNATURES
-        else [legacy_health_signature(frame, i) for i in range(len(frame))]
-    )
+    compared = signatures if snapshot.signature_scheme == SIGNATURES else legacy_signatures(frame)
     return np.fromiter(
         (kept.get(key) != signature for key, signature in zip(keys, compared, strict=True)),
         np.bool_,
