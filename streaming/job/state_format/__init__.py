@@ -33,8 +33,6 @@ and the health signatures the oldest pickles kept).
 
 from __future__ import annotations
 
-from typing import Any
-
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from state.settings import RuleSettings
@@ -57,6 +55,7 @@ from streaming.job.state_format.schema import (
     VERSION_KEY,
     StateFormatError,
     describe,
+    read_batch,
     state_schema,
 )
 from streaming.job.state_format.writing import write_batch, write_snapshot
@@ -95,12 +94,6 @@ def stored_version(data: bytes) -> int:
     if VERSION_KEY not in metadata:
         raise StateFormatError("the group state's Arrow schema has no format version")
     return int(metadata[VERSION_KEY])
-
-
-def read_batch(data: bytes) -> Any:
-    """The record batch of a group state in an Arrow version (for migrations, too)."""
-    batch = pa.ipc.open_stream(data).read_next_batch()
-    return batch
 
 
 def upgrade(data: bytes) -> bytes:

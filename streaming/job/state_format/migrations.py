@@ -1,6 +1,6 @@
-"""Older versions brought to the current one: the registry of migrations, the first of
-them, from the pickles of the releases before this format, and the health signature the
-oldest of those pickles kept (:func:`legacy_signatures`)."""
+"""Older versions brought to the current one: the registry of migrations (from the pickles
+of the releases before this format, then from each version to the next), and the health
+signature the oldest of those pickles kept (:func:`legacy_signatures`)."""
 
 from __future__ import annotations
 
@@ -11,11 +11,18 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from state import HealthFrame
 from streaming.job.shard_snapshot import ShardSnapshot
-from streaming.job.state_format.schema import PICKLED, StateFormatError
-from streaming.job.state_format.writing import write_snapshot
+from streaming.job.state_format.schema import (
+    ELR_FIELDS,
+    PICKLED,
+    VERSION_KEY,
+    StateFormatError,
+    read_batch,
+)
+from streaming.job.state_format.writing import write_batch, write_snapshot
 
 MOVED_CLASSES: dict[tuple[str, str], type] = {
     ("streaming.shard_state", "ShardSnapshot"): ShardSnapshot,
@@ -51,8 +58,33 @@ def migrate_pickled(data: bytes) -> bytes:
     return write_snapshot(read_pickled(data))
 
 
+def migrate_1_to_2(data: bytes) -> bytes:
+    """1 -> 2: each partition row gains ``elr`` and ``last_known_elr`` (Kafka 4.0+'s
+    Eligible Leader Replicas), null: no release before 2 read them, so none was stated."""
+    batch = read_batch(data)
+    struct = batch.column("partitions").flatten()
+    added = [
+        pa.field(name, pa.list_(pa.field("item", pa.int32(), nullable=False)))
+        for name in ELR_FIELDS
+    ]
+    row_fields = [*struct.type, *added]
+    children = [struct.field(i) for i in range(struct.type.num_fields)]
+    children += [pa.nulls(len(struct), type=field.type) for field in added]
+    kind = pa.list_(pa.field("row", pa.struct(row_fields), nullable=False))
+    partitions = pa.ListArray.from_arrays(
+        pa.array([0, len(struct)], pa.int32()),
+        pa.StructArray.from_arrays(children, fields=row_fields),
+        type=kind,
+    )
+    index = batch.schema.get_field_index("partitions")
+    schema = batch.schema.set(index, batch.schema.field(index).with_type(kind))
+    schema = schema.with_metadata({VERSION_KEY: b"2"})
+    columns = [partitions if i == index else batch.column(i) for i in range(batch.num_columns)]
+    return write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+
+
 Migration = Callable[[bytes], bytes]
-MIGRATIONS: dict[int, Migration] = {PICKLED: migrate_pickled}
+MIGRATIONS: dict[int, Migration] = {PICKLED: migrate_pickled, 1: migrate_1_to_2}
 """Version -> the migration of a group state of that version to the next one. A new
 format version N adds ``MIGRATIONS[N - 1]`` (``read_batch``, change the columns,
 ``write_batch`` with the metadata of version N) and its schema to
