@@ -22,7 +22,6 @@ them (replica slots that hold no follower are skipped).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from enum import IntEnum
 from itertools import chain
@@ -187,34 +186,3 @@ def _add_followers(signature: U64, frame: HealthFrame) -> None:
         hashed = np.zeros(status.shape, dtype=np.uint64)
         hashed[present] = _fact_hashes(field, rank, _words(column[present]))
         signature += hashed.sum(axis=1, dtype=np.uint64)
-
-
-def legacy_health_signature(frame: HealthFrame, i: int) -> int:
-    """The signature of partition ``i`` as snapshots before :func:`health_signatures`
-    kept it: a digest of the same facts, one partition at a time. Read once, by the first
-    batch after such a snapshot is restored, so that it writes only what changed. A
-    frozen format: blake2b of the facts' ``repr``, whatever digest the job uses now."""
-    statuses = frame.follower_status[i]
-    followers = tuple(
-        (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
-        for k in np.flatnonzero(statuses >= 0).tolist()
-    )
-    facts = repr(
-        (
-            int(frame.leader[i]),
-            int(frame.leader_epoch[i]),
-            frame.isr[i],
-            frame.replicas[i],
-            bool(frame.under_replicated[i]),
-            bool(frame.under_min_isr[i]),
-            bool(frame.at_min_isr[i]),
-            bool(frame.offline[i]),
-            bool(frame.predicted_under_replicated[i]),
-            followers,
-            int(frame.metadata_state[i]),
-            tuple(frame.stale_brokers[i]),
-            frame.blackout_earliest_ms[i],
-            frame.blackout_latest_ms[i],
-        )
-    )
-    return int.from_bytes(hashlib.blake2b(facts.encode(), digest_size=8).digest(), "big")

@@ -27,7 +27,8 @@ The settings a model was judged by are not stored: a restored model is judged by
 rules of the run that restores it (as a restart with changed ``rules`` wants).
 
 Modules: ``schema`` (versions and the current schema), ``writing``, ``decoding`` (the
-current version back into objects) and ``migrations`` (older versions, pickles included).
+current version back into objects) and ``migrations`` (older versions, pickles included,
+and the health signatures the oldest pickles kept).
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from streaming.job.state_format.migrations import (
     MOVED_CLASSES,
     Migration,
     StateUnpickler,
+    legacy_signatures,
     migrate_pickled,
     read_pickled,
 )
@@ -69,6 +71,7 @@ __all__ = [
     "StateFormatError",
     "StateUnpickler",
     "describe",
+    "legacy_signatures",
     "migrate_pickled",
     "read_batch",
     "read_pickled",
