@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from state import NO_FOLLOWER, HealthFrame, health_signatures
+from state.eligible_leaders import EligibleLeaders
 
 Row = dict[str, Any]
 
@@ -23,6 +24,7 @@ BASE: Row = {
     "metadata_state": 0,
     "stale_brokers": [],
     "blackout": (None, None),
+    "eligible_leaders": None,  # (elr, last_known_elr), None: never stated
     # slots: (broker, status, in_isr); status NO_FOLLOWER: the slot holds no follower
     "slots": [(1, NO_FOLLOWER, True), (2, 0, True), (3, 1, True)],
     # left out of the signature
@@ -31,6 +33,9 @@ BASE: Row = {
     "leader_leo": 60,
     "lag": (0, 7_000),
 }
+
+
+BASE_SIGNATURE_BEFORE_ELR = 137080300347420383
 
 
 def frame_of(rows: list[Row], width: int | None = None) -> HealthFrame:
@@ -60,12 +65,20 @@ def frame_of(rows: list[Row], width: int | None = None) -> HealthFrame:
         leader_epoch=column("leader_epoch"),
         replicas=[r["replicas"] for r in rows],
         isr=[r["isr"] for r in rows],
+        eligible_leaders=[
+            None if r.get("eligible_leaders") is None else EligibleLeaders(*r["eligible_leaders"])
+            for r in rows
+        ],
         high_watermark=column("high_watermark"),
+        # derived from under_min_isr and a setting: not a fact of its own
+        high_watermark_frozen=flags[:, 1],
         leader_leo=column("leader_leo"),
         under_replicated=flags[:, 0],
         under_min_isr=flags[:, 1],
         at_min_isr=flags[:, 2],
         offline=flags[:, 3],
+        # derived from offline, the ISR and the ELR: not a fact of its own
+        offline_recovery=np.full(n, -1, dtype=np.int8),
         predicted_under_replicated=flags[:, 4],
         lag_time_max_ms=zeros + 30_000,
         min_insync_replicas=zeros + 2,
@@ -134,6 +147,10 @@ def changed(row: Row, **change: Any) -> bool:
         ({"slots": [(1, NO_FOLLOWER, True), (4, 0, True), (3, 1, True)]}, True),  # broker
         ({"slots": [(1, NO_FOLLOWER, True), (3, 1, True), (2, 0, True)]}, True),  # order
         ({"slots": [(1, NO_FOLLOWER, True), (2, 0, True)]}, True),  # one follower fewer
+        # Kafka 4.0+: a stated ELR, its members and order, and the last known ELR
+        ({"eligible_leaders": ((), ())}, True),  # stated, even empty, is not "never"
+        ({"eligible_leaders": ((2,), ())}, True),
+        ({"eligible_leaders": ((), (2,))}, True),
     ],
 )
 def test_one_change(change: Row, expected: bool) -> None:
@@ -165,6 +182,21 @@ def test_a_partition_keeps_its_signature_in_a_wider_frame_among_others() -> None
     }
     assert signatures([other, BASE], width=8)[1] == alone
     assert signatures([BASE, BASE]) == [alone, alone]
+
+
+def test_elr_members_order_and_lists_count() -> None:
+    elr = {**BASE, "isr": (1,), "eligible_leaders": ((2, 3), ())}
+    assert changed(elr, eligible_leaders=((3, 2), ()))
+    assert changed(elr, eligible_leaders=((2,), (3,)))
+    assert changed(elr, eligible_leaders=((), (2, 3)))  # moved to the other list
+    assert not changed(elr, eligible_leaders=((2, 3), ()))
+
+
+def test_a_partition_without_a_stated_elr_keeps_the_signature_of_the_release_before() -> None:
+    """BASE's signature as bbd9956 computed it, before the ELR existed (this file's
+    ``signatures([BASE])`` run in a checkout of that commit): after an upgrade, a
+    partition whose health did not change is not written again."""
+    assert signatures([BASE]) == [BASE_SIGNATURE_BEFORE_ELR]
 
 
 def test_empty_frame() -> None:
