@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.Leader: the leader did not change
@@ -146,8 +146,9 @@ class MetadataImage:
                 continue
             for partition, state in partitions.items():
                 if state.elr or state.last_known_elr:
-                    state.elr, state.last_known_elr = (), ()
-                    cleared.append((name, partition, state))
+                    # a new state: events made from the old one keep what it held
+                    partitions[partition] = replace(state, elr=(), last_known_elr=())
+                    cleared.append((name, partition, partitions[partition]))
         return cleared
 
     def remove_topic(self, topic_id: str) -> str | None:

@@ -10,7 +10,8 @@ from (a field the job may use to tell which brokers have applied it):
 * new partitions (``PartitionRecord``) -> one ``TopicChange`` (created) for the batch,
   then a ``LeaderAndIsr`` per partition;
 * a ``PartitionChangeRecord`` -> ``IsrChange`` (with leader epoch and partition epoch)
-  when only the ISR changed, as after an ``AlterPartition`` of the leader; else
+  when only the ISR changed, as after an ``AlterPartition`` of the leader (not when every
+  replica it removes is fenced, gone or shutting down: the controller did that); else
   ``LeaderAndIsr`` with the whole new state (a new leader or leader epoch, new replicas,
   or a change isrwatch does not follow, such as directories, which still moves the
   partition epoch);
@@ -31,8 +32,10 @@ them; an ``AbortTransactionRecord`` drops them.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import IntEnum
+from functools import partial
 from typing import Any
 
 from state.events import (
@@ -93,7 +96,9 @@ class _Unit:
     min_isr_before: dict[str, int]
     lag_before: dict[int, int]
     created: dict[str, dict[int, tuple[int, ...]]] = field(default_factory=dict)
-    events: list[InputRecord] = field(default_factory=list)
+    # an ISR change is written at the unit's end, when its brokers' records are in: see
+    # MetadataReplayer._by_controller
+    events: list[InputRecord | Callable[[], InputRecord]] = field(default_factory=list)
     broker_offset: int | None = None  # of its last broker record
     config_offset: int | None = None  # of its last config, topic or broker record
     first: tuple[int, int, int] | None = None  # (ts, epoch, offset) of its first batch
@@ -203,7 +208,7 @@ class MetadataReplayer:
             registrations = tuple(BrokerRegistration(id=b, epoch=e) for b, e in live.items())
             at = unit.broker_offset or offset
             out.append(self._event(BrokerChange, ts, epoch, at, live=registrations))
-        out += unit.events
+        out += [event() if callable(event) else event for event in unit.events]
         if unit.config_offset is not None:
             at = unit.config_offset
             for topic, value in self.image.min_insync_replicas().items():
@@ -265,8 +270,11 @@ class MetadataReplayer:
                     self.dropped["change_of_unknown_partition"] += 1
                     return
                 before, after = change
+                partition = f["PartitionId"]
                 unit.events.append(
-                    self._partition_change(ts, epoch, offset, name, f["PartitionId"], before, after)
+                    partial(
+                        self._partition_change, ts, epoch, offset, name, partition, before, after
+                    )
                 )
             case RecordType.REMOVE_TOPIC:
                 name = image.remove_topic(f["TopicId"])
@@ -337,6 +345,23 @@ class MetadataReplayer:
             **_eligible_leaders(state),
         )
 
+    def _by_controller(self, removed: set[int]) -> bool:
+        """An ISR-only change that removes only brokers that are fenced, gone or in a
+        controlled shutdown is the controller's, not the leader's ``AlterPartition``
+        (``ReplicationControlManager.handleBrokerFenced`` and
+        ``handleBrokerInControlledShutdown`` write it in the same batch as the broker's
+        record, which may come after it: hence the decision at the unit's end): a
+        ``LeaderAndIsr``, as the controller's decisions are."""
+        if not removed:
+            return False
+        brokers = self.image.brokers
+        if not brokers:  # no registration seen (a log without them): cannot tell
+            return False
+        return all(
+            b not in brokers or brokers[b].fenced or brokers[b].in_controlled_shutdown
+            for b in removed
+        )
+
     def _partition_change(
         self,
         ts: int,
@@ -353,7 +378,7 @@ class MetadataReplayer:
             and after.isr != before.isr
             and after.leader >= 0
         )
-        if not isr_only:
+        if not isr_only or self._by_controller(set(before.isr) - set(after.isr)):
             return self._leader_and_isr(ts, epoch, offset, topic, partition, after)
         return self._event(
             IsrChange,

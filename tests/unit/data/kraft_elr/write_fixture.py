@@ -14,8 +14,8 @@ records written with ``acks=all``. Then, each step once the controller has writt
 3. broker 5 starts: the controller elects it from the ELR;
 4. ``min.insync.replicas`` becomes 1: the controller writes a ``ClearElrRecord``.
 
-Copied: node 1's ``__cluster_metadata-0`` segment as Kafka wrote it (same file name), and the output of
-Kafka's ``kafka.tools.DumpLogSegments --cluster-metadata-decoder`` over it.
+Copied: node 1's ``__cluster_metadata-0`` segment as Kafka wrote it (same file name),
+and the output of Kafka's ``kafka.tools.DumpLogSegments --cluster-metadata-decoder`` over it.
 """
 
 from __future__ import annotations

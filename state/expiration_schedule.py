@@ -1,0 +1,86 @@
+"""When a leader's isr-expiration task runs, learned from the shrinks it made
+(docs/domain.md#shrink-at).
+
+Kafka's ``ReplicaManager.startup`` schedules ``maybeShrinkIsr`` at a fixed rate of
+``replica.lag.time.max.ms / 2`` (integer division) from the moment it starts
+(``scheduler.schedule("isr-expiration", ..., 0L, config.replicaLagTimeMaxMs / 2)``,
+4.1.1; the same since 0.9). So a leader's runs fall at ``s + k x T/2`` for one start
+``s`` that holds until the broker restarts, and a run removes each follower whose lag
+passed ``T`` (``now - lastCaughtUpTimeMs > T``, strictly). The shrink deadline
+(``state.shrink_rule``) is the latest such run, ``last caught up + 1.5 T``; knowing
+``s`` gives the very run.
+
+The model learns ``s`` modulo ``T/2`` from a shrink the leader made by that rule: an
+``IsrChange`` whose every removed follower had, by the model's own fetch state, a lag
+above ``T`` at the change. A removal the rule does not explain (the controller's fence
+of a dead broker, a controlled shutdown, a shrink of a follower seen caught up moments
+before) teaches nothing. The time an event carries is the commit (ZooKeeper: the
+leader's write; KRaft: the controller's append after the ``AlterPartition`` round
+trip), a few milliseconds after the run: predictions are of the commit, too.
+
+A broker that registers again (a restart) starts a new schedule: what was learned of it
+is forgotten.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from state.arrays import BOOL, I64
+
+NO_ANCHOR = -1
+"""No run of the leader is known (``anchors_of``)."""
+
+
+class ExpirationSchedules:
+    """Per leader broker, the time of one isr-expiration run (the latest shrink that the
+    rule explains); the others are that time plus or minus multiples of ``T/2``."""
+
+    def __init__(self) -> None:
+        self.anchor_ms: dict[int, int] = {}  # leader broker -> the time of one of its runs
+
+    def observe_shrink(self, leader: int, ts: int) -> None:
+        """The leader removed followers by the lag rule at ``ts``: one of its runs."""
+        self.anchor_ms[leader] = ts
+
+    def forget(self, brokers: set[int] | frozenset[int]) -> None:
+        """These brokers (re-)registered: their schedules started anew."""
+        for broker in brokers:
+            self.anchor_ms.pop(broker, None)
+
+    def anchors_of(self, leaders: npt.NDArray[np.integer]) -> I64:
+        """The anchor of each leader, :data:`NO_ANCHOR` where none is known."""
+        if not self.anchor_ms:
+            return np.full(len(leaders), NO_ANCHOR, dtype=np.int64)
+        return np.fromiter(
+            (self.anchor_ms.get(int(leader), NO_ANCHOR) for leader in leaders.tolist()),
+            dtype=np.int64,
+            count=len(leaders),
+        )
+
+
+def removed_by_the_lag_rule(removed_last_caught_up_ms: I64, ts: int, lag_time_max_ms: int) -> bool:
+    """Whether every removed follower's lag passed ``T`` at ``ts`` (the rule's own test:
+    ``now - lastCaughtUpTimeMs > T``): only then was the shrink a run of the leader."""
+    return bool(len(removed_last_caught_up_ms)) and bool(
+        np.all(ts - removed_last_caught_up_ms > lag_time_max_ms)
+    )
+
+
+def shrink_at_ms(
+    anchor_ms: I64, lag_time_max_ms: I64, last_caught_up_ms: I64, isr_since_ms: I64
+) -> tuple[I64, BOOL]:
+    """The run at which the leader removes each follower that does not catch up again:
+    the first run strictly after ``last caught up + T`` (its lag then passes ``T``) and
+    after it entered the ISR (a run before its entry cannot remove it). Runs are at
+    ``anchor + k x (T // 2)``. Returns the times and whether each is known (an anchor and
+    a period of at least 1 ms)."""
+    period = lag_time_max_ms // 2
+    known: BOOL = (anchor_ms != NO_ANCHOR) & (period > 0)
+    safe_period = np.where(known, period, 1)
+    after = np.maximum(last_caught_up_ms + lag_time_max_ms, isr_since_ms)
+    # the smallest anchor + k x period that is > after, k any integer
+    runs = (after - anchor_ms) // safe_period + 1
+    at: I64 = np.where(known, anchor_ms + runs * safe_period, 0)
+    return at, known
