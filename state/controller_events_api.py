@@ -12,6 +12,7 @@ from typing import Protocol
 
 from state.apply_report import ApplyReport, IsrTransition
 from state.cluster_state import ClusterState
+from state.expiration_schedule import ExpirationSchedules
 from state.metadata_cache import MetadataCaches
 from state.partition_table import PartitionTable
 from state.propagation_window import PropagationWindows
@@ -26,6 +27,11 @@ class ControllerEventTarget(Protocol):
     cluster: ClusterState
     caches: MetadataCaches
     windows: PropagationWindows
+
+    @property
+    def schedules(self) -> ExpirationSchedules:
+        """Each leader's isr-expiration runs, as learned from its shrinks."""
+        ...
 
     @property
     def zookeeper_mode(self) -> bool:

@@ -10,13 +10,17 @@ passed ``T`` (``now - lastCaughtUpTimeMs > T``, strictly). The shrink deadline
 (``state.shrink_rule``) is the latest such run, ``last caught up + 1.5 T``; knowing
 ``s`` gives the very run.
 
-The model learns ``s`` modulo ``T/2`` from a shrink the leader made by that rule: an
-``IsrChange`` whose every removed follower had, by the model's own fetch state, a lag
-above ``T`` at the change. A removal the rule does not explain (the controller's fence
-of a dead broker, a controlled shutdown, a shrink of a follower seen caught up moments
-before) teaches nothing. The time an event carries is the commit (ZooKeeper: the
-leader's write; KRaft: the controller's append after the ``AlterPartition`` round
-trip), a few milliseconds after the run: predictions are of the commit, too.
+A leader shrinks an ISR only in those runs (``Partition.maybeShrinkIsr``; expansions
+come with fetches), so the model learns ``s`` modulo ``T/2`` from any ``IsrChange`` that
+removes replicas, with the ISR before it stated, of brokers that are live: that is the
+leader's own change (the contract's ``IsrChange``). The controller's removals are not
+(``LeaderAndIsr``: a fence of a dead broker, a controlled shutdown; ``collect
+metadata-log`` tells them apart), nor is a removal of a broker already gone. Every state
+shard sees every ``IsrChange`` (``state.controller_routing``) and learns the same, so the
+prediction does not depend on the sharding. The time an event carries is the commit
+(ZooKeeper: the leader's write; KRaft: the controller's append after the
+``AlterPartition`` round trip), a few milliseconds after the run: predictions are of
+the commit, too.
 
 A broker that registers again (a restart) starts a new schedule: what was learned of it
 is forgotten.
@@ -39,15 +43,21 @@ class ExpirationSchedules:
 
     def __init__(self) -> None:
         self.anchor_ms: dict[int, int] = {}  # leader broker -> the time of one of its runs
+        self.started_ms: dict[int, int] = {}  # broker -> when it last (re-)registered
 
     def observe_shrink(self, leader: int, ts: int) -> None:
-        """The leader removed followers by the lag rule at ``ts``: one of its runs."""
+        """The leader removed followers at ``ts``: one of its runs. A shrink from before
+        the broker's last registration (a late event) belongs to its previous schedule,
+        and an older one than the anchor teaches nothing new."""
+        if ts < self.started_ms.get(leader, ts) or ts < self.anchor_ms.get(leader, ts):
+            return
         self.anchor_ms[leader] = ts
 
-    def forget(self, brokers: set[int] | frozenset[int]) -> None:
-        """These brokers (re-)registered: their schedules started anew."""
+    def restarted(self, brokers: set[int] | frozenset[int], ts: int) -> None:
+        """These brokers (re-)registered at ``ts``: their schedules started anew."""
         for broker in brokers:
             self.anchor_ms.pop(broker, None)
+            self.started_ms[broker] = ts
 
     def anchors_of(self, leaders: npt.NDArray[np.integer]) -> I64:
         """The anchor of each leader, :data:`NO_ANCHOR` where none is known."""
@@ -58,14 +68,6 @@ class ExpirationSchedules:
             dtype=np.int64,
             count=len(leaders),
         )
-
-
-def removed_by_the_lag_rule(removed_last_caught_up_ms: I64, ts: int, lag_time_max_ms: int) -> bool:
-    """Whether every removed follower's lag passed ``T`` at ``ts`` (the rule's own test:
-    ``now - lastCaughtUpTimeMs > T``): only then was the shrink a run of the leader."""
-    return bool(len(removed_last_caught_up_ms)) and bool(
-        np.all(ts - removed_last_caught_up_ms > lag_time_max_ms)
-    )
 
 
 def shrink_at_ms(

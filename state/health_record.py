@@ -82,6 +82,9 @@ class FollowerHealth(msgspec.Struct, frozen=True, kw_only=True):
     # SHRINK_ELIGIBLE and SHRINK_OVERDUE only: absent from the JSON of any other status
     # (UNSET), null when neither a catch-up nor its entry into the ISR was seen.
     shrink_by_ms: int | msgspec.UnsetType | None = msgspec.UNSET
+    # Present as shrink_by_ms is: the leader's isr-expiration run that removes it, null
+    # while the leader's runs are not known (state.expiration_schedule).
+    shrink_at_ms: int | msgspec.UnsetType | None = msgspec.UNSET
     cause: Cause | None = None  # None while IN_SYNC, and until causes are attributed
 
     @property

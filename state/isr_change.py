@@ -24,6 +24,7 @@ def apply_isr_change(
     model: ControllerEventTarget, event: IsrChange, report: ApplyReport
 ) -> DeadLetterReason | None:
     """Apply the leader's own ISR change, fenced as its controller would take it."""
+    _learn_the_leaders_schedule(model, event)
     if not model.owns(event.topic, event.partition):
         # Another shard holds the partition; its leader's window still moves. This
         # shard cannot fence the change by leader epoch: a stale IsrChange that the
@@ -65,6 +66,16 @@ def apply_isr_change(
     )
     model.caches.refresh(row)
     return None
+
+
+def _learn_the_leaders_schedule(model: ControllerEventTarget, event: IsrChange) -> None:
+    """A shrink by the leader is one of its isr-expiration runs (state.expiration_schedule):
+    in every shard alike, before any fencing, so that no shard's prediction differs."""
+    if event.old_isr is None or event.leader == NO_LEADER:
+        return
+    removed = set(event.old_isr) - set(event.new_isr)
+    if removed and all(model.cluster.is_live(broker) for broker in removed):
+        model.schedules.observe_shrink(event.leader, event.ts)
 
 
 def _isr_committed(

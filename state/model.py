@@ -46,6 +46,7 @@ from state.events import (
     TopicPartition,
     UpdateMetadata,
 )
+from state.expiration_schedule import ExpirationSchedules
 from state.flapping import FlapHistory
 from state.follower_fetch_state import REJECT_REASONS, FetchBatch, apply_fetches
 from state.isr_change import apply_isr_change
@@ -90,6 +91,7 @@ class ReplicationModel:
     _flaps: FlapHistory | None = None
     _maintenance: MaintenanceLog | None = None
     _epoch_floors: dict[tuple[str, int], int] | None = None
+    _schedules: ExpirationSchedules | None = None
 
     def __init__(self, settings: RuleSettings, shard: Shard | None = None) -> None:
         self.settings = settings
@@ -112,6 +114,13 @@ class ReplicationModel:
         if self._maintenance is None:
             self._maintenance = MaintenanceLog()
         return self._maintenance
+
+    @property
+    def schedules(self) -> ExpirationSchedules:
+        """Each leader's isr-expiration runs, learned from its shrinks (shrink_at_ms)."""
+        if self._schedules is None:
+            self._schedules = ExpirationSchedules()
+        return self._schedules
 
     @property
     def epoch_floors(self) -> dict[tuple[str, int], int]:
@@ -232,6 +241,7 @@ class ReplicationModel:
             case BrokerChange():
                 change = self.cluster.apply_broker_change(event)
                 self.maintenance.registered(change.new | change.bounced, event.ts)
+                self.schedules.restarted(change.new | change.bounced, event.ts)
                 for broker in change.new | change.bounced:
                     self.windows.registered(broker, event.ts)
                 self.caches.drop_brokers(change.restarted_caches)
@@ -457,7 +467,15 @@ class ReplicationModel:
 
     def evaluate(self, now_ms: int) -> HealthFrame:
         """The health of every partition of this shard at ``now_ms``."""
-        return evaluate(self.table, self.cluster, self.caches, self.windows, self.settings, now_ms)
+        return evaluate(
+            self.table,
+            self.cluster,
+            self.caches,
+            self.windows,
+            self.settings,
+            now_ms,
+            self.schedules,
+        )
 
     def partition_count(self) -> int:
         return int(np.count_nonzero(self.table.exists))

@@ -21,6 +21,7 @@ from state.caught_up import UNKNOWN_OFFSET
 from state.cluster_state import ClusterState
 from state.eligible_leaders import EligibleLeaders
 from state.events import NO_LEADER
+from state.expiration_schedule import ExpirationSchedules, shrink_at_ms
 from state.health_record import (
     FollowerHealth,
     HealthRecord,
@@ -108,6 +109,9 @@ class HealthFrame:
     follower_lag_time_known: BOOL  # state.lag_time: False where the record says null
     follower_shrink_by_ms: I64
     follower_shrink_by_known: BOOL
+    # The leader's run that removes it (state.expiration_schedule), where its runs are known
+    follower_shrink_at_ms: I64
+    follower_shrink_at_known: BOOL
     metadata_state: npt.NDArray[np.int8]
     stale_brokers: list[list[int]]
     blackout_earliest_ms: list[int | None]
@@ -251,7 +255,7 @@ class HealthFrame:
         lag_messages = np.maximum(0, self.leader_leo[rows][owner] - offset)
         unknown: LagTimeUnknownName = "NEVER_CAUGHT_UP"  # LagTimeUnknown.NEVER_CAUGHT_UP
         flat: list[FollowerHealth] = []
-        for broker, in_isr, fetch_offset, caught_up, lag, known, messages, code, by in zip(
+        for broker, in_isr, fetch_offset, caught_up, lag, known, messages, code, by, at in zip(
             column(self.follower_broker).tolist(),
             column(self.follower_in_isr).tolist(),
             times(offset, offset_known),
@@ -261,6 +265,7 @@ class HealthFrame:
             times(lag_messages, offset_known),
             statuses,
             times(column(self.follower_shrink_by_ms), column(self.follower_shrink_by_known)),
+            times(column(self.follower_shrink_at_ms), column(self.follower_shrink_at_known)),
             strict=True,
         ):
             flat.append(
@@ -275,6 +280,7 @@ class HealthFrame:
                     status=STATUS_NAMES[code],
                     # only a follower Kafka is about to remove has a deadline
                     shrink_by_ms=by if code in shrinking else msgspec.UNSET,
+                    shrink_at_ms=at if code in shrinking else msgspec.UNSET,
                 )
             )
         ends = np.cumsum(present.sum(axis=1)).tolist()
@@ -288,6 +294,7 @@ def evaluate(
     windows: PropagationWindows,
     settings: RuleSettings,
     now_ms: int,
+    schedules: ExpirationSchedules | None = None,
 ) -> HealthFrame:
     rows = _sorted_live_rows(table)
     leader = table.leader[rows].astype(np.int64)
@@ -320,6 +327,13 @@ def evaluate(
         isr_since_ms=table.isr_since_ms[rows],
     )
     status = np.where(is_follower, classify(facts, now_ms, settings.warn_ratio), NO_FOLLOWER)
+    anchors = (schedules or ExpirationSchedules()).anchors_of(leader)
+    shrink_at, shrink_at_known = shrink_at_ms(
+        np.broadcast_to(anchors[:, None], broker.shape),
+        facts.lag_time_max_ms,
+        facts.last_caught_up_ms,
+        facts.isr_since_ms,
+    )
     shrinking = (status == FollowerStatus.SHRINK_ELIGIBLE) | (
         status == FollowerStatus.SHRINK_OVERDUE
     )
@@ -378,6 +392,9 @@ def evaluate(
             facts.last_caught_up_ms, facts.lag_time_max_ms, facts.isr_since_ms
         ),
         follower_shrink_by_known=shrink_deadline_known(facts.last_caught_up_ms, facts.isr_since_ms),
+        follower_shrink_at_ms=shrink_at,
+        follower_shrink_at_known=shrink_at_known
+        & shrink_deadline_known(facts.last_caught_up_ms, facts.isr_since_ms),
         metadata_state=metadata,
         stale_brokers=stale_brokers,
         blackout_earliest_ms=earliest,

@@ -155,6 +155,26 @@ def test_the_final_elr_is_kafkas(
     assert result.final_differs == ([] if differs is None else [(("orders", 0), differs)])
 
 
+def test_the_error_of_each_prediction_comes_from_the_last_record_before_the_commit() -> None:
+    """Follower 3 last caught up at 88,000 (LINE): the bound says 88,000 + 1.5 T = 103,000,
+    3,000 ms after the commit; the learned run said 100,005, 5 ms after it. An earlier
+    record's figures do not count, nor does one without a learned run."""
+    early = seen(98_500, "SHRINK_ELIGIBLE")
+    early.record["followers"][1].update(shrink_by_ms=101_000, shrink_at_ms=None)
+    last = seen(99_500, "SHRINK_ELIGIBLE")
+    last.record["followers"][1].update(shrink_by_ms=103_000, shrink_at_ms=100_005)
+    result = score(MetadataTruth([CREATED, SHRUNK]), [LINE], [early, last], T, ["orders"])
+    (shrink,) = result.shrinks
+    assert (shrink.shrink_by_ms, shrink.shrink_at_ms) == (103_000, 100_005)
+    row = result.row()
+    assert row["shrink_by median error ms (n)"] == "3000 (1)"
+    assert row["shrink_at median error ms (n)"] == "5 (1)"
+    unknown = seen(99_500, "SHRINK_ELIGIBLE")
+    unknown.record["followers"][1].update(shrink_by_ms=103_000, shrink_at_ms=None)
+    result = score(MetadataTruth([CREATED, SHRUNK]), [LINE], [unknown], T, ["orders"])
+    assert result.row()["shrink_at median error ms (n)"] is None
+
+
 def test_topics_outside_the_watch_are_not_scored() -> None:
     result = score(MetadataTruth([CREATED, SHRUNK]), [], [], T, ["clicks"])
     assert result.shrinks == []

@@ -70,7 +70,7 @@ def state_of(value: Any) -> Any:
     recursively; numpy arrays with their dtype and shape (rows past the table's size
     included). Optional parts of a model made on first use are made first."""
     if isinstance(value, ReplicationModel):
-        _ = value.flaps, value.maintenance, value.epoch_floors
+        _ = value.flaps, value.maintenance, value.epoch_floors, value.schedules
     if isinstance(value, np.ndarray):
         return ("ndarray", value.dtype.str, value.shape, value.tolist())
     if isinstance(value, dict):

@@ -103,6 +103,9 @@ def decode_snapshot(batch: Any, rules: RuleSettings) -> ShardSnapshot:
     maintenance = model.maintenance
     maintenance.registered_ms = dict(zip(*_fields(batch, "maintenance_registered_ms"), strict=True))
     maintenance.shutdown_ms = dict(zip(*_fields(batch, "maintenance_shutdown_ms"), strict=True))
+    schedules = model.schedules
+    schedules.anchor_ms = dict(zip(*_fields(batch, "expiration_anchor_ms"), strict=True))
+    schedules.started_ms = dict(zip(*_fields(batch, "expiration_started_ms"), strict=True))
     floors = model.epoch_floors
     for topic, partition, epoch in zip(*_fields(batch, "epoch_floors"), strict=True):
         floors[(topic, partition)] = epoch

@@ -60,13 +60,13 @@ def migrate_pickled(data: bytes) -> bytes:
 
 def migrate_1_to_2(data: bytes) -> bytes:
     """1 -> 2: each partition row gains ``elr`` and ``last_known_elr`` (Kafka 4.0+'s
-    Eligible Leader Replicas), null: no release before 2 read them, so none was stated."""
+    Eligible Leader Replicas), null: no release before 2 read them, so none was stated;
+    the state gains each leader's isr-expiration schedule (``expiration_anchor_ms``,
+    ``expiration_started_ms``), empty: none was learned."""
     batch = read_batch(data)
     struct = batch.column("partitions").flatten()
-    added = [
-        pa.field(name, pa.list_(pa.field("item", pa.int32(), nullable=False)))
-        for name in ELR_FIELDS
-    ]
+    ids = pa.list_(pa.field("item", pa.int32(), nullable=False))
+    added = [pa.field(name, ids) for name in ELR_FIELDS]
     row_fields = [*struct.type, *added]
     children = [struct.field(i) for i in range(struct.type.num_fields)]
     children += [pa.nulls(len(struct), type=field.type) for field in added]
@@ -77,9 +77,27 @@ def migrate_1_to_2(data: bytes) -> bytes:
         type=kind,
     )
     index = batch.schema.get_field_index("partitions")
-    schema = batch.schema.set(index, batch.schema.field(index).with_type(kind))
-    schema = schema.with_metadata({VERSION_KEY: b"2"})
-    columns = [partitions if i == index else batch.column(i) for i in range(batch.num_columns)]
+    fields = [batch.schema.field(i) for i in range(batch.num_columns)]
+    columns = [batch.column(i) for i in range(batch.num_columns)]
+    fields[index], columns[index] = fields[index].with_type(kind), partitions
+    # the two schedule tables after epoch_floors, empty
+    at = batch.schema.get_field_index("epoch_floors") + 1
+    broker_ms = pa.list_(
+        pa.field(
+            "row",
+            pa.struct(
+                [
+                    pa.field("broker", pa.int32(), nullable=False),
+                    pa.field("ms", pa.int64(), nullable=False),
+                ]
+            ),
+            nullable=False,
+        )
+    )
+    for name in ("expiration_started_ms", "expiration_anchor_ms"):
+        fields.insert(at, pa.field(name, broker_ms, nullable=False))
+        columns.insert(at, pa.array([[]], type=broker_ms))
+    schema = pa.schema(fields, metadata={VERSION_KEY: b"2"})
     return write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
 
 

@@ -209,6 +209,9 @@ def state_schema(owner: type = PartitionTable) -> Any:
             _field("maintenance_registered_ms", _table(*broker_ms)),
             _field("maintenance_shutdown_ms", _table(*broker_ms)),
             _field("epoch_floors", _table(*topic_partition, _field("leader_epoch", I32))),
+            # format 2: each leader's isr-expiration schedule (state.expiration_schedule)
+            _field("expiration_anchor_ms", _table(*broker_ms)),
+            _field("expiration_started_ms", _table(*broker_ms)),
             _field("signatures", _table(_field("key", STR), _field("signature", U64))),
             _field("seen_controller_events", _table(_field("digest", I64), _field("ts", I64))),
             _field("applied_total", _table(_field("event_type", STR), _field("count", I64))),

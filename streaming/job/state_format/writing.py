@@ -224,6 +224,11 @@ def _columns(snapshot: ShardSnapshot) -> dict[str, Any]:
         kind["epoch_floors"],
         [[k[0] for k, _ in floors], [k[1] for k, _ in floors], [e for _, e in floors]],
     )
+    schedules = model.schedules
+    out["expiration_anchor_ms"] = _rows(kind["expiration_anchor_ms"], _pairs(schedules.anchor_ms))
+    out["expiration_started_ms"] = _rows(
+        kind["expiration_started_ms"], _pairs(schedules.started_ms)
+    )
     out["signatures"] = _rows(kind["signatures"], _pairs(snapshot.signatures))
     out["seen_controller_events"] = _rows(
         kind["seen_controller_events"], _pairs(snapshot.seen_controller_events)

@@ -63,12 +63,22 @@ class SeenRecord:
     def key(self) -> tuple[str, int]:
         return (self.record["topic"], self.record["partition"])
 
-    def follower_status(self, broker: int) -> str | None:
+    def follower(self, broker: int) -> dict[str, Any] | None:
         for follower in self.record.get("followers", []):
             if follower["broker"] == broker:
-                status: str = follower["status"]
-                return status
+                found: dict[str, Any] = follower
+                return found
         return None
+
+    def follower_status(self, broker: int) -> str | None:
+        follower = self.follower(broker)
+        return None if follower is None else str(follower["status"])
+
+    def predicted_ms(self, broker: int, field: str) -> int | None:
+        """The follower's ``shrink_by_ms`` or ``shrink_at_ms`` (None: absent or null)."""
+        follower = self.follower(broker)
+        value = None if follower is None else follower.get(field)
+        return value if isinstance(value, int) else None
 
 
 def read_tombstones(path: Path) -> set[tuple[str, int]]:
@@ -103,10 +113,17 @@ class ShrinkScore:
     flagged_ms: int | None  # first record seen before the commit flagging the follower
     named_ms: int | None
     eligible_window_ms: int | None  # leader's rule: commit - (last caught up + T)
+    # what the last record before the commit that named it predicted (None: nothing)
+    shrink_by_ms: int | None = None
+    shrink_at_ms: int | None = None
 
     @property
     def lead_ms(self) -> int | None:
         return None if self.flagged_ms is None else self.commit.ts_ms - self.flagged_ms
+
+    def error_ms(self, predicted: int | None) -> int | None:
+        """|commit - prediction|."""
+        return None if predicted is None else abs(self.commit.ts_ms - predicted)
 
 
 @dataclass(frozen=True)
@@ -142,12 +159,17 @@ class Score:
         """The scoreboard's row: what docs/real-kafka.md tabulates."""
         leader = self.leader_shrinks
         leads = [s.lead_ms for s in leader if s.lead_ms is not None]
+        by_errors = [e for s in leader if (e := s.error_ms(s.shrink_by_ms)) is not None]
+        at_errors = [e for s in leader if (e := s.error_ms(s.shrink_at_ms)) is not None]
         return {
             "shrinks committed": len(self.shrinks),
             "by the leader's rule": len(leader),
             "flagged before commit": sum(s.flagged_ms is not None for s in leader),
             "named eligible before commit": sum(s.named_ms is not None for s in leader),
             "median lead ms": int(statistics.median(leads)) if leads else None,
+            # the 1.5 T bound against the learned run, on the shrinks each predicted
+            "shrink_by median error ms (n)": _median_of(by_errors),
+            "shrink_at median error ms (n)": _median_of(at_errors),
             "false predictions": len(self.false_predictions),
             "final state equal": f"{len(self.final_equal)}/"
             f"{len(self.final_equal) + len(self.final_differs)}",
@@ -159,6 +181,10 @@ class Score:
                 else {}
             ),
         }
+
+
+def _median_of(errors: Sequence[int]) -> str | None:
+    return f"{int(statistics.median(errors))} ({len(errors)})" if errors else None
 
 
 def _percentile(values: Sequence[int], q: float) -> int | None:
@@ -194,6 +220,9 @@ def score(
             before = [r for r in history if since <= r.seen_ms < change.ts_ms]
             flagged = next((r for r in before if r.follower_status(follower) in FLAGGED), None)
             named = next((r for r in before if r.follower_status(follower) in NAMED), None)
+            last_named = next(
+                (r for r in reversed(before) if r.follower_status(follower) in NAMED), None
+            )
             result.shrinks.append(
                 ShrinkScore(
                     commit=change,
@@ -206,6 +235,12 @@ def score(
                         if line is not None
                         else None
                     ),
+                    shrink_by_ms=last_named.predicted_ms(follower, "shrink_by_ms")
+                    if last_named
+                    else None,
+                    shrink_at_ms=last_named.predicted_ms(follower, "shrink_at_ms")
+                    if last_named
+                    else None,
                 )
             )
         if change.ts_ms >= watch_started_ms:  # what came before, the job read as backlog
