@@ -78,7 +78,13 @@ def encode_fetch_pack(values: Sequence[Mapping[str, Any]]) -> bytes:
         for name, column in zip(full.schema.names, full.columns, strict=True)
         if name not in _OPTIONAL or column.null_count < full.num_rows or not full.num_rows
     ]
-    batch = full.select(keep)
+    return framed_pack(full.select(keep))
+
+
+def framed_pack(batch: pa.RecordBatch) -> bytes:
+    """``batch`` as a pack: the magic, the version, the Arrow IPC stream. Its columns are
+    taken as they are (a producer other than ``encode_fetch_pack`` may write other Arrow
+    types: the reader judges each row by its JSON form)."""
     sink = pa.BufferOutputStream()
     sink.write(PACK_MAGIC + bytes([PACK_VERSION]))
     with pa.ipc.new_stream(sink, batch.schema) as writer:
@@ -181,7 +187,7 @@ def _read(value: bytes) -> pa.Table | str:
         return f"fetch pack version {version}; this release reads version {known}"
     body = pa.py_buffer(value)[head + 1 :]
     if not value.endswith(_EOS):
-        return "truncated fetch pack: no end-of-stream marker"
+        return "truncated fetch pack (or bytes after its end): no end-of-stream marker last"
     try:
         stream = pa.BufferReader(body)
         table = pa.ipc.open_stream(stream).read_all()
