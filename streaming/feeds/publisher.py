@@ -14,7 +14,7 @@ from typing import Any, Protocol, TextIO
 
 from state.events import Source
 from streaming.config import IsrwatchConfig
-from streaming.feeds.wire import InputRecord, encode, envelope_line
+from streaming.feeds.wire import InputRecord, encode, envelope_line, kafka_records
 
 SEND_TIMEOUT_S = 60.0
 
@@ -32,7 +32,8 @@ class PublishError(Exception):
 
 class KafkaPublisher:
     """Sends to ``topics.controller_events`` / ``topics.fetch_responses`` with the job's
-    client settings (``KafkaSettings.kafka_python_options``: TLS, SASL PLAIN or SCRAM)."""
+    client settings (``KafkaSettings.kafka_python_options``: TLS, SASL PLAIN or SCRAM),
+    fetch responses in the form ``topics.fetch_responses_form`` says."""
 
     def __init__(self, config: IsrwatchConfig, producer: Any = None) -> None:
         if producer is None:
@@ -46,6 +47,7 @@ class KafkaPublisher:
             Source.CONTROLLER_EVENTS: config.topics.controller_events,
             Source.FETCH_RESPONSES: config.topics.fetch_responses,
         }
+        self._fetch_form = config.topics.fetch_responses_form
 
     def publish(self, records: Sequence[InputRecord]) -> None:
         """Write ``records`` in order; return once all are acknowledged, or raise."""
@@ -54,9 +56,9 @@ class KafkaPublisher:
                 self._producer.send(
                     self._topics[record.source],
                     key=record.key.encode("utf-8"),
-                    value=encode(record.value),
+                    value=record.value,
                 )
-                for record in records
+                for record in kafka_records(records, self._fetch_form)
             ]
             self._producer.flush(timeout=SEND_TIMEOUT_S)
             for future in futures:

@@ -1,0 +1,196 @@
+"""What ``collect admin`` and the simulator send to Kafka: one JSON record per fetch
+(the shipped default, which the job reads), or with ``topics.fetch_responses_form:
+packed`` fetch packs (``state.fetch_pack``) keyed by the leader that served their fetches.
+
+A fake Kafka producer stands in for the broker (no cluster in unit tests)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from state.events import Source
+from state.fetch_decoder import DecodedFetches
+from state.fetch_pack import decode_fetch_pack, is_fetch_pack
+from streaming.config import FetchResponsesForm, IsrwatchConfig
+from streaming.feeds import wire
+from streaming.feeds.collectors.admin_collector import AdminCollector
+from streaming.feeds.collectors.admin_poller import ClusterSnapshot, PartitionInfo
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.publisher import KafkaPublisher, publish_all
+from streaming.feeds.simulator import ClusterSimulator, load_scenario
+from streaming.feeds.wire import InputRecord, kafka_records
+from tests.simulation import START_MS
+
+
+class Sent:
+    def get(self, timeout: float) -> None:
+        pass
+
+
+class FakeProducer:
+    """Keeps what is sent, as (topic, key, value)."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str, bytes]] = []
+
+    def send(self, topic: str, key: bytes, value: bytes) -> Sent:
+        self.sent.append((topic, key.decode("utf-8"), value))
+        return Sent()
+
+    def flush(self, timeout: float) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class OneSnapshot:
+    def __init__(self, snapshot: ClusterSnapshot) -> None:
+        self._snapshot = snapshot
+
+    def snapshot(self) -> ClusterSnapshot:
+        return self._snapshot
+
+    def close(self) -> None:
+        pass
+
+
+def config(form: FetchResponsesForm | None = None) -> IsrwatchConfig:
+    if form is None:
+        return IsrwatchConfig()
+    return IsrwatchConfig.model_validate({"topics": {"fetch_responses_form": form.value}})
+
+
+def poll() -> ClusterSnapshot:
+    """Two partitions led by broker 1 and one by broker 2, three replicas each."""
+    parts = {0: PartitionInfo(1, 4, (1, 2, 3), (1, 2, 3)), 1: PartitionInfo(2, 7, (2, 3, 1), (2,))}
+    leos = {("t", 0, 1): 50, ("t", 0, 2): 48, ("t", 0, 3): 50}
+    leos |= {("t", 1, 2): 9, ("t", 1, 3): 1, ("t", 1, 1): 0}
+    leos |= {("u", 0, 1): 5, ("u", 0, 2): 5, ("u", 0, 3): 4}
+    return ClusterSnapshot(
+        ts=1_000,
+        controller_id=1,
+        controller_epoch=3,
+        brokers=(1, 2, 3),
+        partitions={"t": parts, "u": {0: PartitionInfo(1, 0, (1, 2, 3), (1, 2, 3))}},
+        log_end_offsets=leos,
+        high_watermarks={("t", 0): 48, ("t", 1): 0, ("u", 0): 4},
+        offsets_ts=1_500,
+    )
+
+
+def collect(form: FetchResponsesForm | None) -> list[tuple[str, str, bytes]]:
+    producer = FakeProducer()
+    publisher = KafkaPublisher(config(form), producer=producer)
+    metrics = CollectorMetrics("admin", CollectorRegistry())
+    AdminCollector(OneSnapshot(poll()), publisher, metrics, None).poll_once()
+    return producer.sent
+
+
+FACTS = ("partition", "leader", "follower", "leader_epoch", "fetch_offset", "leader_leo")
+
+
+def rows(decoded: DecodedFetches) -> list[tuple[Any, ...]]:
+    return [
+        (decoded.topic[i], *(int(decoded.ints[name][i]) for name in FACTS))
+        for i in range(len(decoded))
+    ]
+
+
+# The poll's fetch responses by hand: (topic, partition, leader, follower, leader epoch,
+# fetch offset, leader's log end offset), each follower of each partition in order.
+LED_BY_1 = [("t", 0, 1, 2, 4, 48, 50), ("t", 0, 1, 3, 4, 50, 50)]
+LED_BY_1 += [("u", 0, 1, 2, 0, 5, 5), ("u", 0, 1, 3, 0, 4, 5)]
+LED_BY_2 = [("t", 1, 2, 3, 7, 1, 9), ("t", 1, 2, 1, 7, 0, 9)]
+
+
+def test_the_shipped_default_is_one_json_record_per_fetch() -> None:
+    assert config().topics.fetch_responses_form is FetchResponsesForm.JSON
+    fetches = [(k, v) for topic, k, v in collect(None) if topic == "fetch-responses"]
+    assert len(fetches) == 6
+    for key, value in fetches:
+        fetch = json.loads(value)  # JSON, which this release's job reads
+        assert key == f"{fetch['topic']}:{fetch['partition']}"
+
+
+def test_collect_admin_publishes_a_pack_per_leader_keyed_by_it() -> None:
+    sent = collect(FetchResponsesForm.PACKED)
+    controller = [v for topic, _, v in sent if topic == "controller-events"]
+    assert controller
+    assert all(not is_fetch_pack(v) for v in controller)
+    packs = {key: v for topic, key, v in sent if topic == "fetch-responses"}
+    assert sorted(packs) == ["1", "2"]
+    for key, led in (("1", LED_BY_1), ("2", LED_BY_2)):
+        decoded = decode_fetch_pack(packs[key])
+        assert isinstance(decoded, DecodedFetches)
+        assert not decoded.dead
+        assert rows(decoded) == led
+        assert set(decoded.ints["ts"].tolist()) == {1_500}
+        assert set(decoded.error) == {"NONE"}
+
+
+def fetch(topic: str, partition: int, leader: int) -> InputRecord:
+    value = {"ts": 1, "topic": topic, "partition": partition, "leader": leader, "follower": 9}
+    value |= {"leader_epoch": 0, "fetch_offset": 0, "leader_leo": 0, "high_watermark": 0}
+    return InputRecord(Source.FETCH_RESPONSES, f"{topic}:{partition}", value)
+
+
+def test_a_pack_too_long_for_one_record_is_halved(monkeypatch: pytest.MonkeyPatch) -> None:
+    records = [fetch("a" * 200, partition, 1) for partition in range(40)]
+    one = kafka_records(records, FetchResponsesForm.PACKED)
+    assert len(one) == 1
+    monkeypatch.setattr(wire, "MAX_PACK_BYTES", len(one[0].value) // 3)
+    parts = kafka_records(records, FetchResponsesForm.PACKED)
+    assert len(parts) == 4  # halved twice: 4 packs of 10 rows
+    assert all(len(part.value) <= wire.MAX_PACK_BYTES for part in parts)
+    partitions = []
+    for part in parts:
+        decoded = decode_fetch_pack(part.value)
+        assert isinstance(decoded, DecodedFetches)
+        partitions += decoded.ints["partition"].tolist()
+    assert partitions == list(range(40))  # in order
+
+
+def test_at_most_pack_rows_in_a_pack(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "PACK_ROWS", 3)
+    records = [fetch("t", partition, partition % 2) for partition in range(8)]
+    packs = kafka_records(records, FetchResponsesForm.PACKED)
+    sizes = []
+    for pack in packs:
+        decoded = decode_fetch_pack(pack.value)
+        assert isinstance(decoded, DecodedFetches)
+        sizes.append((pack.key, decoded.ints["partition"].tolist()))
+    assert sizes == [("0", [0, 2, 4]), ("0", [6]), ("1", [1, 3, 5]), ("1", [7])]
+
+
+def simulated(count: int) -> Sequence[InputRecord]:
+    sim = ClusterSimulator(load_scenario("demo"), seed=5, start_ms=START_MS)
+    return list(itertools.islice(sim.events(), count))
+
+
+def test_the_simulator_publishes_packs_holding_its_fetches_in_order() -> None:
+    records = simulated(3_000)
+    fetches = [r.value for r in records if r.source is Source.FETCH_RESPONSES]
+    producer = FakeProducer()
+    publish_all(KafkaPublisher(config(FetchResponsesForm.PACKED), producer=producer), records)
+    got: dict[int, list[tuple[Any, ...]]] = {}
+    for topic, key, value in producer.sent:
+        if topic != "fetch-responses":
+            continue
+        decoded = decode_fetch_pack(value)
+        assert isinstance(decoded, DecodedFetches)
+        assert not decoded.dead
+        assert set(decoded.ints["leader"].tolist()) == {int(key)}
+        got.setdefault(int(key), []).extend(rows(decoded))
+    expected: dict[int, list[tuple[Any, ...]]] = {}
+    for fetch_value in fetches:
+        row = (fetch_value["topic"], *(fetch_value[name] for name in FACTS))
+        expected.setdefault(fetch_value["leader"], []).append(row)
+    assert got == expected
+    assert sum(map(len, got.values())) == len(fetches) > 0
