@@ -36,16 +36,15 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from state.fetch_decoder import (
+    INT32_MAX,
     INT_COLUMNS,
     MAX_TIMESTAMP_MS,
     MAX_TOPIC_LENGTH,
     DecodedFetches,
     decode_fetches,
 )
-from state.fetch_pack import decode_fetch_pack, encode_fetch_pack
+from state.fetch_pack import decode_fetch_pack, encode_fetch_pack, field_rules
 from streaming.feeds.wire import encode
-
-INT32_MAX, INT64_MAX = 2**31 - 1, 2**63 - 1
 
 
 def poll(count: int) -> list[dict[str, Any]]:
@@ -75,16 +74,8 @@ _ARROW_SCHEMA = pa.schema(
     [pa.field(name, pa.int64()) for name in INT_COLUMNS]
     + [pa.field("topic", pa.string()), pa.field("error", pa.string())]
 )
-_LIMITS = {
-    "ts": (0, MAX_TIMESTAMP_MS),
-    "partition": (0, 999_999),
-    "leader": (0, INT32_MAX),
-    "follower": (0, INT32_MAX),
-    "leader_epoch": (0, INT32_MAX),
-    "fetch_offset": (0, INT64_MAX),
-    "leader_leo": (0, INT64_MAX),
-    "high_watermark": (0, INT64_MAX),
-}
+_LIMITS = {name: (field_rules()[name][0].ge, field_rules()[name][0].le) for name in INT_COLUMNS}
+"""The integer fields' ranges, as ``WireFetch`` (the schema's constraints) gives them."""
 
 
 def arrow_encode(values: Sequence[dict[str, Any]], compression: str | None = None) -> bytes:
@@ -104,7 +95,7 @@ def arrow_decode(value: bytes) -> DecodedFetches:
     ints = {}
     for name in INT_COLUMNS:
         column = table.column(name).to_numpy()
-        low, high = _LIMITS[name]
+        low, high = _LIMITS[name]  # every integer field has both bounds
         assert column.min() >= low
         assert column.max() <= high
         ints[name] = column

@@ -180,7 +180,7 @@ def _read(value: bytes) -> pa.Table | str:
     """The pack's table, or why it cannot be read."""
     head = len(PACK_MAGIC)
     if not is_fetch_pack(value) or len(value) <= head:
-        return "not a fetch pack: no magic and version"
+        return "not a fetch pack, or one without its version byte"
     version = value[head]
     if version not in READ_VERSIONS:
         known = ", ".join(map(str, sorted(READ_VERSIONS)))
@@ -208,7 +208,7 @@ def _typed_rows(table: pa.Table) -> npt.NDArray[np.bool_]:
     """The rows the typed check accepts: every field of the type and in the range
     ``WireFetch`` gives it. The others go to the explaining validator."""
     ok = np.ones(table.num_rows, np.bool_)
-    for name, (kind, required) in _rules().items():
+    for name, (kind, required) in field_rules().items():
         if name not in table.column_names:
             if required:
                 ok[:] = False
@@ -246,7 +246,7 @@ def _cells_ok(column: pa.ChunkedArray, kind: Any) -> npt.NDArray[np.bool_] | Non
 
 
 @cache
-def _rules() -> dict[str, tuple[Any, bool]]:
+def field_rules() -> dict[str, tuple[Any, bool]]:
     """Each field of ``WireFetch``: its msgspec type (constraints included) and whether
     it is required."""
     info = msgspec.inspect.type_info(WireFetch)
