@@ -134,6 +134,24 @@ def decode_fetch_pack(value: bytes) -> DecodedFetches | DeadLetter:
     )
 
 
+def pack_time_range(value: bytes) -> tuple[int, int] | None:
+    """The earliest and latest ``ts`` of a pack's rows, among the cells of an ``int64``
+    ``ts`` column within the schema's range; None for a pack that cannot be read or
+    has no such cell. For the job's event-time alignment, which reads a JSON record's
+    ``ts`` (``kafka_source.event_time``): a pack spans a range of times."""
+    table = _read(value)
+    if isinstance(table, str) or "ts" not in table.column_names:
+        return None
+    column = table.column("ts")
+    ok = _cells_ok(column, field_rules()["ts"][0])
+    if ok is None:
+        return None
+    if column.null_count:
+        ok &= ~column.is_null().to_numpy()
+    times = column.fill_null(0).to_numpy()[ok]
+    return (int(times.min()), int(times.max())) if times.size else None
+
+
 def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
     """A batch of fetch-responses record values, JSON and packs mixed, in input order:
     ``position`` and the dead letters' indexes are those of the records (a pack's rows

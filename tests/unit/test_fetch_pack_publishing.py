@@ -1,6 +1,7 @@
 """What ``collect admin`` and the simulator send to Kafka: one JSON record per fetch
 (the shipped default, which the job reads), or with ``topics.fetch_responses_form:
-packed`` fetch packs (``state.fetch_pack``) keyed by the leader that served their fetches.
+packed`` fetch packs (``state.fetch_pack``) keyed by the leader that served their fetches;
+and the time range a reader reads of a pack for its event-time alignment.
 
 A fake Kafka producer stands in for the broker (no cluster in unit tests)."""
 
@@ -11,12 +12,13 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 from prometheus_client import CollectorRegistry
 
 from state.events import Source
 from state.fetch_decoder import DecodedFetches
-from state.fetch_pack import decode_fetch_pack, is_fetch_pack
+from state.fetch_pack import decode_fetch_pack, framed_pack, is_fetch_pack, pack_time_range
 from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds import wire
 from streaming.feeds.collectors.admin_collector import AdminCollector
@@ -194,3 +196,19 @@ def test_the_simulator_publishes_packs_holding_its_fetches_in_order() -> None:
         expected.setdefault(fetch_value["leader"], []).append(row)
     assert got == expected
     assert sum(map(len, got.values())) == len(fetches) > 0
+
+
+def test_a_pack_spans_the_times_of_its_rows() -> None:
+    def timed(*times: int | None) -> bytes:
+        values = [dict(fetch("t", i, 1).value, ts=ts) for i, ts in enumerate(times)]
+        for value in values:
+            if value["ts"] is None:
+                del value["ts"]
+        return framed_pack(pa.RecordBatch.from_pylist(values))
+
+    assert pack_time_range(timed(5, 3, 9)) == (3, 9)
+    assert pack_time_range(timed(7, -1, None, 8)) == (7, 8)  # out of range, absent: no time
+    assert pack_time_range(timed(-1)) is None
+    assert pack_time_range(timed(5, 3)[:-3]) is None  # truncated
+    no_ts = framed_pack(pa.RecordBatch.from_pylist([{"topic": "t"}]))
+    assert pack_time_range(no_ts) is None
