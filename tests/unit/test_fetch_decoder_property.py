@@ -412,3 +412,31 @@ def test_a_pack_cannot_be_taken_for_a_json_record_nor_one_for_a_pack() -> None:
     decoded = decode_fetch_records([record, pack, None])
     assert decoded.position.tolist() == [0, 1]
     assert [(i, letter.reason.value) for i, letter in decoded.dead] == [(2, "invalid_json")]
+
+
+def test_json_records_and_packs_mixed_keep_input_order() -> None:
+    def fetch(partition: int, **changes: Any) -> dict[str, Any]:
+        value = dict.fromkeys(INT_COLUMNS, 1) | {"topic": "t", "partition": partition}
+        return value | changes
+
+    good_pack = encode_fetch_pack([fetch(1), fetch(2, ts=-1), fetch(3)])
+    values = [
+        json.dumps(fetch(0)).encode(),
+        good_pack,
+        b'{"ts": 1}',
+        good_pack[:-1],
+        json.dumps(fetch(4)).encode(),
+    ]
+    decoded = decode_fetch_records(values)
+    assert decoded.position.tolist() == [0, 1, 1, 4]
+    assert decoded.ints["partition"].tolist() == [0, 1, 3, 4]
+    letters = [(i, letter.reason.value, letter.detail) for i, letter in decoded.dead]
+    assert letters == [
+        (1, "invalid_value", "ts must be >= 0"),
+        (2, "missing_field", "missing required field topic"),
+        (
+            3,
+            "invalid_pack",
+            "truncated fetch pack (or bytes after its end): no end-of-stream marker last",
+        ),
+    ]
