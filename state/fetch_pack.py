@@ -48,15 +48,26 @@ PACK_VERSION = 1
 """The version byte after ``PACK_MAGIC`` that this release writes and reads."""
 READ_VERSIONS = frozenset({PACK_VERSION})
 
-STRING_COLUMNS = ("topic", "error")
-OPTIONAL_INT_COLUMNS = ("log_start_offset", "bytes")
-_OPTIONAL = frozenset({*OPTIONAL_INT_COLUMNS, "error"})
+
+@cache
+def field_rules() -> dict[str, tuple[Any, bool]]:
+    """Each field of ``WireFetch``: its msgspec type (constraints included) and whether
+    it is required."""
+    info = msgspec.inspect.type_info(WireFetch)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return {field.name: (field.type, field.required) for field in info.fields}
+
+
+_RULES = field_rules()
 PACK_SCHEMA = pa.schema(
-    [pa.field(name, pa.int64()) for name in INT_COLUMNS]
-    + [pa.field(name, pa.int64()) for name in OPTIONAL_INT_COLUMNS]
-    + [pa.field(name, pa.string()) for name in STRING_COLUMNS]
+    [
+        pa.field(name, pa.string() if isinstance(kind, msgspec.inspect.StrType) else pa.int64())
+        for name, (kind, _) in _RULES.items()
+    ]
 )
-"""The columns the writer writes (an optional one only when some row holds it)."""
+"""The columns the writer writes, those of ``WireFetch`` (an optional one only when some
+row holds it)."""
+_OPTIONAL = frozenset(name for name, (_, required) in _RULES.items() if not required)
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 """Arrow's end-of-stream marker: a stream cut at a message boundary still reads, so
 the reader asks for the marker to tell a whole pack from a truncated one."""
@@ -112,17 +123,16 @@ def decode_fetch_pack(value: bytes) -> DecodedFetches | DeadLetter:
         return DeadLetter(
             Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, detail
         )
-    if slow:
-        for row, obj in zip(slow, objs, strict=True):
-            parsed = parse_json_line(Source.FETCH_RESPONSES, _present(obj))
-            if isinstance(parsed, DeadLetter):
-                dead.append((row, parsed))
-                continue
-            assert isinstance(parsed, FetchResponse)
-            ok[row] = True
-            for name in INT_COLUMNS:
-                ints[name][row] = getattr(parsed, name)
-            topic[row], error[row] = parsed.topic, parsed.error
+    for row, obj in zip(slow, objs, strict=True):
+        parsed = parse_json_line(Source.FETCH_RESPONSES, _present(obj))
+        if isinstance(parsed, DeadLetter):
+            dead.append((row, parsed))
+            continue
+        assert isinstance(parsed, FetchResponse)
+        ok[row] = True
+        for name in INT_COLUMNS:
+            ints[name][row] = getattr(parsed, name)
+        topic[row], error[row] = parsed.topic, parsed.error
     position = np.flatnonzero(ok).astype(np.int64)
     everyone = len(position) == count
     return DecodedFetches(
@@ -143,7 +153,7 @@ def pack_time_range(value: bytes) -> tuple[int, int] | None:
     if isinstance(table, str) or "ts" not in table.column_names:
         return None
     column = table.column("ts")
-    ok = _cells_ok(column, field_rules()["ts"][0])
+    ok = _cells_ok(column, _RULES["ts"][0])
     if ok is None:
         return None
     if column.null_count:
@@ -226,7 +236,7 @@ def _typed_rows(table: pa.Table) -> npt.NDArray[np.bool_]:
     """The rows the typed check accepts: every field of the type and in the range
     ``WireFetch`` gives it. The others go to the explaining validator."""
     ok = np.ones(table.num_rows, np.bool_)
-    for name, (kind, required) in field_rules().items():
+    for name, (kind, required) in _RULES.items():
         if name not in table.column_names:
             if required:
                 ok[:] = False
@@ -261,15 +271,6 @@ def _cells_ok(column: pa.ChunkedArray, kind: Any) -> npt.NDArray[np.bool_] | Non
             ok &= lengths <= kind.max_length
         return ok
     return None
-
-
-@cache
-def field_rules() -> dict[str, tuple[Any, bool]]:
-    """Each field of ``WireFetch``: its msgspec type (constraints included) and whether
-    it is required."""
-    info = msgspec.inspect.type_info(WireFetch)
-    assert isinstance(info, msgspec.inspect.StructType)
-    return {field.name: (field.type, field.required) for field in info.fields}
 
 
 def _int_cells(table: pa.Table, name: str, count: int) -> npt.NDArray[np.int64]:
