@@ -19,6 +19,13 @@ the topic and error as lists of str):
 
 Printed: bytes per event, encode and decode microseconds per event (best of
 ``--repeat``, CPU time of this process) and the load average. Nothing is asserted.
+
+Then the collector's side (``--partitions``, 0 to skip): one ``collect admin`` poll of
+that many partitions x 3 replicas (two fetch responses each) from a snapshot in memory,
+step by step as ``AdminCollector.poll_once`` takes them: the diff into records
+(``AdminPoller.diff``), the contract check of every record (``sending.checked``), and
+the records as Kafka values (``wire.kafka_records``), per-record JSON and packed. No
+broker: what publishing costs beyond the encoding is the producer's.
 """
 
 from __future__ import annotations
@@ -44,7 +51,11 @@ from state.fetch_decoder import (
     decode_fetches,
 )
 from state.fetch_pack import decode_fetch_pack, encode_fetch_pack, field_rules
-from streaming.feeds.wire import encode
+from streaming.config import FetchResponsesForm
+from streaming.feeds.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
+from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.collectors.sending import checked
+from streaming.feeds.wire import encode, kafka_records
 
 
 def poll(count: int) -> list[dict[str, Any]]:
@@ -201,10 +212,59 @@ def measure(count: int, repeat: int) -> list[tuple[str, float, float, float]]:
     ]
 
 
+def snapshot(partitions: int) -> ClusterSnapshot:
+    """A cluster of six brokers, 100 topics, ``partitions`` partitions x 3 replicas."""
+    parts: dict[str, dict[int, PartitionInfo]] = {}
+    leos: dict[tuple[str, int, int], int] = {}
+    hws: dict[tuple[str, int], int] = {}
+    for i in range(partitions):
+        topic, partition = f"topic-{i % 100:04d}", i // 100
+        replicas = (i % 6, (i + 1) % 6, (i + 2) % 6)
+        parts.setdefault(topic, {})[partition] = PartitionInfo(replicas[0], 3, replicas, replicas)
+        for lag, broker in enumerate(replicas):
+            leos[(topic, partition, broker)] = 1_000_000 - lag
+        hws[(topic, partition)] = 999_998
+    return ClusterSnapshot(
+        ts=1_700_000_000_000,
+        controller_id=0,
+        controller_epoch=1,
+        brokers=tuple(range(6)),
+        partitions=parts,
+        log_end_offsets=leos,
+        high_watermarks=hws,
+        offsets_ts=1_700_000_000_000,
+    )
+
+
+def collector_poll(partitions: int) -> None:
+    """CPU seconds of each step of an admin poll after the first: nothing changed but the
+    offsets, so its records are the fetch responses (the first poll adds an event for
+    every partition)."""
+    from prometheus_client import CollectorRegistry
+
+    poller = AdminPoller()
+    poller.diff(snapshot(partitions))
+    polled = snapshot(partitions)
+    diffed_s, records = best(1, partial(poller.diff, polled))
+    metrics = CollectorMetrics("admin", CollectorRegistry())
+    checked_s, _ = best(1, partial(checked, records, metrics))
+    fetches = sum(1 for r in records if r.source.value == "fetch-responses")
+    print(f"\ncollect admin, one poll of {partitions:,} partitions x 3 replicas")
+    print(f"  {len(records):,} records, {fetches:,} of them fetch responses; CPU s per step:")
+    print(f"  {'diff into records (AdminPoller.diff)':<44} {diffed_s:>7.3f}")
+    print(f"  {'contract check of each record (checked)':<44} {checked_s:>7.3f}")
+    for form in FetchResponsesForm:
+        encoded_s, sent = best(1, partial(kafka_records, records, form))
+        size = sum(len(r.value) for r in sent)
+        label = f"kafka_records, {form.value} ({len(sent):,} values, {size / 1e6:.1f} MB)"
+        print(f"  {label:<44} {encoded_s:>7.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1_000, 100_000])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--partitions", type=int, default=20_000)
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()[0]:.2f} (1 min)")
     for count in args.sizes:
@@ -212,6 +272,8 @@ def main() -> None:
         print(f"  {'form':<22} {'bytes/event':>12} {'encode us/event':>16} {'decode us/event':>16}")
         for name, size, enc, dec in measure(count, args.repeat):
             print(f"  {name:<22} {size:>12.1f} {enc:>16.3f} {dec:>16.3f}")
+    if args.partitions:
+        collector_poll(args.partitions)
     print(f"\nload average after: {os.getloadavg()[0]:.2f} (1 min)")
 
 

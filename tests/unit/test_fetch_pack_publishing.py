@@ -1,7 +1,8 @@
 """What ``collect admin`` and the simulator send to Kafka: one JSON record per fetch
 (the shipped default, which the job reads), or with ``topics.fetch_responses_form:
 packed`` fetch packs (``state.fetch_pack``) keyed by the leader that served their fetches;
-and the time range a reader reads of a pack for its event-time alignment.
+the time range a reader reads of a pack for its event-time alignment; and the
+collectors' contract check of a poll's fetch responses, in bulk through a pack.
 
 A fake Kafka producer stands in for the broker (no cluster in unit tests)."""
 
@@ -16,17 +17,21 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 from prometheus_client import CollectorRegistry
 
-from state.events import Source
+from state import parse_json_line
+from state.events import ControllerChange, Source
 from state.fetch_decoder import DecodedFetches
 from state.fetch_pack import decode_fetch_pack, framed_pack, is_fetch_pack, pack_time_range
 from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds import wire
+from streaming.feeds.collectors import sending
 from streaming.feeds.collectors.admin_collector import AdminCollector
 from streaming.feeds.collectors.admin_poller import ClusterSnapshot, PartitionInfo
 from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.collectors.sending import checked
 from streaming.feeds.publisher import KafkaPublisher, publish_all
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
 from streaming.feeds.wire import InputRecord, kafka_records
+from streaming.feeds.wire_encoding import input_record
 from tests.simulation import START_MS
 
 
@@ -212,3 +217,47 @@ def test_a_pack_spans_the_times_of_its_rows() -> None:
     assert pack_time_range(timed(5, 3)[:-3]) is None  # truncated
     no_ts = framed_pack(pa.RecordBatch.from_pylist([{"topic": "t"}]))
     assert pack_time_range(no_ts) is None
+
+
+def judged(events: list[InputRecord]) -> tuple[list[InputRecord], dict[str, float]]:
+    """What ``checked`` lets through, and what it counted as invalid, by reason."""
+    registry = CollectorRegistry()
+    kept = checked(events, CollectorMetrics("admin", registry))
+    counts = {}
+    for reason in ("invalid_value", "wrong_type", "missing_field"):
+        labels = {"collector": "admin", "reason": reason}
+        counts[reason] = registry.get_sample_value("isrwatch_collect_invalid_events_total", labels)
+    return kept, {reason: n for reason, n in counts.items() if n}
+
+
+def test_the_collectors_check_judges_a_polls_fetches_in_bulk_as_the_parser_does(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    parsed: list[str] = []
+
+    def parse(source: Source, value: Any) -> Any:
+        parsed.append(source.value)
+        return parse_json_line(source, value)
+
+    monkeypatch.setattr(sending, "parse_json_line", parse)
+    good, other = fetch("t", 0, 1), fetch("t", 1, 2)
+    lagging = InputRecord(good.source, good.key, {**good.value, "fetch_offset": -1})
+    nameless = InputRecord(good.source, good.key, {**good.value, "topic": ""})
+    unsized = InputRecord(good.source, good.key, {**good.value, "bytes": "12"})
+    event = input_record(ControllerChange(ts=1, controller_id=1, controller_epoch=2))
+    broken = InputRecord(event.source, event.key, {**event.value, "controller_epoch": -5})
+    # in bulk: every fetch value fits a pack
+    kept, invalid = judged([good, lagging, event, nameless, broken, other])
+    assert kept == [good, event, other]
+    assert invalid == {"invalid_value": 3}
+    assert parsed.count("fetch-responses") == 2  # only those the bulk check refused
+    parsed.clear()
+    # one value a pack cannot hold as it is: the poll's fetches are judged one by one
+    kept, invalid = judged([good, unsized, lagging, other])
+    assert kept == [good, other]
+    assert invalid == {"wrong_type": 1, "invalid_value": 1}
+    assert parsed.count("fetch-responses") == 4
+    nulled = InputRecord(good.source, good.key, {**good.value, "bytes": None})
+    kept, invalid = judged([nulled, good])  # null is not absent for the parser
+    assert kept == [good]
+    assert invalid == {"wrong_type": 1}
