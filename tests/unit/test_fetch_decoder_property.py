@@ -21,9 +21,14 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from state.event_parser import parse_record, schema_validator, utf8_encodable
+from state.event_parser import parse_json_line, parse_record, schema_validator, utf8_encodable
 from state.events import DeadLetter, DeadLetterReason, FetchResponse, Source
-from state.fetch_decoder import INT_COLUMNS, DecodedFetches, decode_fetches
+from state.fetch_decoder import (
+    INT_COLUMNS,
+    DecodedFetches,
+    decode_fetches,
+    refused_fetch_values,
+)
 from state.fetch_pack import (
     PACK_MAGIC,
     decode_fetch_pack,
@@ -358,8 +363,14 @@ def test_packed_rows_get_the_verdicts_of_the_per_record_path(
         start += size
     assert start == len(held)
     assert len(decoded) + len(decoded.dead) == len(held)
-    # The valid rows through the shipped writer: the same columns again.
-    valid = [row for row in held if schema_validator(Source.FETCH_RESPONSES).is_valid(row)]
+    # The valid rows as a producer makes them (integers, no 5.0) through the shipped
+    # writer: the same columns again.
+    valid = [
+        row
+        for row in held
+        if schema_validator(Source.FETCH_RESPONSES).is_valid(row)
+        and not any(isinstance(cell, float) for cell in row.values())
+    ]
     shipped = decode_fetch_pack(encode_fetch_pack(valid))
     assert isinstance(shipped, DecodedFetches)
     assert_same_verdicts(shipped, decode_fetches(per_record(valid)), valid)
@@ -440,3 +451,25 @@ def test_json_records_and_packs_mixed_keep_input_order() -> None:
             "truncated fetch pack (or bytes after its end): no end-of-stream marker last",
         ),
     ]
+
+
+@settings(
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=list(HealthCheck),
+    phases=(Phase.explicit, Phase.generate),
+)
+@given(
+    rows=st.lists(mutated(), min_size=40, max_size=40),
+    valid=st.lists(valid_record(), min_size=1, max_size=40),
+)
+def test_the_bulk_check_of_values_refuses_what_the_parser_refuses(
+    rows: list[Any], valid: list[dict[str, Any]]
+) -> None:
+    """A collector checks a poll's values in bulk (``refused_fetch_values``): the values
+    ``parse_json_line`` refuses, each with its dead letter, and no other."""
+    values = [row for row in rows if isinstance(row, dict)]
+    parsed = [parse_json_line(Source.FETCH_RESPONSES, dict(value)) for value in values]
+    expected = {i: result for i, result in enumerate(parsed) if isinstance(result, DeadLetter)}
+    assert refused_fetch_values(values) == expected, values
+    assert refused_fetch_values(valid) == {}

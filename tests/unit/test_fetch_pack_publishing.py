@@ -2,7 +2,7 @@
 (the shipped default, which the job reads), or with ``topics.fetch_responses_form:
 packed`` fetch packs (``state.fetch_pack``) keyed by the leader that served their fetches;
 the time range a reader reads of a pack for its event-time alignment; and the
-collectors' contract check of a poll's fetch responses, in bulk through a pack.
+collectors' contract check of a poll's fetch responses, in bulk.
 
 A fake Kafka producer stands in for the broker (no cluster in unit tests)."""
 
@@ -18,12 +18,17 @@ import pytest
 from prometheus_client import CollectorRegistry
 
 from state import parse_json_line
-from state.events import ControllerChange, Source
+from state.events import ControllerChange, DeadLetter, FetchResponse, Source
 from state.fetch_decoder import DecodedFetches
-from state.fetch_pack import decode_fetch_pack, framed_pack, is_fetch_pack, pack_time_range
+from state.fetch_pack import (
+    decode_fetch_pack,
+    encode_fetch_pack,
+    framed_pack,
+    is_fetch_pack,
+    pack_time_range,
+)
 from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds import wire
-from streaming.feeds.collectors import sending
 from streaming.feeds.collectors.admin_collector import AdminCollector
 from streaming.feeds.collectors.admin_poller import ClusterSnapshot, PartitionInfo
 from streaming.feeds.collectors.metrics import CollectorMetrics
@@ -230,34 +235,43 @@ def judged(events: list[InputRecord]) -> tuple[list[InputRecord], dict[str, floa
     return kept, {reason: n for reason, n in counts.items() if n}
 
 
-def test_the_collectors_check_judges_a_polls_fetches_in_bulk_as_the_parser_does(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    parsed: list[str] = []
-
-    def parse(source: Source, value: Any) -> Any:
-        parsed.append(source.value)
-        return parse_json_line(source, value)
-
-    monkeypatch.setattr(sending, "parse_json_line", parse)
+def test_the_collectors_check_judges_a_polls_fetches_as_the_parser_does() -> None:
     good, other = fetch("t", 0, 1), fetch("t", 1, 2)
-    lagging = InputRecord(good.source, good.key, {**good.value, "fetch_offset": -1})
-    nameless = InputRecord(good.source, good.key, {**good.value, "topic": ""})
-    unsized = InputRecord(good.source, good.key, {**good.value, "bytes": "12"})
+
+    def changed(**fields: Any) -> InputRecord:
+        return InputRecord(good.source, good.key, {**good.value, **fields})
+
+    lagging, nameless = changed(fetch_offset=-1), changed(topic="")
+    unsized, nulled = changed(bytes="12"), changed(bytes=None)
+    integral, extended = changed(fetch_offset=5.0), changed(rack="r1")
     event = input_record(ControllerChange(ts=1, controller_id=1, controller_epoch=2))
     broken = InputRecord(event.source, event.key, {**event.value, "controller_epoch": -5})
-    # in bulk: every fetch value fits a pack
-    kept, invalid = judged([good, lagging, event, nameless, broken, other])
+    kept, invalid = judged([good, lagging, event, nameless, broken, unsized, other])
     assert kept == [good, event, other]
-    assert invalid == {"invalid_value": 3}
-    assert parsed.count("fetch-responses") == 2  # only those the bulk check refused
-    parsed.clear()
-    # one value a pack cannot hold as it is: the poll's fetches are judged one by one
-    kept, invalid = judged([good, unsized, lagging, other])
-    assert kept == [good, other]
-    assert invalid == {"wrong_type": 1, "invalid_value": 1}
-    assert parsed.count("fetch-responses") == 4
-    nulled = InputRecord(good.source, good.key, {**good.value, "bytes": None})
-    kept, invalid = judged([nulled, good])  # null is not absent for the parser
-    assert kept == [good]
+    assert invalid == {"invalid_value": 3, "wrong_type": 1}
+    kept, invalid = judged([integral, nulled, extended])  # 5.0 is an integer; null is no int
+    assert kept == [integral, extended]
     assert invalid == {"wrong_type": 1}
+
+
+def test_the_writer_never_changes_a_value_to_fit_a_column() -> None:
+    good = fetch("t", 0, 1).value
+    for odd in ({"fetch_offset": 1.5}, {"bytes": 5.0}, {"error": None}):
+        row = {**good, **odd}
+        decoded = decode_fetch_pack(encode_fetch_pack([good, row]))
+        assert isinstance(decoded, DecodedFetches)
+        # a null cell is an absent field: the row is ``good`` then
+        present = {name: cell for name, cell in row.items() if cell is not None}
+        expected = parse_json_line(Source.FETCH_RESPONSES, present)
+        if isinstance(expected, DeadLetter):
+            assert [(i, letter.reason) for i, letter in decoded.dead] == [(1, expected.reason)]
+        else:
+            assert isinstance(expected, FetchResponse)
+            assert not decoded.dead
+            assert int(decoded.ints["fetch_offset"][1]) == expected.fetch_offset
+    with pytest.raises(pa.ArrowTypeError):  # no column holds 1 and True apart
+        encode_fetch_pack([good, {**good, "leader": True}])
+    error_later = [good, {**good, "error": "NOT_LEADER_OR_FOLLOWER"}]  # not in the first row
+    decoded = decode_fetch_pack(encode_fetch_pack(error_later))
+    assert isinstance(decoded, DecodedFetches)
+    assert decoded.error == ["NONE", "NOT_LEADER_OR_FOLLOWER"]
