@@ -13,10 +13,12 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TextIO
 
 from state.events import Source
-from streaming.config import IsrwatchConfig
+from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds.wire import InputRecord, encode, envelope_line, kafka_records
 
 SEND_TIMEOUT_S = 60.0
+PACKED_RECORDS_PER_PUBLISH = 25_000
+"""About 4,000 fetch responses a leader on a 6-broker cluster: a pack each (``PACK_ROWS``)."""
 
 
 class Publisher(Protocol):
@@ -48,6 +50,16 @@ class KafkaPublisher:
             Source.FETCH_RESPONSES: config.topics.fetch_responses,
         }
         self._fetch_form = config.topics.fetch_responses_form
+
+    @property
+    def records_per_publish(self) -> int:
+        """How many records :func:`publish_all` hands over at once, at the most: more
+        when fetch responses are packed, since a pack's fixed cost to read (about 0.2 ms,
+        docs/event-contract.md#fetch-packs) wants thousands of rows, and a publish makes
+        one pack per leader at the least."""
+        return (
+            PACKED_RECORDS_PER_PUBLISH if self._fetch_form is FetchResponsesForm.PACKED else 1_000
+        )
 
     def publish(self, records: Sequence[InputRecord]) -> None:
         """Write ``records`` in order; return once all are acknowledged, or raise."""
@@ -123,12 +135,14 @@ def publish_all(
     publisher: KafkaPublisher,
     records: Iterable[InputRecord],
     counts: Counter[str] | None = None,
-    batch: int = 1_000,
+    batch: int | None = None,
     batch_s: float = 0.25,
 ) -> Counter[str]:
-    """Send in order, a batch at a time: ``batch`` records or ``batch_s`` seconds' worth
-    (paced records should not wait for a full batch). Counts what was acknowledged."""
+    """Send in order, a batch at a time: ``batch`` records (the publisher's
+    ``records_per_publish`` unless given) or ``batch_s`` seconds' worth (paced records
+    should not wait for a full batch). Counts what was acknowledged."""
     counts = Counter() if counts is None else counts
+    batch = publisher.records_per_publish if batch is None else batch
     iterator = iter(records)
     while True:
         started = time.monotonic()

@@ -206,6 +206,9 @@ def test_the_simulator_publishes_packs_holding_its_fetches_in_order() -> None:
         expected.setdefault(fetch_value["leader"], []).append(row)
     assert got == expected
     assert sum(map(len, got.values())) == len(fetches) > 0
+    # one publish (under 25,000 records): one pack a leader, not one a thousand records
+    packs = [key for topic, key, _ in producer.sent if topic == "fetch-responses"]
+    assert sorted(packs) == sorted(map(str, expected))
 
 
 def test_a_pack_spans_the_times_of_its_rows() -> None:
