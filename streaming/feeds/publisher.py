@@ -17,6 +17,7 @@ from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds.wire import InputRecord, encode, envelope_line, kafka_records
 
 SEND_TIMEOUT_S = 60.0
+RECORDS_PER_PUBLISH = 1_000
 PACKED_RECORDS_PER_PUBLISH = 25_000
 """About 4,000 fetch responses a leader on a 6-broker cluster: a pack each (``PACK_ROWS``)."""
 
@@ -57,9 +58,9 @@ class KafkaPublisher:
         when fetch responses are packed, since a pack's fixed cost to read (about 0.2 ms,
         docs/event-contract.md#fetch-packs) wants thousands of rows, and a publish makes
         one pack per leader at the least."""
-        return (
-            PACKED_RECORDS_PER_PUBLISH if self._fetch_form is FetchResponsesForm.PACKED else 1_000
-        )
+        if self._fetch_form is FetchResponsesForm.PACKED:
+            return PACKED_RECORDS_PER_PUBLISH
+        return RECORDS_PER_PUBLISH
 
     def publish(self, records: Sequence[InputRecord]) -> None:
         """Write ``records`` in order; return once all are acknowledged, or raise."""
