@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -471,3 +472,17 @@ def test_the_bulk_check_of_values_refuses_what_the_parser_refuses(
     expected = {i: result for i, result in enumerate(parsed) if isinstance(result, DeadLetter)}
     assert refused_fetch_values(values) == expected, values
     assert refused_fetch_values(valid) == {}
+
+
+def test_a_pack_whose_text_is_not_utf8_is_dead_whole() -> None:
+    """Arrow's writers never make one: it is corruption (a row of text is UTF-8 by the
+    contract, and a JSON record that is not is ``invalid_json``)."""
+    good = dict.fromkeys(INT_COLUMNS, 1) | {"topic": "t"}
+    batch = pa.RecordBatch.from_pylist([good, good])
+    offsets = pa.py_buffer(np.array([0, 1, 3], np.int32).tobytes())
+    topic = pa.Array.from_buffers(pa.string(), 2, [None, offsets, pa.py_buffer(b"t\xed\xa0")])
+    broken = batch.set_column(batch.schema.get_field_index("topic"), "topic", topic)
+    decoded = decode_fetch_pack(framed_pack(broken))
+    assert isinstance(decoded, DeadLetter)
+    assert decoded.reason is DeadLetterReason.INVALID_PACK
+    assert decoded.detail.startswith("corrupt fetch pack: ")
