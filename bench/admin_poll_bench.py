@@ -9,9 +9,10 @@ many partitions, replication factor 3, with a few records in each. Then, alterna
 * **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
   every event encoded and checked;
-* **bare client**: the same requests on the same kafka-python client (Metadata,
-  DescribeCluster, DescribeQuorum, DescribeConfigs, ListOffsets per broker), answers
-  parsed as the source parses them but no snapshot, diff or event: what asking costs.
+* **source alone**: ``KafkaAdminSource.snapshot()``, the public call the collector makes
+  first: the same requests on the same kafka-python client (Metadata, DescribeCluster,
+  DescribeQuorum, DescribeConfigs, ListOffsets per broker) and their answers as a
+  snapshot, but no diff or event: what asking costs.
 
 It prints per poll: wall time (median, max), this process's CPU, and the requests sent
 per broker; then the cost per partition, and the partitions one core keeps at a 1 s poll,
@@ -32,7 +33,7 @@ from typing import Any
 
 from streaming.config import IsrwatchConfig
 from streaming.feeds.collectors.admin_collector import AdminCollector
-from streaming.feeds.collectors.admin_source import KafkaAdminSource, _partitions
+from streaming.feeds.collectors.admin_source import KafkaAdminSource
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.publisher import JsonLinesPublisher
 from streaming.tools.lab.cluster import LabCluster
@@ -66,26 +67,6 @@ def create_topic(bootstrap: str, partitions: int) -> None:
     producer.flush(300)
 
 
-def bare_poll(source: KafkaAdminSource, brokers: list[int]) -> Callable[[], None]:
-    """The collector's requests, answers dropped (its private helpers build them)."""
-    from kafka.admin import ConfigResource, ConfigResourceType
-
-    admin: Any = source._admin
-
-    def poll() -> None:
-        admin.describe_cluster()
-        partitions = _partitions(admin.describe_topics())
-        admin.describe_metadata_quorum()
-        admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in partitions]
-        )
-        source._silent = set()
-        source._broker_configs(brokers)
-        source._log_offsets(partitions, brokers)
-
-    return poll
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="1000,10000")
@@ -108,15 +89,13 @@ def main() -> int:
                     source, JsonLinesPublisher(io.StringIO()), CollectorMetrics("admin"), None
                 )
                 collector.poll_once()  # the first poll sends every partition: not steady
-                bare = bare_poll(source, cluster.node_ids)
-                bare()
                 c_wall, c_cpu = timed(collector.poll_once, options.polls)
-                b_wall, b_cpu = timed(bare, options.polls)
+                b_wall, b_cpu = timed(source.snapshot, options.polls)
                 source.close()
             rows.append((size, c_wall, c_cpu, b_wall, b_cpu))
             print(
                 f"{size:>7} partitions: collector wall p50 {statistics.median(c_wall):.3f} s "
-                f"max {max(c_wall):.3f} s, CPU {statistics.median(c_cpu):.3f} s | bare client "
+                f"max {max(c_wall):.3f} s, CPU {statistics.median(c_cpu):.3f} s | source alone "
                 f"wall p50 {statistics.median(b_wall):.3f} s, CPU {statistics.median(b_cpu):.3f} s"
                 f" | requests per broker per poll: 4",
                 flush=True,

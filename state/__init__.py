@@ -53,7 +53,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "state.flapping": ("Flap",),
     "state.follower_fetch_state": ("WIRE_COLUMNS", "FetchBatch"),
-    "state.health_signature": ("health_signatures", "legacy_health_signature"),
+    "state.health_signature": ("health_signatures",),
     "state.lag_time": ("LagTimeUnknown", "caught_up_known", "time_or_none"),
     "state.metadata_cache": ("MetadataState",),
     "state.model": ("ReplicationModel",),
@@ -120,7 +120,6 @@ if TYPE_CHECKING:
     from state.health_record import decode_record as decode_record
     from state.health_record import encode_record as encode_record
     from state.health_signature import health_signatures as health_signatures
-    from state.health_signature import legacy_health_signature as legacy_health_signature
     from state.lag_time import LagTimeUnknown as LagTimeUnknown
     from state.lag_time import caught_up_known as caught_up_known
     from state.lag_time import time_or_none as time_or_none

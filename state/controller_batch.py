@@ -258,6 +258,8 @@ def _write(
     table.leader[rows] = leader
     table.leader_epoch[rows] = leader_epoch
     table.partition_epoch[rows] = _int_column([state.partition_epoch for state in states])
+    for row, event in zip(row_list, events, strict=True):
+        model.record_eligible_leaders(row, event.elr, event.last_known_elr)
 
     after, after_counts = padded(isrs)
     changed = ~(

@@ -72,6 +72,9 @@ class WireLeaderAndIsr(_Wire, tag="LeaderAndIsr", frozen=True):
     isr: _ReplicaIds
     replicas: _ReplicaIds
     partition_epoch: _Epoch
+    # stated together or not at all (the schema's dependentRequired): see _stated_apart
+    elr: _ReplicaIds | UnsetType = UNSET
+    last_known_elr: _ReplicaIds | UnsetType = UNSET
 
 
 class WireMetadataPartitionState(msgspec.Struct, forbid_unknown_fields=True, frozen=True, gc=False):
@@ -97,6 +100,14 @@ _BUILD: dict[type, msgspec.json.Decoder[Any]] = {
 }
 
 
+def _stated_apart(checked: object) -> bool:
+    """An ELR without its last known ELR, or the reverse: the schema refuses it, and the
+    parser gives the reason."""
+    return isinstance(checked, WireLeaderAndIsr) and (checked.elr is UNSET) != (
+        checked.last_known_elr is UNSET
+    )
+
+
 def decode_controller_events(
     values: Sequence[bytes | None],
 ) -> tuple[list[tuple[int, ControllerEvent]], list[tuple[int, DeadLetter]]]:
@@ -109,7 +120,8 @@ def decode_controller_events(
         # an escape may be a lone surrogate, which msgspec takes: the parser judges those
         if fast and isinstance(value, bytes) and b"\\u" not in value:
             try:
-                build = _BUILD.get(type(_CHECK.decode(value)))
+                checked = _CHECK.decode(value)
+                build = None if _stated_apart(checked) else _BUILD.get(type(checked))
                 if build is not None:
                     events.append((index, build.decode(value)))
                     continue

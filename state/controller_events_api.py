@@ -57,6 +57,16 @@ class ControllerEventTarget(Protocol):
         """KRaft: the metadata log offset of the row's ISR change."""
         ...
 
+    def record_eligible_leaders(
+        self,
+        row: int,
+        elr: tuple[int, ...] | None,
+        last_known_elr: tuple[int, ...] | None,
+    ) -> None:
+        """The row's ELR after its ISR or leader changed (``state.eligible_leaders``):
+        as stated, or by the rules that need no statement (both None: not stated)."""
+        ...
+
     def observe_propagation(self, row: int, ts: int, report: ApplyReport) -> None:
         """The row's ISR reached every live broker's cache at ``ts``."""
         ...

@@ -64,6 +64,11 @@ class LeaderAndIsr(ControllerEvent):
     isr: tuple[int, ...] | None = None
     replicas: tuple[int, ...] | None = None
     partition_epoch: int | None = None
+    # Kafka 4.0+ (KIP-966): the partition's ELR and last known ELR after the decision,
+    # stated together by a producer that knows them (the KRaft metadata log); None:
+    # not stated (state.eligible_leaders).
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     @property
     def is_partial(self) -> bool:
@@ -82,6 +87,9 @@ class IsrChange(ControllerEvent):
     old_isr: tuple[int, ...] | None = None
     leader_epoch: int | None = None
     partition_epoch: int | None = None
+    # As on LeaderAndIsr: the ELR after the change, where the producer knows it.
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,6 +140,15 @@ class ControllerChange(ControllerEvent):
 class TopicChange(ControllerEvent):
     created: Mapping[str, Mapping[int, tuple[int, ...]]] = field(default_factory=dict)
     deleted: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClearElr(ControllerEvent):
+    """Kafka 4.0+: the controller emptied the ELR and last known ELR of every partition of
+    ``topic``, or of every topic when None (``ClearElrRecord``, written when
+    ``min.insync.replicas`` changes)."""
+
+    topic: str | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -197,6 +214,7 @@ CONTROLLER_EVENT_TYPES: Mapping[str, type[ControllerEvent]] = {
         ControllerChange,
         TopicChange,
         TopicConfig,
+        ClearElr,
         BrokerConfig,
         MetadataLogProgress,
     )

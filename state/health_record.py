@@ -33,6 +33,10 @@ StatusName = Literal[
     "OFFLINE",
 ]
 MetadataStateName = Literal["CONSISTENT", "STALE_EXPECTED", "STALE_OVERDUE"]
+OfflineRecoveryName = Literal["ISR", "ELR", "UNCLEAN_ONLY"]
+"""How an offline partition can get a leader again (docs/domain.md#offline-recovery):
+a member of its ISR returns; its ISR is empty and a member of its ELR returns (Kafka
+4.0+); or only an unclean election, which loses the writes the chosen replica lacks."""
 LagTimeUnknownName = Literal["NEVER_CAUGHT_UP"]
 
 KAFKA_DEFAULT_MIN_INSYNC_REPLICAS = 1
@@ -96,25 +100,36 @@ class HealthRecord(msgspec.Struct, frozen=True, kw_only=True):
     leader_epoch: int
     replicas: list[int]  # preferred leader first
     isr: list[int]
+    # Kafka 4.0+ (KIP-966): Eligible Leader Replicas and the last known ELR; None where
+    # no event stated them (ZooKeeper, before 4.0, or a producer that does not know).
+    elr: list[int] | None = None
+    last_known_elr: list[int] | None = None
     min_insync_replicas: int = KAFKA_DEFAULT_MIN_INSYNC_REPLICAS  # of the topic
     high_watermark: int
+    # Under min ISR on Kafka 3.7+ (KAFKA-15583): the leader does not advance it, so
+    # consumers see none of the writes appended meanwhile (acks=1 ones included).
+    high_watermark_frozen: bool = False
     leader_leo: int
     under_replicated: bool
     under_min_isr: bool
     at_min_isr: bool
     offline: bool
+    offline_recovery: OfflineRecoveryName | None = None  # None while it has a leader
     predicted_under_replicated: bool
     followers: list[FollowerHealth]
     metadata: MetadataHealth
     cause: Cause | None = None  # the principal cause; None while healthy
 
     def conditions(self) -> dict[str, bool]:
-        """The partition's conditions (docs/domain.md#partition-health) by field name."""
+        """The partition's conditions (docs/domain.md#partition-health) by name: its
+        flags, and ``offline_unclean_only`` for an ``offline_recovery`` of UNCLEAN_ONLY."""
         return {
             "under_replicated": self.under_replicated,
             "under_min_isr": self.under_min_isr,
             "at_min_isr": self.at_min_isr,
             "offline": self.offline,
+            "offline_unclean_only": self.offline_recovery == "UNCLEAN_ONLY",
+            "high_watermark_frozen": self.high_watermark_frozen,
             "predicted_under_replicated": self.predicted_under_replicated,
         }
 

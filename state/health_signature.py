@@ -22,7 +22,6 @@ them (replica slots that hold no follower are skipped).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Sequence
 from enum import IntEnum
 from itertools import chain
@@ -61,6 +60,10 @@ class _Field(IntEnum):
     FOLLOWER_IN_ISR = 20
     STALE_BROKERS_LENGTH = 21
     STALE_BROKERS = 22
+    ELR_LENGTH = 23
+    ELR = 24
+    LAST_KNOWN_ELR_LENGTH = 25
+    LAST_KNOWN_ELR = 26
 
 
 def _mix(values: U64) -> U64:
@@ -115,7 +118,27 @@ def health_signatures(frame: HealthFrame) -> U64:
     ):
         _add_lists(signature, length_field, item_field, lists)
     _add_followers(signature, frame)
+    _add_eligible_leaders(signature, frame)
     return signature
+
+
+def _add_eligible_leaders(signature: U64, frame: HealthFrame) -> None:
+    """Adds the ELR and last known ELR of the partitions that have them stated (Kafka
+    4.0+). A partition with none adds nothing: its signature is the one it had before the
+    ELR was known to isrwatch, so an upgrade writes none of those records again."""
+    stated = [i for i, held in enumerate(frame.eligible_leaders) if held is not None]
+    if not stated:
+        return
+    held = [frame.eligible_leaders[i] for i in stated]
+    part = np.zeros(len(stated), dtype=np.uint64)
+    _add_lists(part, _Field.ELR_LENGTH, _Field.ELR, [h.elr for h in held if h is not None])
+    _add_lists(
+        part,
+        _Field.LAST_KNOWN_ELR_LENGTH,
+        _Field.LAST_KNOWN_ELR,
+        [h.last_known_elr for h in held if h is not None],
+    )
+    signature[np.asarray(stated, dtype=np.int64)] += part
 
 
 def _optional_times(times: Sequence[int | None]) -> tuple[BOOL, npt.NDArray[np.int64]]:
@@ -163,34 +186,3 @@ def _add_followers(signature: U64, frame: HealthFrame) -> None:
         hashed = np.zeros(status.shape, dtype=np.uint64)
         hashed[present] = _fact_hashes(field, rank, _words(column[present]))
         signature += hashed.sum(axis=1, dtype=np.uint64)
-
-
-def legacy_health_signature(frame: HealthFrame, i: int) -> int:
-    """The signature of partition ``i`` as snapshots before :func:`health_signatures`
-    kept it: a digest of the same facts, one partition at a time. Read once, by the first
-    batch after such a snapshot is restored, so that it writes only what changed. A
-    frozen format: blake2b of the facts' ``repr``, whatever digest the job uses now."""
-    statuses = frame.follower_status[i]
-    followers = tuple(
-        (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
-        for k in np.flatnonzero(statuses >= 0).tolist()
-    )
-    facts = repr(
-        (
-            int(frame.leader[i]),
-            int(frame.leader_epoch[i]),
-            frame.isr[i],
-            frame.replicas[i],
-            bool(frame.under_replicated[i]),
-            bool(frame.under_min_isr[i]),
-            bool(frame.at_min_isr[i]),
-            bool(frame.offline[i]),
-            bool(frame.predicted_under_replicated[i]),
-            followers,
-            int(frame.metadata_state[i]),
-            tuple(frame.stale_brokers[i]),
-            frame.blackout_earliest_ms[i],
-            frame.blackout_latest_ms[i],
-        )
-    )
-    return int.from_bytes(hashlib.blake2b(facts.encode(), digest_size=8).digest(), "big")

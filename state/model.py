@@ -20,11 +20,18 @@ from state.caught_up import reset_on_become_leader
 from state.cluster_state import ClusterState
 from state.controller_batch import apply_leader_and_isr_run, apply_metadata_states, takes_in_bulk
 from state.controller_routing import ControllerEpochSeen
+from state.eligible_leaders import (
+    NONE_ELIGIBLE,
+    EligibleLeaders,
+    after_unstated_change,
+    effective_min_isr,
+)
 from state.events import (
     LEADER_DURING_DELETE,
     NO_LEADER,
     BrokerChange,
     BrokerConfig,
+    ClearElr,
     ControllerChange,
     ControllerEvent,
     DeadLetterReason,
@@ -239,6 +246,8 @@ class ReplicationModel:
                 self._topic_change(event)
             case TopicConfig():
                 self.cluster.min_insync_replicas[event.topic] = event.min_insync_replicas
+            case ClearElr():
+                self._clear_elr(event)
             case BrokerConfig():
                 self.cluster.lag_time_max_ms[event.broker] = event.replica_lag_time_max_ms
             case MetadataLogProgress():
@@ -282,6 +291,7 @@ class ReplicationModel:
         table.leader[row] = event.leader
         table.leader_epoch[row] = leader_epoch
         table.partition_epoch[row] = partition_epoch
+        self.record_eligible_leaders(row, event.elr, event.last_known_elr)
         if set(old_isr) != set(isr):
             record_isr_change(
                 table, self.windows, row, event.ts, by_leader=False, leader=event.leader
@@ -337,6 +347,7 @@ class ReplicationModel:
         key = (event.topic, event.partition)
         self.epoch_floors[key] = self.least_leader_epoch(event.topic, event.partition, row) + 1
         table.leader[row] = event.leader
+        self.record_eligible_leaders(row, None, None)  # a leader elected from the ELR leaves it
         if event.leader != NO_LEADER:
             reset_on_become_leader(table, row, event.ts, new_leader=True)
         self.caches.refresh(row)
@@ -363,6 +374,38 @@ class ReplicationModel:
         return IsrTransition(
             tp.topic, tp.partition, leader, kind, by_controller, ts, removed, added
         )
+
+    def record_eligible_leaders(
+        self,
+        row: int,
+        elr: tuple[int, ...] | None,
+        last_known_elr: tuple[int, ...] | None,
+    ) -> None:
+        table = self.table
+        if elr is not None and last_known_elr is not None:
+            table.eligible_leaders[row] = EligibleLeaders(elr, last_known_elr)
+            return
+        if table.eligible_leaders[row] is None:
+            return  # no ELR was ever stated: none to change (the cold start's common case)
+        topic = table.topic_names[int(table.topic_id[row])]
+        configured = self.cluster.min_insync_replicas.get(topic, self.settings.min_insync_replicas)
+        table.eligible_leaders[row] = after_unstated_change(
+            table.eligible_leaders[row],
+            table.isr[row],
+            int(table.leader[row]),
+            effective_min_isr(configured, int(table.n_replicas[row])),
+        )
+
+    def _clear_elr(self, event: ClearElr) -> None:
+        """``ClearElrRecord``: every partition of the topic (of all, without one) that has
+        an ELR or last known ELR gets empty ones (ReplicationControlManager.removeTopicElrs)."""
+        table = self.table
+        rows = (
+            table.live_rows().tolist() if event.topic is None else table.rows_of_topic(event.topic)
+        )
+        for row in rows:
+            if table.eligible_leaders[row] is not None:
+                table.eligible_leaders[row] = NONE_ELIGIBLE
 
     def _metadata_log_progress(self, event: MetadataLogProgress, report: ApplyReport) -> None:
         quorum = QuorumProgress.of(event, self.settings.propagation.kraft_propagation_max_ms)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 from typing import Any
 
 import msgspec
@@ -18,8 +19,15 @@ import numpy.typing as npt
 from state.arrays import BOOL, I64
 from state.caught_up import UNKNOWN_OFFSET
 from state.cluster_state import ClusterState
+from state.eligible_leaders import EligibleLeaders
 from state.events import NO_LEADER
-from state.health_record import FollowerHealth, HealthRecord, LagTimeUnknownName, MetadataHealth
+from state.health_record import (
+    FollowerHealth,
+    HealthRecord,
+    LagTimeUnknownName,
+    MetadataHealth,
+    OfflineRecoveryName,
+)
 from state.lag_time import (
     caught_up_known,
     lag_time_known,
@@ -43,6 +51,25 @@ from state.shrink_rule import (
     shrink_deadline_ms,
 )
 
+
+class OfflineRecovery(IntEnum):
+    """``offline_recovery`` of the health record (``OfflineRecoveryName``)."""
+
+    ISR = 0
+    ELR = 1
+    UNCLEAN_ONLY = 2
+
+
+NOT_OFFLINE = -1
+"""``offline_recovery`` of a partition with a leader (null in the record)."""
+
+OFFLINE_RECOVERY_NAMES: dict[int, OfflineRecoveryName | None] = {
+    NOT_OFFLINE: None,
+    OfflineRecovery.ISR: "ISR",
+    OfflineRecovery.ELR: "ELR",
+    OfflineRecovery.UNCLEAN_ONLY: "UNCLEAN_ONLY",
+}
+
 NO_FOLLOWER = -1
 """``follower_status`` of a replica slot that holds no follower (empty, or the leader)."""
 
@@ -59,12 +86,15 @@ class HealthFrame:
     leader_epoch: I64
     replicas: list[tuple[int, ...]]
     isr: list[tuple[int, ...]]
+    eligible_leaders: list[EligibleLeaders | None]  # Kafka 4.0+; None: never stated
     high_watermark: I64
+    high_watermark_frozen: BOOL
     leader_leo: I64
     under_replicated: BOOL
     under_min_isr: BOOL
     at_min_isr: BOOL
     offline: BOOL
+    offline_recovery: npt.NDArray[np.int8]  # an OfflineRecovery, NOT_OFFLINE with a leader
     predicted_under_replicated: BOOL
     lag_time_max_ms: I64
     min_insync_replicas: I64  # of the topic (TopicConfig, else the configured default)
@@ -131,6 +161,8 @@ class HealthFrame:
             self.at_min_isr[rows].tolist(),
             self.offline[rows].tolist(),
             self.predicted_under_replicated[rows].tolist(),
+            self.high_watermark_frozen[rows].tolist(),
+            [OFFLINE_RECOVERY_NAMES[code] for code in self.offline_recovery[rows].tolist()],
             strict=True,
         )
         states = [METADATA_STATE_NAMES[m] for m in self.metadata_state[rows].tolist()]
@@ -143,13 +175,17 @@ class HealthFrame:
                 leader_epoch=epoch,
                 replicas=list(self.replicas[i]),
                 isr=list(self.isr[i]),
+                elr=None if (held := self.eligible_leaders[i]) is None else list(held.elr),
+                last_known_elr=None if held is None else list(held.last_known_elr),
                 min_insync_replicas=min_isr,
                 high_watermark=high_watermark,
+                high_watermark_frozen=frozen,
                 leader_leo=leader_leo,
                 under_replicated=under_replicated,
                 under_min_isr=under_min_isr,
                 at_min_isr=at_min_isr,
                 offline=offline,
+                offline_recovery=recovery,
                 predicted_under_replicated=predicted,
                 followers=followers_of,
                 metadata=MetadataHealth(
@@ -167,7 +203,15 @@ class HealthFrame:
                 min_isr,
                 high_watermark,
                 leader_leo,
-                (under_replicated, under_min_isr, at_min_isr, offline, predicted),
+                (
+                    under_replicated,
+                    under_min_isr,
+                    at_min_isr,
+                    offline,
+                    predicted,
+                    frozen,
+                    recovery,
+                ),
                 followers_of,
                 state,
             ) in zip(
@@ -280,6 +324,9 @@ def evaluate(
         status == FollowerStatus.SHRINK_OVERDUE
     )
     under_replicated = elected & (n_isr < n_replicas)
+    under_min_isr = elected & (n_isr < min_isr)
+    offline = elected & ~leader_live
+    eligible_leaders = [table.eligible_leaders[r] for r in rows.tolist()]
 
     metadata = np.zeros(len(rows), dtype=np.int8)
     stale_brokers: list[list[int]] = [[] for _ in range(len(rows))]
@@ -306,12 +353,15 @@ def evaluate(
         leader_epoch=table.leader_epoch[rows].astype(np.int64),
         replicas=[table.replicas[r] for r in rows.tolist()],
         isr=[table.isr[r] for r in rows.tolist()],
+        eligible_leaders=eligible_leaders,
         high_watermark=table.high_watermark[rows],
+        high_watermark_frozen=under_min_isr & settings.high_watermark_frozen_under_min_isr,
         leader_leo=leader_leo,
         under_replicated=under_replicated,
-        under_min_isr=elected & (n_isr < min_isr),
+        under_min_isr=under_min_isr,
         at_min_isr=elected & (n_isr == min_isr),
-        offline=elected & ~leader_live,
+        offline=offline,
+        offline_recovery=offline_recovery(offline, n_isr, eligible_leaders),
         predicted_under_replicated=~under_replicated & shrinking.any(axis=1),
         lag_time_max_ms=lag_time_max,
         min_insync_replicas=min_isr,
@@ -333,6 +383,26 @@ def evaluate(
         blackout_earliest_ms=earliest,
         blackout_latest_ms=latest,
     )
+
+
+def offline_recovery(
+    offline: BOOL,
+    n_isr: npt.NDArray[np.integer],
+    eligible_leaders: Sequence[EligibleLeaders | None],
+) -> npt.NDArray[np.int8]:
+    """How each offline partition can get a leader back (:class:`OfflineRecovery`).
+
+    The controller elects, among live replicas, a member of the ISR, or, when the ISR is
+    empty, a member of the ELR (``PartitionChangeBuilder.isValidNewLeader``, 4.0+); any
+    other replica only by an unclean election. An offline partition's ISR keeps its last
+    leader unless the ELR is on (``maybePopulateTargetElr`` empties it, KIP-966), so an
+    empty ISR with an empty (or never stated) ELR leaves only an unclean election.
+    """
+    recovery = np.where(offline, OfflineRecovery.ISR, NOT_OFFLINE).astype(np.int8)
+    for i in np.flatnonzero(offline & (n_isr == 0)).tolist():
+        held = eligible_leaders[i]
+        recovery[i] = OfflineRecovery.ELR if held and held.elr else OfflineRecovery.UNCLEAN_ONLY
+    return recovery
 
 
 def _sorted_live_rows(table: PartitionTable) -> I64:

@@ -27,9 +27,14 @@ from state.caught_up import (
     NEVER,
     UNKNOWN_OFFSET,
 )
+from state.eligible_leaders import EligibleLeaders
 from state.events import NO_LEADER, TopicPartition
 from state.propagation_window import NO_TIME, ChangeOrigin
 from state.table_columns import Column, ListColumn, Scope, columns_of
+
+
+def _not_stated() -> None:
+    return None
 
 
 @dataclass
@@ -71,6 +76,8 @@ class PartitionTable:
     replicas = ListColumn[tuple[int, ...]](tuple)
     # Per broker: the ISR its MetadataCache holds (UpdateMetadata), per row.
     cached_isr = ListColumn[dict[int, frozenset[int]]](dict)
+    # Kafka 4.0+: the ELR and last known ELR (state.eligible_leaders); None: never stated.
+    eligible_leaders = ListColumn[EligibleLeaders | None](_not_stated)
 
     replica_broker = Column(np.int32, -1, scope=Scope.REPLICA)
     # Derived from the ISR and the assignment (set_isr), which every new row sets.
@@ -107,6 +114,9 @@ class PartitionTable:
         for column in COLUMNS:
             if column.name not in state:
                 state[column.name] = column.allocate(partitions, replicas)
+        for listed in LIST_COLUMNS:
+            if listed.name not in state:
+                state[listed.name] = listed.allocate(partitions)
         self.__dict__.update(state)
 
     def array_bytes(self) -> int:

@@ -10,6 +10,12 @@ Followers that are SHRINK_ELIGIBLE or SHRINK_OVERDUE count as already gone: Kafk
 about to remove them (or should have), so they cannot be relied on to keep the ISR up.
 Stopping a broker that is not in a partition's (remaining) ISR changes nothing for it.
 
+With Eligible Leader Replicas (Kafka 4.0+, KIP-966) an ISR may be empty and the
+controller then elects a live member of the ELR (``PartitionChangeBuilder.isValidNewLeader``):
+stopping the last ISR member of such a partition elects the first live ELR member, in
+replica order, which becomes the whole ISR. The partition then stays under min ISR, but
+not offline. An ELR member on a broker that is down cannot be elected.
+
 Only *fragile* partitions can break when one broker stops: those whose remaining ISR is
 no larger than ``min.insync.replicas``. The streaming job's shards report only those,
 so the driver answers for the whole cluster from a small list (:func:`fragile`).
@@ -30,6 +36,7 @@ from state.partition_health import HealthFrame
 from state.shrink_rule import FollowerStatus
 
 GOING = frozenset({FollowerStatus.SHRINK_ELIGIBLE.name, FollowerStatus.SHRINK_OVERDUE.name})
+OFFLINE_STATUS = FollowerStatus.OFFLINE.name  # a follower on a broker that is down
 OFFLINE = "offline"
 UNDER_MIN_ISR = "under_min_isr"
 
@@ -46,10 +53,14 @@ class IsrAtRisk(msgspec.Struct, frozen=True, kw_only=True):
     leader: int
     remaining_isr: list[int]
     min_insync_replicas: int
+    # Kafka 4.0+: the live ELR members, in replica order (records before it lack it).
+    electable_elr: list[int] = []
 
     @staticmethod
     def of(record: HealthRecord) -> IsrAtRisk:
         going = {f.broker for f in record.followers if f.status in GOING}
+        down = {f.broker for f in record.followers if f.status == OFFLINE_STATUS}
+        elr = set(record.elr or ())
         return IsrAtRisk(
             topic=record.topic,
             partition=record.partition,
@@ -57,6 +68,7 @@ class IsrAtRisk(msgspec.Struct, frozen=True, kw_only=True):
             leader=record.leader,
             remaining_isr=[b for b in record.isr if b not in going],
             min_insync_replicas=record.min_insync_replicas,
+            electable_elr=[b for b in record.replicas if b in elr and b not in going | down],
         )
 
 
@@ -79,6 +91,8 @@ def breakage(partition: IsrAtRisk, broker: int) -> Breakage | None:
     if broker not in isr:
         return None
     after = [b for b in isr if b != broker]
+    if not after:  # the controller elects from the ELR, if a member is up
+        after = [b for b in partition.electable_elr if b != broker][:1]
     minimum = partition.min_insync_replicas
     if after and len(after) >= minimum:
         return None
@@ -151,8 +165,12 @@ def fragile_entries(frame: HealthFrame) -> list[IsrAtRisk]:
     """The fragile partitions, what :func:`breakage` reads of them."""
     entries = []
     going = _going(frame)
+    down = frame.follower_status == FollowerStatus.OFFLINE
     for i in np.flatnonzero(fragile(frame)).tolist():
         gone = set(frame.follower_broker[i][going[i]].tolist())
+        unavailable = gone | set(frame.follower_broker[i][down[i]].tolist())
+        held = frame.eligible_leaders[i]
+        elr = set(held.elr) if held is not None else set()
         entries.append(
             IsrAtRisk(
                 topic=frame.topic[i],
@@ -161,6 +179,7 @@ def fragile_entries(frame: HealthFrame) -> list[IsrAtRisk]:
                 leader=int(frame.leader[i]),
                 remaining_isr=[b for b in frame.isr[i] if b not in gone],
                 min_insync_replicas=int(frame.min_insync_replicas[i]),
+                electable_elr=[b for b in frame.replicas[i] if b in elr and b not in unavailable],
             )
         )
     return entries

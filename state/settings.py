@@ -67,6 +67,12 @@ class RuleSettings(BaseModel):
     min_insync_replicas: PositiveInt = Field(
         default=1, description="min.insync.replicas of a topic with no TopicConfig event"
     )
+    high_watermark_frozen_under_min_isr: bool = Field(
+        default=True,
+        description="the leaders run Kafka 3.7 or later, which do not advance the high "
+        "watermark while the ISR is under min.insync.replicas (KAFKA-15583): the health "
+        "record then says high_watermark_frozen; false for older brokers",
+    )
     propagation: PropagationSettings = Field(default_factory=PropagationSettings)
     maintenance_grace_ms: PositiveInt = Field(
         default=300000,

@@ -17,6 +17,8 @@ PARTITION_FLAGS = (
     "under_min_isr",
     "at_min_isr",
     "offline",
+    "offline_unclean_only",
+    "high_watermark_frozen",
     "predicted_under_replicated",
 )
 

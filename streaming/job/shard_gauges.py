@@ -11,6 +11,7 @@ import numpy.typing as npt
 import pandas as pd
 
 from state import BOOL, STATUS_NAMES, HealthFrame, MetadataState
+from state.partition_health import OfflineRecovery
 from streaming.job.shard_stats import BrokerGauges, TopicGauges
 
 
@@ -59,6 +60,8 @@ def topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
         "under_min_isr": per_topic(frame.under_min_isr),
         "at_min_isr": per_topic(frame.at_min_isr),
         "offline": per_topic(frame.offline),
+        "offline_unclean_only": per_topic(frame.offline_recovery == OfflineRecovery.UNCLEAN_ONLY),
+        "high_watermark_frozen": per_topic(frame.high_watermark_frozen),
         "predicted_under_replicated": per_topic(frame.predicted_under_replicated),
         "metadata_stale_expected": per_topic(frame.metadata_state == MetadataState.STALE_EXPECTED),
         "metadata_stale_overdue": per_topic(frame.metadata_state == MetadataState.STALE_OVERDUE),

@@ -35,7 +35,7 @@ class ShardSnapshot:
     applied_total: Counter[str] = field(default_factory=Counter)
     fetch_error_responses_total: int = 0
     # How ``signatures`` were computed: SIGNATURES (state.health_signature), or
-    # LEGACY_SIGNATURES in a snapshot pickled before it (see legacy_health_signature).
+    # LEGACY_SIGNATURES in a snapshot pickled before it (state_format.legacy_signatures).
     signature_scheme: str = SIGNATURES
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -11,10 +11,11 @@ it is tested without Spark. Per call it:
 4. evaluates every partition of the shard at ``now`` = the largest event time seen in
    the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
 5. emits the health record of every healthy partition whose health changed (a tombstone
-   for a partition that is gone), the dead letters, and one stats row: counters, gauges
-   and the records of the unhealthy partitions, changed or not. The driver gives those
-   their causes (``streaming.job.attribution``) and writes the changed ones, so that each
-   record crosses Spark once and is encoded once.
+   for a partition that is gone), the dead letters (the record as it arrived, its reason,
+   keyed by its Kafka coordinates: docs/event-contract.md#dead-letters), and one stats
+   row: counters, gauges and the records of the unhealthy partitions, changed or not.
+   The driver gives those their causes (``streaming.job.attribution``) and writes the
+   changed ones, so that each record crosses Spark once and is encoded once.
 
 Groups time out after every batch, so a shard with no new events is still evaluated:
 a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time alone.
@@ -23,6 +24,7 @@ a follower that stops fetching moves through LAGGING and SHRINK_ELIGIBLE by time
 from __future__ import annotations
 
 import gc
+import json
 import pickle
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -34,6 +36,7 @@ import pandas as pd
 
 from state import (
     BOOL,
+    WIRE_COLUMNS,
     ApplyReport,
     FetchBatch,
     HealthFrame,
@@ -43,19 +46,17 @@ from state import (
     encode_record,
     fragile_entries,
     health_signatures,
-    legacy_health_signature,
     shape_of_model,
 )
-from state.events import DeadLetterReason
+from state.events import DeadLetterReason, Source
 from state.settings import RuleSettings
 from streaming.job import shard_stats
-from streaming.job.dead_letter_rows import dead_letter_row, dead_letter_rows
 from streaming.job.routing import DEAD, FETCH, conform, unpack_fetches
 from streaming.job.shard_gauges import broker_gauges, topic_gauges
 from streaming.job.shard_snapshot import SIGNATURES
 from streaming.job.shard_snapshot import ShardSnapshot as ShardSnapshot  # re-exported: its old home
 from streaming.job.shard_stats import IsrTransitionCount, ShardStats, UnhealthyPartition
-from streaming.job.state_format import read_snapshot, write_snapshot
+from streaming.job.state_format import legacy_signatures, read_snapshot, write_snapshot
 
 HEALTH = "health"
 TOMBSTONE = "tombstone"
@@ -281,16 +282,63 @@ def _changed(
     if full:
         return np.ones(len(frame), dtype=np.bool_)
     kept = snapshot.signatures
-    compared = (
-        signatures
-        if snapshot.signature_scheme == SIGNATURES
-        else [legacy_health_signature(frame, i) for i in range(len(frame))]
-    )
+    compared = signatures if snapshot.signature_scheme == SIGNATURES else legacy_signatures(frame)
     return np.fromiter(
         (kept.get(key) != signature for key, signature in zip(keys, compared, strict=True)),
         np.bool_,
         len(frame),
     )
+
+
+def raw_text(row: pd.Series) -> str:
+    """The record a dead letter holds: its raw text where it travelled (controller
+    events, invalid records); a fetch travels as columns, rendered back as JSON."""
+    if row["kind"] != FETCH:
+        return str(row["value"])
+    fields = {
+        name: (int(row[name]) if name not in ("topic", "error") else row[name])
+        for name in WIRE_COLUMNS
+    }
+    return json.dumps(fields, separators=(",", ":"))
+
+
+MAX_DEAD_LETTER_RAW = 65_536
+"""Characters of a record's raw text a dead letter holds. A dead letter must fit Kafka's
+default 1 MB record: even at 12 bytes a character (``json.dumps`` escapes a character
+outside the BMP as two ``\\uXXXX``) this is 786,432 bytes; the sink's producer refuses a
+larger record, which would fail its batch again at every retry."""
+
+
+def dead_letter_row(row: pd.Series, reason: DeadLetterReason, detail: str) -> dict[str, object]:
+    """A dead letter, keyed by the Kafka coordinates of the record it holds."""
+    topic, partition, offset = row["src_topic"], int(row["src_partition"]), int(row["src_offset"])
+    raw = raw_text(row)
+    letter: dict[str, object] = {
+        "source": row["source"] if row["kind"] != FETCH else Source.FETCH_RESPONSES.value,
+        "reason": reason.value,
+        "detail": detail,
+        "raw": raw[:MAX_DEAD_LETTER_RAW],
+        "topic": topic,
+        "partition": partition,
+        "offset": offset,
+    }
+    if len(raw) > MAX_DEAD_LETTER_RAW:
+        letter["raw_length"] = len(raw)  # the record's length; ``raw`` is its beginning
+    return {
+        "kind": DEAD,
+        "key": f"{topic}:{partition}:{offset}",
+        "value": json.dumps(letter),
+        "src_topic": topic,
+        "src_partition": partition,
+        "src_offset": offset,
+    }
+
+
+def dead_letter_rows(rows: pd.DataFrame) -> list[dict[str, object]]:
+    return [
+        dead_letter_row(row, DeadLetterReason(row["reason"]), str(row["detail"]))
+        for _, row in rows.iterrows()
+    ]
 
 
 def _health_rows(frame: HealthFrame, keys: list[str], written: BOOL) -> list[dict[str, object]]:

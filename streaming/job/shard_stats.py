@@ -32,6 +32,9 @@ class TopicGauges(msgspec.Struct, frozen=True, kw_only=True):
     offline: int
     predicted_under_replicated: int
     followers: dict[str, int]  # follower status name -> replicas
+    # Kafka 4.0+ / 3.7+ conditions: 0 in the stats of a release before them
+    offline_unclean_only: int = 0
+    high_watermark_frozen: int = 0
     metadata_stale_expected: int
     metadata_stale_overdue: int
 

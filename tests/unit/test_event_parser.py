@@ -29,6 +29,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    ClearElr,
     ControllerChange,
     DeadLetter,
     DeadLetterReason,
@@ -225,6 +226,16 @@ VALID: list[tuple[Source, dict[str, Any], Event]] = [
         C,
         {"type": "TopicConfig", "ts": 1007, "topic": "orders", "min_insync_replicas": 2},
         TopicConfig(ts=1007, topic="orders", min_insync_replicas=2),
+    ),
+    (
+        C,
+        {"type": "ClearElr", "ts": 1007, "topic": "orders"},
+        ClearElr(ts=1007, topic="orders"),
+    ),
+    (
+        C,
+        {"type": "ClearElr", "ts": 1007},  # every topic (ClearElrRecord's empty TopicName)
+        ClearElr(ts=1007),
     ),
     (
         C,
@@ -502,6 +513,10 @@ BAD_RECORDS: list[tuple[Source, object, DeadLetterReason, str]] = [
     (C, _with("LeaderAndIsr", leader_epoch=-(2**70)), R.INVALID_VALUE, "leader_epoch"),
     (C, _with("LeaderAndIsr", ts=1e30), R.INVALID_VALUE, "ts must be <="),
     (C, _with("TopicConfig", min_insync_replicas=0), R.INVALID_VALUE, "min_insync_replicas"),
+    (C, _with("LeaderAndIsr", elr=[2]), R.MISSING_FIELD, "last_known_elr"),
+    (C, _with("IsrChange", last_known_elr=[2]), R.MISSING_FIELD, "elr"),
+    (C, _with("LeaderAndIsr", elr=[-1], last_known_elr=[]), R.INVALID_VALUE, "elr[0]"),
+    (C, _with("ClearElr", topic=""), R.INVALID_VALUE, "topic must not be empty"),
     (C, _with("BrokerConfig", replica_lag_time_max_ms=0), R.INVALID_VALUE, "replica_lag"),
     (C, _with("BrokerConfig", broker=-1), R.INVALID_VALUE, "broker must be >= 0"),
     (C, _with("BrokerChange", live=[{"id": -1, "epoch": 0}]), R.INVALID_VALUE, "live[0].id"),
@@ -720,6 +735,7 @@ VALID_RECORDS: st.SearchStrategy[tuple[Source, dict[str, Any]]] = st.one_of(
         },
     ),
     _controller("TopicConfig", {"topic": TOPIC, "min_insync_replicas": st.integers(1, 10)}),
+    _controller("ClearElr", {}, topic=TOPIC),
     _controller("BrokerConfig", {"broker": ID, "replica_lag_time_max_ms": st.integers(1, 10**9)}),
     st.tuples(st.just(F), FETCH),
 )

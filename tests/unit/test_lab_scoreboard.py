@@ -6,6 +6,7 @@ the lab saw, with their wall times. Every expectation is worked out by hand.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -131,6 +132,27 @@ def test_a_change_no_record_shows_is_unseen_and_the_final_state_differs() -> Non
     result = score(MetadataTruth([CREATED, SHRUNK]), [], records, T, ["orders"])
     assert result.unseen_changes == [SHRUNK]
     assert result.final_differs == [(("orders", 0), "isr [1, 2, 3] (Kafka: [1, 2])")]
+
+
+@pytest.mark.parametrize(
+    ("elr", "last_known_elr", "differs"),
+    [
+        (None, None, "elr None (Kafka: [3]), last_known_elr None (Kafka: [2])"),
+        ([3], [2], None),
+        ([3], [], "last_known_elr [] (Kafka: [2])"),
+        ([], [2], "elr [] (Kafka: [3])"),
+    ],
+)
+def test_the_final_elr_is_kafkas(
+    elr: list[int] | None, last_known_elr: list[int] | None, differs: str | None
+) -> None:
+    """ISR [1] under min ISR 2 on 4.1: Kafka moved 3 to the ELR, and 2 to the last known
+    ELR; a record's null ELR (never stated) is Kafka's empty one."""
+    under = replace(change(COMMIT, (1,), removed=(2, 3)), elr=(3,), last_known_elr=(2,))
+    record = seen(COMMIT + 1_000, "OUT_OF_SYNC", isr=(1,))
+    record.record.update(elr=elr, last_known_elr=last_known_elr)
+    result = score(MetadataTruth([CREATED, under]), [], [record], T, ["orders"])
+    assert result.final_differs == ([] if differs is None else [(("orders", 0), differs)])
 
 
 def test_topics_outside_the_watch_are_not_scored() -> None:

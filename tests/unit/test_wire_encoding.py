@@ -26,6 +26,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    ClearElr,
     ControllerChange,
     ControllerEvent,
     Event,
@@ -92,6 +93,7 @@ def leader_and_isr(draw: st.DrawFn) -> LeaderAndIsr:
     place: dict[str, Any] = {"topic": draw(topics), "partition": draw(partitions)}
     if draw(st.booleans()):  # the partial form: a leader or none (-1), no state
         return LeaderAndIsr(**draw(common()), **place, leader=draw(ints(-1, INT32_MAX)))
+    elr, last_known_elr = draw(eligible_leaders())
     return LeaderAndIsr(
         **draw(common()),
         **place,
@@ -100,11 +102,24 @@ def leader_and_isr(draw: st.DrawFn) -> LeaderAndIsr:
         isr=draw(broker_lists),
         replicas=draw(broker_lists),
         partition_epoch=draw(epochs),
+        elr=elr,
+        last_known_elr=last_known_elr,
     )
 
 
 @st.composite
+def eligible_leaders(
+    draw: st.DrawFn,
+) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
+    """The ELR and last known ELR (Kafka 4.0+): stated together, or neither."""
+    if draw(st.booleans()):
+        return draw(broker_lists), draw(broker_lists)
+    return None, None
+
+
+@st.composite
 def isr_change(draw: st.DrawFn) -> IsrChange:
+    elr, last_known_elr = draw(eligible_leaders())
     return IsrChange(
         **draw(common()),
         topic=draw(topics),
@@ -114,6 +129,8 @@ def isr_change(draw: st.DrawFn) -> IsrChange:
         old_isr=draw(optional(broker_lists)),
         leader_epoch=draw(optional(epochs)),
         partition_epoch=draw(optional(epochs)),
+        elr=elr,
+        last_known_elr=last_known_elr,
     )
 
 
@@ -175,6 +192,7 @@ def controller_events() -> st.SearchStrategy[ControllerEvent]:
             TopicChange, created=created_maps, deleted=st.lists(topics, max_size=3).map(tuple)
         ),
         with_common(TopicConfig, topic=topics, min_insync_replicas=ints(1, INT32_MAX)),
+        with_common(ClearElr, topic=optional(topics)),
         with_common(BrokerConfig, broker=broker_ids, replica_lag_time_max_ms=ints(1, INT32_MAX)),
         with_common(
             MetadataLogProgress,
@@ -540,6 +558,18 @@ TABLE: list[tuple[str, Event, str, dict[str, Any]]] = [
             "topic": "t",
             "min_insync_replicas": 2,
         },
+    ),
+    (
+        "ClearElr of a topic",
+        ClearElr(ts=T, controller_id=5, topic="t"),
+        "5",
+        {"type": "ClearElr", "ts": T, "controller_id": 5, "topic": "t"},
+    ),
+    (
+        "ClearElr of every topic: no topic written",
+        ClearElr(ts=T, controller_id=5),
+        "5",
+        {"type": "ClearElr", "ts": T, "controller_id": 5},
     ),
     (
         "BrokerConfig: keyed by its broker, not its controller",

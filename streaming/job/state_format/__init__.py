@@ -27,12 +27,11 @@ The settings a model was judged by are not stored: a restored model is judged by
 rules of the run that restores it (as a restart with changed ``rules`` wants).
 
 Modules: ``schema`` (versions and the current schema), ``writing``, ``decoding`` (the
-current version back into objects) and ``migrations`` (older versions, pickles included).
+current version back into objects) and ``migrations`` (older versions, pickles included,
+and the health signatures the oldest pickles kept).
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
@@ -44,6 +43,7 @@ from streaming.job.state_format.migrations import (
     MOVED_CLASSES,
     Migration,
     StateUnpickler,
+    legacy_signatures,
     migrate_pickled,
     read_pickled,
 )
@@ -55,6 +55,7 @@ from streaming.job.state_format.schema import (
     VERSION_KEY,
     StateFormatError,
     describe,
+    read_batch,
     state_schema,
 )
 from streaming.job.state_format.writing import write_batch, write_snapshot
@@ -70,6 +71,7 @@ __all__ = [
     "StateFormatError",
     "StateUnpickler",
     "describe",
+    "legacy_signatures",
     "migrate_pickled",
     "read_batch",
     "read_pickled",
@@ -92,12 +94,6 @@ def stored_version(data: bytes) -> int:
     if VERSION_KEY not in metadata:
         raise StateFormatError("the group state's Arrow schema has no format version")
     return int(metadata[VERSION_KEY])
-
-
-def read_batch(data: bytes) -> Any:
-    """The record batch of a group state in an Arrow version (for migrations, too)."""
-    batch = pa.ipc.open_stream(data).read_next_batch()
-    return batch
 
 
 def upgrade(data: bytes) -> bytes:

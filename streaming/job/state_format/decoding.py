@@ -10,6 +10,7 @@ import numpy as np
 import numpy.typing as npt
 
 from state.cluster_state import ClusterState
+from state.eligible_leaders import EligibleLeaders
 from state.events import TopicPartition
 from state.flapping import _Follower
 from state.metadata_cache import MetadataCaches
@@ -19,7 +20,12 @@ from state.propagation_window import LeaderPropagationState, PropagationWindows,
 from state.settings import RuleSettings
 from state.sharding import Shard
 from streaming.job.shard_snapshot import ShardSnapshot
-from streaming.job.state_format.schema import LIST_FIELDS, PARTITION_FIELDS, REPLICA_FIELDS
+from streaming.job.state_format.schema import (
+    ELR_FIELDS,
+    LIST_FIELDS,
+    PARTITION_FIELDS,
+    REPLICA_FIELDS,
+)
 
 
 def _rows_of(batch: Any, name: str) -> Any:
@@ -124,6 +130,11 @@ def _table_of(batch: Any) -> PartitionTable:
         f.restore(table, rows.field(f.name).to_numpy(zero_copy_only=False))
     for name in LIST_FIELDS:
         table.__dict__[name][:size] = _tuples(rows.field(name))
+    elr, last_known = (rows.field(name).to_pylist() for name in ELR_FIELDS)
+    table.eligible_leaders[:size] = [
+        None if stated is None else EligibleLeaders(tuple(stated), tuple(known or ()))
+        for stated, known in zip(elr, last_known, strict=True)
+    ]
     slots = _rows_of(batch, "replicas")
     for f in REPLICA_FIELDS:
         values = slots.field(f.name).to_numpy(zero_copy_only=False)

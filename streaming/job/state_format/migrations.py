@@ -1,16 +1,28 @@
-"""Older versions brought to the current one: the registry of migrations, and the first of
-them, from the pickles of the releases before this format."""
+"""Older versions brought to the current one: the registry of migrations (from the pickles
+of the releases before this format, then from each version to the next), and the health
+signature the oldest of those pickles kept (:func:`legacy_signatures`)."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import pickle
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from state import HealthFrame
 from streaming.job.shard_snapshot import ShardSnapshot
-from streaming.job.state_format.schema import PICKLED, StateFormatError
-from streaming.job.state_format.writing import write_snapshot
+from streaming.job.state_format.schema import (
+    ELR_FIELDS,
+    PICKLED,
+    VERSION_KEY,
+    StateFormatError,
+    read_batch,
+)
+from streaming.job.state_format.writing import write_batch, write_snapshot
 
 MOVED_CLASSES: dict[tuple[str, str], type] = {
     ("streaming.shard_state", "ShardSnapshot"): ShardSnapshot,
@@ -46,9 +58,74 @@ def migrate_pickled(data: bytes) -> bytes:
     return write_snapshot(read_pickled(data))
 
 
+def migrate_1_to_2(data: bytes) -> bytes:
+    """1 -> 2: each partition row gains ``elr`` and ``last_known_elr`` (Kafka 4.0+'s
+    Eligible Leader Replicas), null: no release before 2 read them, so none was stated."""
+    batch = read_batch(data)
+    struct = batch.column("partitions").flatten()
+    added = [
+        pa.field(name, pa.list_(pa.field("item", pa.int32(), nullable=False)))
+        for name in ELR_FIELDS
+    ]
+    row_fields = [*struct.type, *added]
+    children = [struct.field(i) for i in range(struct.type.num_fields)]
+    children += [pa.nulls(len(struct), type=field.type) for field in added]
+    kind = pa.list_(pa.field("row", pa.struct(row_fields), nullable=False))
+    partitions = pa.ListArray.from_arrays(
+        pa.array([0, len(struct)], pa.int32()),
+        pa.StructArray.from_arrays(children, fields=row_fields),
+        type=kind,
+    )
+    index = batch.schema.get_field_index("partitions")
+    schema = batch.schema.set(index, batch.schema.field(index).with_type(kind))
+    schema = schema.with_metadata({VERSION_KEY: b"2"})
+    columns = [partitions if i == index else batch.column(i) for i in range(batch.num_columns)]
+    return write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+
+
 Migration = Callable[[bytes], bytes]
-MIGRATIONS: dict[int, Migration] = {PICKLED: migrate_pickled}
+MIGRATIONS: dict[int, Migration] = {PICKLED: migrate_pickled, 1: migrate_1_to_2}
 """Version -> the migration of a group state of that version to the next one. A new
 format version N adds ``MIGRATIONS[N - 1]`` (``read_batch``, change the columns,
 ``write_batch`` with the metadata of version N) and its schema to
 tests/unit/data/state_format.json."""
+
+
+def legacy_signatures(frame: HealthFrame) -> list[int]:
+    """The signature of every partition of ``frame`` as the snapshots pickled before
+    ``state.health_signature`` kept them (``LEGACY_SIGNATURES``), in frame order.
+
+    Such a snapshot (the routed-v2 pickles) keeps the signature of the health each
+    partition last emitted in this scheme; the first batch after its restore compares
+    with these once, so that it writes only what changed, and keeps this release's from
+    then on. A frozen format: blake2b of the facts' ``repr``, whatever the job uses now.
+    """
+    return [_legacy_signature(frame, i) for i in range(len(frame))]
+
+
+def _legacy_signature(frame: HealthFrame, i: int) -> int:
+    """The legacy signature of partition ``i``: a digest of the facts of its health."""
+    statuses = frame.follower_status[i]
+    followers = tuple(
+        (int(frame.follower_broker[i, k]), int(statuses[k]), bool(frame.follower_in_isr[i, k]))
+        for k in np.flatnonzero(statuses >= 0).tolist()
+    )
+    facts = repr(
+        (
+            int(frame.leader[i]),
+            int(frame.leader_epoch[i]),
+            frame.isr[i],
+            frame.replicas[i],
+            bool(frame.under_replicated[i]),
+            bool(frame.under_min_isr[i]),
+            bool(frame.at_min_isr[i]),
+            bool(frame.offline[i]),
+            bool(frame.predicted_under_replicated[i]),
+            followers,
+            int(frame.metadata_state[i]),
+            tuple(frame.stale_brokers[i]),
+            frame.blackout_earliest_ms[i],
+            frame.blackout_latest_ms[i],
+        )
+    )
+    return int.from_bytes(hashlib.blake2b(facts.encode(), digest_size=8).digest(), "big")

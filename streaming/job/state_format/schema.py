@@ -14,7 +14,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from state.partition_table import PartitionTable
 from state.table_columns import Column, Field, Scope, columns_of
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """The version this release writes. Change the schema only with a new version and a
 migration to it in :data:`MIGRATIONS` (docs/upgrades.md#changing-the-format)."""
 PICKLED = 0
@@ -22,6 +22,12 @@ PICKLED = 0
 VERSION_KEY = b"isrwatch.state_format"
 
 ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream starts with its continuation marker
+
+
+def read_batch(data: bytes) -> Any:
+    """The record batch of a group state in an Arrow version (for migrations, too)."""
+    batch = pa.ipc.open_stream(data).read_next_batch()
+    return batch
 
 
 class StateFormatError(Exception):
@@ -75,13 +81,17 @@ broker, the ISR its cache holds) is kept in them as two lists, ``cached_isr_brok
 ``cached_isr_sets`` (each an index into the ``isr_sets`` column, which holds each ISR
 once: brokers cache the same few sets)."""
 CACHED_ISR = "cached_isr"
+ELIGIBLE_LEADERS = "eligible_leaders"
+"""Kafka 4.0+'s ELR of each row (``state.eligible_leaders``), kept in its rows as two
+nullable lists, ``elr`` and ``last_known_elr`` (null: never stated). Format 2."""
+ELR_FIELDS = ("elr", "last_known_elr")
 
 
 def table_fields(owner: type = PartitionTable) -> tuple[list[TableField], list[TableField]]:
     """The partition-scope and replica-scope fields of ``owner``'s columns, in declaration
     order. A list column the format does not know stops it: the format must change first."""
     columns, listed = columns_of(owner)
-    unknown = {c.name for c in listed} - {*LIST_FIELDS, CACHED_ISR}
+    unknown = {c.name for c in listed} - {*LIST_FIELDS, CACHED_ISR, ELIGIBLE_LEADERS}
     if unknown:
         raise StateFormatError(
             f"PartitionTable's list columns {sorted(unknown)} are not in "
@@ -113,6 +123,7 @@ def state_schema(owner: type = PartitionTable) -> Any:
         _field("cached_isr_brokers", _int_list(I32)),
         _field("cached_isr_sets", _int_list(I32)),
     ]
+    partition_row += [_field(name, _int_list(I32), nullable=True) for name in ELR_FIELDS]
     topic_partition = (_field("topic", STR), _field("partition", I32))
     return pa.schema(
         [

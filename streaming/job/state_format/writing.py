@@ -11,8 +11,10 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from state.eligible_leaders import EligibleLeaders
 from streaming.job.shard_snapshot import ShardSnapshot
 from streaming.job.state_format.schema import (
+    ELR_FIELDS,
     I32,
     LIST_FIELDS,
     PARTITION_FIELDS,
@@ -69,6 +71,18 @@ def _cached_isrs(
     return brokers, sets, [sorted(isr) for isr in index]
 
 
+def _eligible_leaders(held: Sequence[EligibleLeaders | None], partition_kind: Any) -> list[Any]:
+    """The rows' ``elr`` and ``last_known_elr`` list arrays, null where none was stated."""
+    elr, last_known = [], []
+    for leaders in held:
+        elr.append(None if leaders is None else leaders.elr)
+        last_known.append(None if leaders is None else leaders.last_known_elr)
+    return [
+        pa.array(values, type=partition_kind.field(name).type)
+        for name, values in zip(ELR_FIELDS, (elr, last_known), strict=True)
+    ]
+
+
 def _pairs(mapping: dict[Any, Any]) -> tuple[list[Any], list[Any]]:
     return list(mapping.keys()), list(mapping.values())
 
@@ -123,6 +137,7 @@ def _columns(snapshot: ShardSnapshot) -> dict[str, Any]:
             ),
             cached_brokers,
             cached_sets,
+            *_eligible_leaders(table.eligible_leaders[:size], partition_kind),
         ],
     )
     out["isr_sets"] = pa.array([isr_sets], type=kind["isr_sets"])

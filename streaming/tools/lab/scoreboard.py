@@ -239,8 +239,10 @@ def score(
             problems.append(f"leader {final.get('leader')} (Kafka: {last.leader})")
         if sorted(final.get("isr", [])) != sorted(last.isr):
             problems.append(f"isr {final.get('isr')} (Kafka: {list(last.isr)})")
-        if "elr" in final and sorted(final["elr"] or []) != sorted(last.elr):
-            problems.append(f"elr {final['elr']} (Kafka: {list(last.elr)})")
+        # null (never stated: ZooKeeper, or no record carried it) is Kafka's empty ELR
+        for name, kafkas in (("elr", last.elr), ("last_known_elr", last.last_known_elr)):
+            if sorted(final.get(name) or []) != sorted(kafkas):
+                problems.append(f"{name} {final.get(name)} (Kafka: {list(kafkas)})")
         if problems:
             result.final_differs.append((key, ", ".join(problems)))
         else:

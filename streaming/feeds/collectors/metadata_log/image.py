@@ -5,10 +5,10 @@ Replay follows Kafka's own image classes (``org.apache.kafka.image``):
 
 * ``PartitionRecord`` sets a partition's whole state (``PartitionRegistration(record)``);
 * ``PartitionChangeRecord`` merges into it (``PartitionRegistration.merge``): a field the
-  record leaves null (tagged field absent) keeps its value; a ``Leader`` other than -2
-  (``NO_LEADER_CHANGE``) sets the leader **and** adds one to the leader epoch; the
-  partition epoch grows by one at every record. The replay rule is the same in every
-  version from 3.0 to 4.x: what varies with ``metadata.version`` is the controller's
+  record leaves null (tagged field absent) keeps its value, the ELR's included; a
+  ``Leader`` other than -2 (``NO_LEADER_CHANGE``) sets the leader **and** adds one to the
+  leader epoch; the partition epoch grows by one at every record. The replay rule is the
+  same in every version from 3.0 to 4.x: what varies with ``metadata.version`` is the controller's
   choice of when to write ``Leader`` (``PartitionChangeBuilder``: before 3.6-IV0 an ISR
   shrink also bumped the leader epoch), and that choice is in the record itself;
 * ``RemoveTopicRecord`` drops the topic and all its partitions (``TopicsDelta``);
@@ -16,7 +16,9 @@ Replay follows Kafka's own image classes (``org.apache.kafka.image``):
   the record), ``UnregisterBrokerRecord`` removes it, ``FenceBrokerRecord`` /
   ``UnfenceBrokerRecord`` (3.0-3.2) and ``BrokerRegistrationChangeRecord`` (``Fenced``
   1 / -1, ``InControlledShutdown`` 1) change its state (``ClusterDelta``);
-* ``ConfigRecord`` sets a config, or removes it when ``Value`` is null (``ConfigurationsDelta``).
+* ``ConfigRecord`` sets a config, or removes it when ``Value`` is null (``ConfigurationsDelta``);
+* ``ClearElrRecord`` (4.0+) empties the ELR and last known ELR of a topic's partitions, or
+  of every partition (``ReplicationControlManager.replay(ClearElrRecord)``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 NO_LEADER_CHANGE = -2  # PartitionChangeRecord.Leader: the leader did not change
+ELR_RECORD_VERSION = 2  # PartitionRecord and PartitionChangeRecord carry the ELR from it
 
 # ConfigResource.Type
 TOPIC_RESOURCE = 2
@@ -43,20 +46,31 @@ class PartitionState:
     leader: int
     leader_epoch: int
     partition_epoch: int
+    # EligibleLeaderReplicas and LastKnownElr (record version 2, metadata version
+    # 4.0-IV1+); None while no record of the partition carried them.
+    elr: tuple[int, ...] | None = None
+    last_known_elr: tuple[int, ...] | None = None
 
     def to_json(self) -> list[Any]:
-        return [
+        state: list[Any] = [
             list(self.replicas),
             list(self.isr),
             self.leader,
             self.leader_epoch,
             self.partition_epoch,
         ]
+        if self.elr is not None and self.last_known_elr is not None:
+            state += [list(self.elr), list(self.last_known_elr)]
+        return state
 
     @staticmethod
     def from_json(data: list[Any]) -> PartitionState:
-        replicas, isr, leader, leader_epoch, partition_epoch = data
-        return PartitionState(tuple(replicas), tuple(isr), leader, leader_epoch, partition_epoch)
+        """Of :meth:`to_json`, or of a release before the ELR (five items)."""
+        replicas, isr, leader, leader_epoch, partition_epoch, *eligible = data
+        elr, last_known = (tuple(eligible[0]), tuple(eligible[1])) if eligible else (None, None)
+        return PartitionState(
+            tuple(replicas), tuple(isr), leader, leader_epoch, partition_epoch, elr, last_known
+        )
 
 
 @dataclass(slots=True)
@@ -78,13 +92,22 @@ class MetadataImage:
 
     # ------------------------------------------------------------------ replay
 
-    def replay_partition(self, fields: Mapping[str, Any]) -> tuple[str, int, PartitionState]:
+    def replay_partition(
+        self, fields: Mapping[str, Any], version: int
+    ) -> tuple[str, int, PartitionState]:
+        """``PartitionRecord`` of ``version``. From version 2 (metadata version 4.0-IV1) the
+        ELR is the record's, and an empty list is written as no field at all
+        (``PartitionRegistration.toRecord`` sets it only when non-empty), so an absent one
+        is empty; before version 2 Kafka kept none: None."""
+        with_elr = version >= ELR_RECORD_VERSION
         state = PartitionState(
             tuple(fields["Replicas"]),
             tuple(fields["Isr"]),
             fields["Leader"],
             fields["LeaderEpoch"],
             fields["PartitionEpoch"],
+            tuple(fields.get("EligibleLeaderReplicas") or ()) if with_elr else None,
+            tuple(fields.get("LastKnownElr") or ()) if with_elr else None,
         )
         topic_id, partition = fields["TopicId"], fields["PartitionId"]
         self.partitions.setdefault(topic_id, {})[partition] = state
@@ -106,9 +129,26 @@ class MetadataImage:
             leader,
             leader_epoch,
             before.partition_epoch + 1,
+            _merged(before.elr, fields.get("EligibleLeaderReplicas")),
+            _merged(before.last_known_elr, fields.get("LastKnownElr")),
         )
         self.partitions[fields["TopicId"]][fields["PartitionId"]] = after
         return before, after
+
+    def clear_elr(self, topic: str) -> list[tuple[str, int, PartitionState]]:
+        """``ClearElrRecord``: the partitions of ``topic`` (of every topic when empty) that
+        had an ELR or a last known ELR get empty ones, as ``removeTopicElrs`` does;
+        returns them, by topic name, partition and new state."""
+        cleared = []
+        for topic_id, partitions in self.partitions.items():
+            name = self.topic_names.get(topic_id)
+            if name is None or (topic and name != topic):
+                continue
+            for partition, state in partitions.items():
+                if state.elr or state.last_known_elr:
+                    state.elr, state.last_known_elr = (), ()
+                    cleared.append((name, partition, state))
+        return cleared
 
     def remove_topic(self, topic_id: str) -> str | None:
         self.partitions.pop(topic_id, None)
@@ -204,6 +244,11 @@ class MetadataImage:
             image.set_config(resource_type, resource, name, value)
         image.controller_id, image.controller_epoch = data["controller"]
         return image
+
+
+def _merged(before: tuple[int, ...] | None, stated: list[int] | None) -> tuple[int, ...] | None:
+    """A ``PartitionChangeRecord`` field: null (absent tag) keeps the value before."""
+    return before if stated is None else tuple(stated)
 
 
 def _int(values: Mapping[str, str], name: str) -> int | None:

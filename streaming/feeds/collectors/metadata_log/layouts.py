@@ -2,7 +2,8 @@
 
 Source: ``metadata/src/main/resources/common/metadata/<Name>.json`` (record types) and
 ``clients/src/main/resources/common/message/LeaderChangeMessage.json`` (control record)
-in apache/kafka, read at the tags 3.3.0 to 3.8.0 and at trunk of October 2024 (4.0). Every
+in apache/kafka, read at the tags 3.3.0 to 3.8.0, at trunk of October 2024 (4.0) and in
+the 4.1.1 sources (``ClearElrRecord``). Every
 layout is the union of those versions: a field carries the first (and last) version that
 has it, a tagged field its tag. All of these messages are flexible in every version.
 
@@ -183,6 +184,8 @@ METADATA_LAYOUTS: Mapping[int, Layout] = {
         Layout(25, "AbortTransactionRecord", 0, None),
         Layout(26, "RemoveDelegationTokenRecord", 0, None),
         Layout(27, "RegisterControllerRecord", 0, None),
+        # 4.0+: written when min.insync.replicas changes; an empty name clears every topic
+        Layout(28, "ClearElrRecord", 0, (Field("TopicName", STRING),)),
     )
 }
 """Metadata record layouts by type id (the ``apiKey`` of the schema)."""

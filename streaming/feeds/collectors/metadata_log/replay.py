@@ -15,6 +15,9 @@ from (a field the job may use to tell which brokers have applied it):
   or a change isrwatch does not follow, such as directories, which still moves the
   partition epoch);
 * ``RemoveTopicRecord`` -> ``TopicChange`` (deleted);
+* ``ClearElrRecord`` (4.0+) -> ``ClearElr`` of its topic (of every topic when it names
+  none); the ELR and last known ELR of a partition (record version 2) ride on its
+  ``LeaderAndIsr`` and ``IsrChange`` events;
 * broker records -> ``BrokerChange`` when the set of unfenced brokers or their epochs
   changed at the end of the batch;
 * ``ConfigRecord`` -> ``TopicConfig`` / ``BrokerConfig`` when a topic's effective
@@ -36,6 +39,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    ClearElr,
     ControllerChange,
     ControllerEvent,
     IsrChange,
@@ -73,6 +77,7 @@ class RecordType(IntEnum):
     BEGIN_TRANSACTION = 23
     END_TRANSACTION = 24
     ABORT_TRANSACTION = 25
+    CLEAR_ELR = 28
 
 
 FENCED = 1
@@ -246,7 +251,7 @@ class MetadataReplayer:
                 image.topic_names[f["TopicId"]] = f["Name"]
                 unit.config_offset = offset  # the cluster default may now apply to it
             case RecordType.PARTITION:
-                topic_id, partition, state = image.replay_partition(f)
+                topic_id, partition, state = image.replay_partition(f, record.version)
                 name = image.topic_names.get(topic_id)
                 if name is None:
                     self.dropped["partition_of_unknown_topic"] += 1
@@ -296,6 +301,10 @@ class MetadataReplayer:
             case RecordType.CONFIG:
                 image.set_config(f["ResourceType"], f["ResourceName"], f["Name"], f["Value"])
                 unit.config_offset = offset
+            case RecordType.CLEAR_ELR:
+                image.clear_elr(f["TopicName"])
+                topic = f["TopicName"] or None  # empty: every topic
+                unit.events.append(self._event(ClearElr, ts, epoch, offset, topic=topic))
             case RecordType.FEATURE_LEVEL:
                 image.features[f["Name"]] = f["FeatureLevel"]
             case RecordType.BEGIN_TRANSACTION:
@@ -325,6 +334,7 @@ class MetadataReplayer:
             isr=tuple(state.isr),
             replicas=tuple(state.replicas),
             partition_epoch=state.partition_epoch,
+            **_eligible_leaders(state),
         )
 
     def _partition_change(
@@ -357,4 +367,12 @@ class MetadataReplayer:
             new_isr=tuple(after.isr),
             leader_epoch=after.leader_epoch,
             partition_epoch=after.partition_epoch,
+            **_eligible_leaders(after),
         )
+
+
+def _eligible_leaders(state: PartitionState) -> dict[str, tuple[int, ...] | None]:
+    """The ELR fields of an event: both as the image holds them, or neither."""
+    if state.elr is None or state.last_known_elr is None:
+        return {}
+    return {"elr": state.elr, "last_known_elr": state.last_known_elr}

@@ -24,11 +24,10 @@ import pickle
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path.cwd()))
 
-import pandas as pd
+from capture_records import envelopes, kafka_records
 from streaming.routing import route
 from streaming.shard_state import ShardJobSettings, ShardSnapshot, process
 
@@ -39,43 +38,7 @@ from state.sharding import Shard
 
 SHARDS = 3
 WATERMARK_DELAY_MS = 60_000
-ERROR_EVERY = 400
-ERROR = "NOT_LEADER_OR_FOLLOWER"
 FIRST_PART = 3000  # records: the storm's first ISR changes are before, the rest after
-
-
-def envelopes(capture: Path) -> list[dict[str, Any]]:
-    """The capture, with an error code on every ERROR_EVERY-th fetch response."""
-    out: list[dict[str, Any]] = []
-    fetches = 0
-    for line in capture.read_text(encoding="utf-8").splitlines():
-        envelope = json.loads(line)
-        if envelope["source"] == Source.FETCH_RESPONSES.value:
-            fetches += 1
-            if fetches % ERROR_EVERY == 0:
-                envelope["value"]["error"] = ERROR
-        out.append(envelope)
-    return out
-
-
-def kafka_records(batch: list[dict[str, Any]], offsets: dict[str, int]) -> pd.DataFrame:
-    """The records as Spark's Kafka source hands them (one Kafka partition per topic)."""
-    rows = []
-    for envelope in batch:
-        topic = envelope["source"]
-        rows.append(
-            {
-                "key": None,
-                "value": json.dumps(envelope["value"]).encode(),
-                "topic": topic,
-                "partition": 0,
-                "offset": offsets[topic],
-                "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
-                "timestampType": 0,
-            }
-        )
-        offsets[topic] += 1
-    return pd.DataFrame(rows)
 
 
 def main(capture: Path, out: Path) -> None:
