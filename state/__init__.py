@@ -45,6 +45,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "state.event_parser": ("parse_json_line", "parse_record"),
     "state.fetch_decoder": ("WireFetch", "decode_fetches"),
+    "state.fetch_pack": (
+        "decode_fetch_pack",
+        "decode_fetch_records",
+        "is_fetch_pack",
+        "pack_time_range",
+    ),
     "state.flapping": ("Flap",),
     "state.follower_fetch_state": ("WIRE_COLUMNS", "FetchBatch"),
     "state.health_signature": ("health_signatures",),
@@ -100,6 +106,10 @@ if TYPE_CHECKING:
     from state.event_parser import parse_record as parse_record
     from state.fetch_decoder import WireFetch as WireFetch
     from state.fetch_decoder import decode_fetches as decode_fetches
+    from state.fetch_pack import decode_fetch_pack as decode_fetch_pack
+    from state.fetch_pack import decode_fetch_records as decode_fetch_records
+    from state.fetch_pack import is_fetch_pack as is_fetch_pack
+    from state.fetch_pack import pack_time_range as pack_time_range
     from state.flapping import Flap as Flap
     from state.follower_fetch_state import WIRE_COLUMNS as WIRE_COLUMNS
     from state.follower_fetch_state import FetchBatch as FetchBatch

@@ -106,10 +106,10 @@ def parse_record(source: Source, value: bytes | str | None) -> Event | DeadLette
     try:
         obj = json.loads(text, parse_constant=_reject_constant)
     except (ValueError, RecursionError) as error:  # JSONDecodeError is a ValueError
-        detail = _clip(f"not valid JSON: {error}")
+        detail = clip_detail(f"not valid JSON: {error}")
         return DeadLetter(source, raw, DeadLetterReason.INVALID_JSON, detail)
     if "\\u" in text and (where := lone_surrogate(obj)) is not None:
-        detail = _clip(f"not UTF-8: {where} holds an escaped lone surrogate")
+        detail = clip_detail(f"not UTF-8: {where} holds an escaped lone surrogate")
         return DeadLetter(source, raw, DeadLetterReason.INVALID_JSON, detail)
     return _parse(source, obj, raw)
 
@@ -153,7 +153,7 @@ def parse_json_line(source: Source, obj: object) -> Event | DeadLetter:
 
 def _parse(source: Source, obj: object, raw: str | None) -> Event | DeadLetter:
     def dead(reason: DeadLetterReason, detail: str) -> DeadLetter:
-        return DeadLetter(source, _render(obj) if raw is None else raw, reason, _clip(detail))
+        return DeadLetter(source, _render(obj) if raw is None else raw, reason, clip_detail(detail))
 
     if not isinstance(obj, dict):
         return dead(DeadLetterReason.NOT_AN_OBJECT, f"value is {_json_type(obj)}, not an object")
@@ -268,7 +268,8 @@ def _render(obj: object) -> str:
         return f"<unprintable {_json_type(obj)}>"
 
 
-def _clip(text: str) -> str:
+def clip_detail(text: str) -> str:
+    """A dead letter's detail, cut to its most characters."""
     return text if len(text) <= _MAX_DETAIL else text[: _MAX_DETAIL - 3] + "..."
 
 

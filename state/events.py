@@ -234,6 +234,7 @@ class DeadLetterReason(StrEnum):
     WRONG_TYPE = "wrong_type"
     INVALID_VALUE = "invalid_value"
     UNKNOWN_TYPE = "unknown_type"
+    INVALID_PACK = "invalid_pack"  # a fetch pack that cannot be read: dead whole
     # The model's reasons: a valid event that Kafka itself would ignore.
     STALE_CONTROLLER_EPOCH = "stale_controller_epoch"
     STALE_LEADER_EPOCH = "stale_leader_epoch"

@@ -20,19 +20,25 @@ struct no longer describes it: every value then goes through ``parse_record``.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from operator import attrgetter
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 from msgspec import UNSET, UnsetType
 
-from state.event_parser import SCHEMA_FILES, parse_record, schema_dir, utf8_encodable
+from state.event_parser import (
+    SCHEMA_FILES,
+    parse_json_line,
+    parse_record,
+    schema_dir,
+    utf8_encodable,
+)
 from state.events import FETCH_ERROR_NONE, DeadLetter, FetchResponse, Source
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
@@ -142,6 +148,33 @@ def decode_fetches(values: Sequence[bytes | None]) -> DecodedFetches:
         except (msgspec.MsgspecError, ValueError, TypeError, RecursionError):
             pass  # some value is not for the fast decoder: judge them one by one
     return _one_by_one(values)
+
+
+def refused_fetch_values(values: Sequence[Mapping[str, Any]]) -> dict[int, DeadLetter]:
+    """The dead letters of the fetch-responses values (JSON-ready, as a producer holds
+    them) that the contract refuses, by index: a collector's check of a poll of hundreds
+    of thousands. msgspec converts them to ``WireFetch`` in bulk (0.3 us a value, where
+    ``parse_json_line`` takes 10); a value it refuses goes to ``parse_json_line``, which
+    accepts it (``5.0``, an unknown field) or gives the reason, as in :func:`decode_fetches`."""
+    fast = bundled_schema_in_use()
+    if fast:
+        try:
+            msgspec.convert(values, list[WireFetch])
+            return {}
+        except msgspec.ValidationError:
+            pass  # some value is not for the fast check: judge them one by one
+    refused: dict[int, DeadLetter] = {}
+    for index, value in enumerate(values):
+        if fast:
+            try:
+                msgspec.convert(value, WireFetch)
+                continue
+            except msgspec.ValidationError:
+                pass
+        parsed = parse_json_line(Source.FETCH_RESPONSES, dict(value))
+        if isinstance(parsed, DeadLetter):
+            refused[index] = parsed
+    return refused
 
 
 def _one_by_one(values: Sequence[bytes | None]) -> DecodedFetches:

@@ -37,7 +37,7 @@ from streaming.config.sources import (
     default_config_path,
 )
 from streaming.config.streaming import StateStore, StreamingSettings
-from streaming.config.topics import TopicSettings
+from streaming.config.topics import FetchResponsesForm, TopicSettings
 
 __all__ = [
     "CONFIG_DIR_VARIABLE",
@@ -47,6 +47,7 @@ __all__ = [
     "AdminCollectorSettings",
     "CollectSettings",
     "ConfigError",
+    "FetchResponsesForm",
     "IsrwatchConfig",
     "KafkaSettings",
     "LogCollectorSettings",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from enum import StrEnum
 from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, Field, model_validator
@@ -10,7 +11,7 @@ from pydantic import AfterValidator, BaseModel, Field, model_validator
 from streaming.config.errors import Problem, raise_problems
 from streaming.config.field_types import FROZEN
 
-__all__ = ["TopicName", "TopicSettings"]
+__all__ = ["FetchResponsesForm", "TopicName", "TopicSettings"]
 
 _TOPIC_NAME = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 
@@ -24,6 +25,13 @@ def _check_topic(name: str) -> str:
 
 
 TopicName = Annotated[str, AfterValidator(_check_topic)]
+
+
+class FetchResponsesForm(StrEnum):
+    """How the project's producers write fetch-responses (docs/event-contract.md)."""
+
+    JSON = "json"  # one JSON record per fetch response
+    PACKED = "packed"  # fetch packs: many fetch responses as columns in one record
 
 
 class TopicSettings(BaseModel):
@@ -43,12 +51,20 @@ class TopicSettings(BaseModel):
     dead_letters: TopicName = Field(
         default="isrwatch-dead-letters", description="output: records that were not applied"
     )
+    fetch_responses_form: FetchResponsesForm = Field(
+        default=FetchResponsesForm.JSON,
+        description="how collect admin and the simulator write fetch-responses: json (a record"
+        " per fetch) or packed (fetch packs, docs/event-contract.md#fetch-packs); stays json"
+        " until the job's Kafka source reads packs: this release's job dead-letters them",
+    )
 
     @model_validator(mode="after")
     def _check_distinct(self) -> TopicSettings:
         problems: list[Problem] = []
         first_of: dict[str, str] = {}
-        for name in type(self).model_fields:
+        for name, field in type(self).model_fields.items():
+            if field.annotation is not str:  # not a topic name (fetch_responses_form)
+                continue
             topic = getattr(self, name)
             if topic in first_of:
                 why = f"same topic as topics.{first_of[topic]} ({topic!r})"

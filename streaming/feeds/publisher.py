@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TextIO
 
 from state.events import Source
-from streaming.config import IsrwatchConfig
-from streaming.feeds.wire import InputRecord, encode, envelope_line
+from streaming.config import FetchResponsesForm, IsrwatchConfig
+from streaming.feeds.wire import InputRecord, encode, envelope_line, kafka_records
 
 SEND_TIMEOUT_S = 60.0
+RECORDS_PER_PUBLISH = 1_000
+PACKED_RECORDS_PER_PUBLISH = 25_000
+"""About 4,000 fetch responses a leader on a 6-broker cluster: a pack each (``PACK_ROWS``)."""
 
 
 class Publisher(Protocol):
@@ -32,7 +35,8 @@ class PublishError(Exception):
 
 class KafkaPublisher:
     """Sends to ``topics.controller_events`` / ``topics.fetch_responses`` with the job's
-    client settings (``KafkaSettings.kafka_python_options``: TLS, SASL PLAIN or SCRAM)."""
+    client settings (``KafkaSettings.kafka_python_options``: TLS, SASL PLAIN or SCRAM),
+    fetch responses in the form ``topics.fetch_responses_form`` says."""
 
     def __init__(self, config: IsrwatchConfig, producer: Any = None) -> None:
         if producer is None:
@@ -46,6 +50,17 @@ class KafkaPublisher:
             Source.CONTROLLER_EVENTS: config.topics.controller_events,
             Source.FETCH_RESPONSES: config.topics.fetch_responses,
         }
+        self._fetch_form = config.topics.fetch_responses_form
+
+    @property
+    def records_per_publish(self) -> int:
+        """How many records :func:`publish_all` hands over at once, at the most: more
+        when fetch responses are packed, since a pack's fixed cost to read (about 0.2 ms,
+        docs/event-contract.md#fetch-packs) wants thousands of rows, and a publish makes
+        one pack per leader at the least."""
+        if self._fetch_form is FetchResponsesForm.PACKED:
+            return PACKED_RECORDS_PER_PUBLISH
+        return RECORDS_PER_PUBLISH
 
     def publish(self, records: Sequence[InputRecord]) -> None:
         """Write ``records`` in order; return once all are acknowledged, or raise."""
@@ -54,9 +69,9 @@ class KafkaPublisher:
                 self._producer.send(
                     self._topics[record.source],
                     key=record.key.encode("utf-8"),
-                    value=encode(record.value),
+                    value=record.value,
                 )
-                for record in records
+                for record in kafka_records(records, self._fetch_form)
             ]
             self._producer.flush(timeout=SEND_TIMEOUT_S)
             for future in futures:
@@ -121,12 +136,14 @@ def publish_all(
     publisher: KafkaPublisher,
     records: Iterable[InputRecord],
     counts: Counter[str] | None = None,
-    batch: int = 1_000,
+    batch: int | None = None,
     batch_s: float = 0.25,
 ) -> Counter[str]:
-    """Send in order, a batch at a time: ``batch`` records or ``batch_s`` seconds' worth
-    (paced records should not wait for a full batch). Counts what was acknowledged."""
+    """Send in order, a batch at a time: ``batch`` records (the publisher's
+    ``records_per_publish`` unless given) or ``batch_s`` seconds' worth (paced records
+    should not wait for a full batch). Counts what was acknowledged."""
     counts = Counter() if counts is None else counts
+    batch = publisher.records_per_publish if batch is None else batch
     iterator = iter(records)
     while True:
         started = time.monotonic()

@@ -2,7 +2,8 @@
 keys (docs/event-contract.md), and the replay file's line.
 
 The collectors and the simulator make ``InputRecord`` values; ``streaming.feeds.publisher``
-sends them.
+sends them as :func:`kafka_records`: one JSON value each, or their fetch responses in fetch
+packs (``state.fetch_pack``, the packed form's one definition).
 """
 
 from __future__ import annotations
@@ -13,11 +14,20 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from state.events import Source
+from streaming.config import FetchResponsesForm
 
 MAX_PARTITIONS_PER_EVENT = 1000
 """Events that list partitions (UpdateMetadata, TopicChange) are split to stay well under
 Kafka's default 1 MB record limit: a controller failover puts every partition of the
 cluster in one request."""
+
+PACK_ROWS = 4096
+"""Fetch responses per pack at the most: about 350 KB with 20-character topic names.
+A larger pack costs no less to read per row (``bench/packed_wire_bench.py``: 0.07 us a
+row from 1,000 rows on), and Kafka's default record limit is 1 MB."""
+MAX_PACK_BYTES = 900_000
+"""A pack longer than this (long topic names) is sent as two halves, and so on: under
+Kafka's default 1 MB record limit with room for the record's own framing."""
 
 _T = TypeVar("_T")
 _K = TypeVar("_K")
@@ -81,3 +91,51 @@ def encode(value: Any) -> bytes:
 def envelope_line(record: InputRecord) -> str:
     """The replay file's line of ``record`` (docs/event-contract.md#replay-contract)."""
     return json.dumps(record.envelope(), separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class KafkaRecord:
+    """A record as it is sent to its input topic: ``value`` is its bytes."""
+
+    source: Source
+    key: str
+    value: bytes
+
+
+def kafka_records(
+    records: Sequence[InputRecord], form: FetchResponsesForm = FetchResponsesForm.JSON
+) -> list[KafkaRecord]:
+    """``records`` as Kafka records: each a JSON value, or with ``form`` packed, the fetch
+    responses in packs of one leader's fetches each (in their order, keyed by the
+    leader's id: docs/event-contract.md#fetch-packs) after the controller events."""
+    if form is FetchResponsesForm.JSON:
+        return [KafkaRecord(r.source, r.key, encode(r.value)) for r in records]
+    out = [
+        KafkaRecord(r.source, r.key, encode(r.value))
+        for r in records
+        if r.source is not Source.FETCH_RESPONSES
+    ]
+    by_leader: dict[int, list[Mapping[str, Any]]] = {}
+    for record in records:
+        if record.source is Source.FETCH_RESPONSES:
+            by_leader.setdefault(int(record.value["leader"]), []).append(record.value)
+    for leader, values in by_leader.items():
+        out += [
+            KafkaRecord(Source.FETCH_RESPONSES, str(leader), pack)
+            for part in chunks(values, PACK_ROWS)
+            for pack in _packs(part)
+        ]
+    return out
+
+
+def _packs(values: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    """``values`` as one pack, or halved until each is at most ``MAX_PACK_BYTES``."""
+    # Imported here: Arrow and numpy only in a producer that packs (a collector that
+    # writes JSON stays light).
+    from state.fetch_pack import encode_fetch_pack
+
+    pack = encode_fetch_pack(values)
+    if len(pack) <= MAX_PACK_BYTES or len(values) == 1:
+        return [pack]
+    half = len(values) // 2
+    return _packs(values[:half]) + _packs(values[half:])

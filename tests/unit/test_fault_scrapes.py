@@ -71,9 +71,9 @@ def test_a_scrape_of_1000_partitions_with_5_percent_lagging(tmp_path: Path) -> N
         "isrwatch_broker_bounces_created": 6,
     }
     fixed = {
-        # the 15 dead-letter reasons of docs/event-contract.md, each at 0
-        "isrwatch_dead_letters_total": 15,
-        "isrwatch_dead_letters_created": 15,
+        # the 16 dead-letter reasons of docs/event-contract.md, each at 0
+        "isrwatch_dead_letters_total": 16,
+        "isrwatch_dead_letters_created": 16,
         # fetch-responses: applied, error_response, dead_letter; controller-events: 2
         "isrwatch_events_total": 5,
         "isrwatch_events_created": 5,
@@ -93,8 +93,8 @@ def test_a_scrape_of_1000_partitions_with_5_percent_lagging(tmp_path: Path) -> N
     expected = {**per_partition, **per_follower, **per_topic, **per_broker, **fixed}
     causes = {name: n for name, n in families.items() if name.startswith("isrwatch_cause_")}
     assert {k: v for k, v in families.items() if k not in causes} == expected
-    assert sum(expected.values()) == 1_616
-    assert figures["series"] == 1_616 + sum(causes.values())
+    assert sum(expected.values()) == 1_618
+    assert figures["series"] == 1_618 + sum(causes.values())
     # every lagging follower has a cause, and every partition is counted once
     assert values["isrwatch_cause_followers"] == 50
     assert values["isrwatch_partitions"] == 1_000

@@ -1,0 +1,311 @@
+"""The packed form of fetch-responses: one Kafka record carrying many fetch responses as
+columns (docs/event-contract.md#fetch-packs). Its one definition: the writer
+(:func:`encode_fetch_pack`), the reader (:func:`decode_fetch_pack`) and how a reader tells
+a pack from a JSON record (:func:`is_fetch_pack`).
+
+Version 1 is ``PACK_MAGIC``, the version byte, then an Arrow IPC stream whose columns are
+the fields of ``conf/schemas/fetch-responses.schema.json`` by their wire names. A row is
+the JSON object of its non-null cells: a null cell is an absent field. So the rows have
+the JSON Schema of a per-record value, and each row gets the verdict, reason and detail
+the per-record path gives that object: a row the typed check refuses goes to
+``event_parser.parse_json_line``, the validator that explains, as the JSON path's
+refusals go to ``parse_record`` (``state.fetch_decoder``). The typed check takes its
+ranges from ``WireFetch``, the schema as msgspec constraints: one definition of each
+rule. A pack that cannot be read (truncated, corrupt, of an unknown version) is one dead
+letter, ``invalid_pack``.
+
+Why Arrow IPC and not msgpack arrays or JSON: ``bench/packed_wire_bench.py`` and
+docs/event-contract.md#fetch-packs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+from state.event_parser import clip_detail, parse_json_line
+from state.events import FETCH_ERROR_NONE, DeadLetter, DeadLetterReason, FetchResponse, Source
+from state.fetch_decoder import (
+    INT_COLUMNS,
+    DecodedFetches,
+    WireFetch,
+    bundled_schema_in_use,
+    decode_fetches,
+)
+
+PACK_MAGIC = b"\xffIWFP"
+"""The first bytes of every pack. 0xFF never occurs in UTF-8, so no record of the
+contract's JSON form (UTF-8 text) starts with it: a JSON record is never taken for a
+pack, and a pack, which is not UTF-8, was never a valid JSON record."""
+PACK_VERSION = 1
+"""The version byte after ``PACK_MAGIC`` that this release writes and reads."""
+READ_VERSIONS = frozenset({PACK_VERSION})
+
+
+@cache
+def field_rules() -> dict[str, tuple[Any, bool]]:
+    """Each field of ``WireFetch``: its msgspec type (constraints included) and whether
+    it is required."""
+    info = msgspec.inspect.type_info(WireFetch)
+    assert isinstance(info, msgspec.inspect.StructType)
+    return {field.name: (field.type, field.required) for field in info.fields}
+
+
+_RULES = field_rules()
+PACK_SCHEMA = pa.schema(
+    [
+        pa.field(name, pa.string() if isinstance(kind, msgspec.inspect.StrType) else pa.int64())
+        for name, (kind, _) in _RULES.items()
+    ]
+)
+"""The columns the writer writes, those of ``WireFetch`` (an optional one only when some
+row holds it)."""
+_OPTIONAL = frozenset(name for name, (_, required) in _RULES.items() if not required)
+_EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
+"""Arrow's end-of-stream marker: a stream cut at a message boundary still reads, so
+the reader asks for the marker to tell a whole pack from a truncated one."""
+
+
+def is_fetch_pack(value: bytes | None) -> bool:
+    """Whether ``value`` is a pack (of any version), not a per-record JSON value."""
+    return value is not None and value[: len(PACK_MAGIC)] == PACK_MAGIC
+
+
+def encode_fetch_pack(values: Sequence[Mapping[str, Any]]) -> bytes:
+    """Fetch-responses values (the contract's JSON-ready form: ``wire_value``) as one
+    pack, rows in the order of ``values``; fields the contract does not name are left
+    out. Raises what Arrow raises on a value no column type holds without loss (text
+    and numbers in one field, an integer past int64)."""
+    try:  # the values a producer makes: every one typed and valid (WireFetch)
+        msgspec.convert(values, list[WireFetch])
+        full = pa.RecordBatch.from_pylist(values, schema=PACK_SCHEMA)  # Arrow's loop
+    except msgspec.ValidationError:
+        # Given the schema, Arrow would write 1.5 as 1: each column takes the type of
+        # its values instead, and the reader judges them (docs/event-contract.md).
+        full = pa.RecordBatch.from_arrays(
+            [pa.array([value.get(name) for value in values]) for name in PACK_SCHEMA.names],
+            names=PACK_SCHEMA.names,
+        )
+    # An optional column no row holds is left out: absent, it costs nothing; all null,
+    # 8 bytes a row. (A required one stays: its rows are then missing the field.)
+    keep = [
+        name
+        for name, column in zip(full.schema.names, full.columns, strict=True)
+        if name not in _OPTIONAL or column.null_count < full.num_rows or not full.num_rows
+    ]
+    return framed_pack(full.select(keep))
+
+
+def framed_pack(batch: pa.RecordBatch) -> bytes:
+    """``batch`` as a pack: the magic, the version, the Arrow IPC stream. Its columns are
+    taken as they are (a producer other than ``encode_fetch_pack`` may write other Arrow
+    types: the reader judges each row by its JSON form)."""
+    sink = pa.BufferOutputStream()
+    sink.write(PACK_MAGIC + bytes([PACK_VERSION]))
+    with pa.ipc.new_stream(sink, batch.schema) as writer:
+        writer.write_batch(batch)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+def decode_fetch_pack(value: bytes) -> DecodedFetches | DeadLetter:
+    """The rows of one pack, validated: ``position`` and the dead letters' indexes are
+    rows of the pack. A pack that cannot be read is one ``invalid_pack`` dead letter."""
+    table = _read(value)
+    if isinstance(table, str):
+        return DeadLetter(Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, table)
+    count = table.num_rows
+    ok = _typed_rows(table) if bundled_schema_in_use() else np.zeros(count, np.bool_)
+    ints = {name: _int_cells(table, name, count) for name in INT_COLUMNS}
+    topic = _string_cells(table, "topic", count, "")
+    error = _string_cells(table, "error", count, FETCH_ERROR_NONE)
+    dead: list[tuple[int, DeadLetter]] = []
+    slow = np.flatnonzero(~ok).tolist()
+    try:  # the rows the typed check refused, as Python values
+        objs = table.take(slow).to_pylist() if slow else []
+    except (pa.ArrowException, ValueError, OverflowError) as refusal:  # no JSON form
+        detail = clip_detail(f"corrupt fetch pack: a row has no JSON form: {refusal}")
+        return DeadLetter(
+            Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, detail
+        )
+    for row, obj in zip(slow, objs, strict=True):
+        parsed = parse_json_line(Source.FETCH_RESPONSES, _present(obj))
+        if isinstance(parsed, DeadLetter):
+            dead.append((row, parsed))
+            continue
+        assert isinstance(parsed, FetchResponse)
+        ok[row] = True
+        for name in INT_COLUMNS:
+            ints[name][row] = getattr(parsed, name)
+        topic[row], error[row] = parsed.topic, parsed.error
+    position = np.flatnonzero(ok).astype(np.int64)
+    everyone = len(position) == count
+    return DecodedFetches(
+        position=position,
+        ints={name: column if everyone else column[position] for name, column in ints.items()},
+        topic=topic if everyone else [topic[i] for i in position.tolist()],
+        error=error if everyone else [error[i] for i in position.tolist()],
+        dead=dead,
+    )
+
+
+def pack_time_range(value: bytes) -> tuple[int, int] | None:
+    """The earliest and latest ``ts`` of a pack's rows, among the cells of an ``int64``
+    ``ts`` column within the schema's range; None for a pack that cannot be read or
+    has no such cell. For the job's event-time alignment, which reads a JSON record's
+    ``ts`` (``kafka_source.event_time``): a pack spans a range of times."""
+    table = _read(value)
+    if isinstance(table, str) or "ts" not in table.column_names:
+        return None
+    column = table.column("ts")
+    ok = _cells_ok(column, _RULES["ts"][0])
+    if ok is None:
+        return None
+    if column.null_count:
+        ok &= ~column.is_null().to_numpy()
+    times = column.fill_null(0).to_numpy()[ok]
+    return (int(times.min()), int(times.max())) if times.size else None
+
+
+def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
+    """A batch of fetch-responses record values, JSON and packs mixed, in input order:
+    ``position`` and the dead letters' indexes are those of the records (a pack's rows
+    share its index). Without a pack, ``decode_fetches`` itself."""
+    packs = [i for i, value in enumerate(values) if is_fetch_pack(value)]
+    if not packs:
+        return decode_fetches(values)
+    positions: list[npt.NDArray[np.int64]] = []
+    parts: list[DecodedFetches] = []
+    dead: list[tuple[int, DeadLetter]] = []
+    start = 0
+    for index in [*packs, len(values)]:
+        if index > start:  # the JSON records since the last pack
+            decoded = decode_fetches(values[start:index])
+            positions.append(decoded.position + start)
+            parts.append(decoded)
+            dead += [(start + i, letter) for i, letter in decoded.dead]
+        start = index + 1
+        if index == len(values):
+            break
+        pack = decode_fetch_pack(values[index])  # type: ignore[arg-type]
+        if isinstance(pack, DeadLetter):
+            dead.append((index, pack))
+            continue
+        positions.append(np.full(len(pack), index, np.int64))
+        parts.append(pack)
+        dead += [(index, letter) for _, letter in pack.dead]
+    return DecodedFetches(
+        position=np.concatenate(positions) if positions else np.zeros(0, np.int64),
+        ints={
+            name: np.concatenate([part.ints[name] for part in parts] or [np.zeros(0, np.int64)])
+            for name in INT_COLUMNS
+        },
+        topic=[topic for part in parts for topic in part.topic],
+        error=[error for part in parts for error in part.error],
+        dead=dead,
+    )
+
+
+# ------------------------------------------------------------------------ reading
+
+
+def _read(value: bytes) -> pa.Table | str:
+    """The pack's table, or why it cannot be read."""
+    head = len(PACK_MAGIC)
+    if not is_fetch_pack(value) or len(value) <= head:
+        return "not a fetch pack, or one without its version byte"
+    version = value[head]
+    if version not in READ_VERSIONS:
+        known = ", ".join(map(str, sorted(READ_VERSIONS)))
+        return f"fetch pack version {version}; this release reads version {known}"
+    body = pa.py_buffer(value)[head + 1 :]
+    if not value.endswith(_EOS):
+        return "truncated fetch pack (or bytes after its end): no end-of-stream marker last"
+    try:
+        stream = pa.BufferReader(body)
+        table = pa.ipc.open_stream(stream).read_all()
+        table.validate(full=True)  # offsets within buffers, strings UTF-8
+        rest = body.size - stream.tell()
+    # ArrowException: what Arrow raises on bad bytes; OSError and ValueError its bases
+    except (pa.ArrowException, OSError, ValueError) as error:
+        return clip_detail(f"corrupt fetch pack: {error}")
+    if rest:
+        return f"corrupt fetch pack: {rest} bytes after its end-of-stream marker"
+    names = table.column_names
+    if len(set(names)) != len(names):
+        return "corrupt fetch pack: a column name appears twice"
+    return table
+
+
+def _typed_rows(table: pa.Table) -> npt.NDArray[np.bool_]:
+    """The rows the typed check accepts: every field of the type and in the range
+    ``WireFetch`` gives it. The others go to the explaining validator."""
+    ok = np.ones(table.num_rows, np.bool_)
+    for name, (kind, required) in _RULES.items():
+        if name not in table.column_names:
+            if required:
+                ok[:] = False
+            continue
+        column = table.column(name)
+        cells_ok = _cells_ok(column, kind)
+        if cells_ok is None:  # a type the check does not read: a null cell only
+            cells_ok = np.zeros(table.num_rows, np.bool_)
+        if column.null_count == 0:
+            ok &= cells_ok
+            continue
+        absent = column.is_null().to_numpy()
+        ok &= (cells_ok & ~absent) | (absent & (not required))
+    return ok
+
+
+def _cells_ok(column: pa.ChunkedArray, kind: Any) -> npt.NDArray[np.bool_] | None:
+    """Per cell, whether it holds a value of ``kind`` (msgspec's ``IntType`` or
+    ``StrType``, with its bounds); None if the column's Arrow type is not the check's."""
+    if isinstance(kind, msgspec.inspect.IntType) and column.type == pa.int64():
+        values = (column.fill_null(0) if column.null_count else column).to_numpy()
+        ok = np.ones(len(values), np.bool_)
+        if kind.ge is not None:
+            ok &= values >= kind.ge
+        if kind.le is not None:
+            ok &= values <= kind.le
+        return ok
+    if isinstance(kind, msgspec.inspect.StrType) and column.type == pa.string():
+        lengths = pc.utf8_length(column.fill_null("") if column.null_count else column).to_numpy()
+        ok = np.asarray(lengths >= (kind.min_length or 0), np.bool_)
+        if kind.max_length is not None:
+            ok &= lengths <= kind.max_length
+        return ok
+    return None
+
+
+def _int_cells(table: pa.Table, name: str, count: int) -> npt.NDArray[np.int64]:
+    """A writable copy of an integer column (zeros where it has no int64 value)."""
+    if name in table.column_names and table.column(name).type == pa.int64():
+        column = table.column(name)
+        return np.array((column.fill_null(0) if column.null_count else column).to_numpy())
+    return np.zeros(count, np.int64)
+
+
+def _string_cells(table: pa.Table, name: str, count: int, default: str) -> list[str]:
+    if name in table.column_names and table.column(name).type == pa.string():
+        column = table.column(name)
+        cells: list[str] = (column.fill_null(default) if column.null_count else column).to_pylist()
+        return cells
+    return [default] * count
+
+
+def _present(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as the JSON object it stands for: a null cell is an absent field."""
+    return {name: cell for name, cell in row.items() if cell is not None}
+
+
+def _raw(value: bytes) -> str:
+    """A dead pack's ``raw``: its bytes as text (a pack is binary; the dead-letter sink
+    clips it)."""
+    return value.decode("utf-8", errors="replace")
