@@ -71,6 +71,13 @@ SCENARIOS: dict[str, tuple[Step, ...]] = {
     "paused-follower": _down_and_up(
         BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, at_s=5, for_s=30
     ),
+    # The leader's rule twice on the same leaders, each pause past 1.5 T (15 s at the
+    # bench's T of 10 s) and short of the fence (2 T): the first shrinks teach each
+    # leader's isr-expiration runs, and the second are predicted to the run (shrink_at_ms).
+    "paused-twice": (
+        *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 5, 17),
+        *_down_and_up(BrokerFault.PAUSE, BrokerFault.RESUME, Role.FOLLOWER, 40, 17),
+    ),
     "leader-killed": _down_and_up(BrokerFault.KILL, BrokerFault.START, Role.LEADER, 5, 30),
     "controlled-shutdown": _down_and_up(BrokerFault.STOP, BrokerFault.START, Role.LEADER, 5, 30),
     "inter-broker-cut": _down_and_up(BrokerFault.CUT, BrokerFault.HEAL, Role.LEADER, 5, 30),
