@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,24 +17,11 @@ from state.events import ClearElr, ControllerEvent, IsrChange, LeaderAndIsr, Sou
 from state.health_record import HealthRecord
 from state.model import ReplicationModel
 from state.settings import PropagationMode, PropagationSettings, RuleSettings
-from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollector
-from streaming.feeds.collectors.metrics import CollectorMetrics
-from streaming.feeds.wire import InputRecord
 from streaming.tools.lab.decisions import parse_metadata_dump, read_metadata_log
+from tests.unit.metadata_log_reading import collect
 
 DATA = Path(__file__).resolve().parent / "data" / "kraft_elr"
 SEGMENT = "00000000000000000000.log"
-
-
-class ListPublisher:
-    def __init__(self) -> None:
-        self.events: list[InputRecord] = []
-
-    def publish(self, events: Sequence[InputRecord]) -> None:
-        self.events.extend(events)
-
-    def close(self) -> None:
-        pass
 
 
 @pytest.fixture(scope="module")
@@ -43,15 +29,9 @@ def events(tmp_path_factory: pytest.TempPathFactory) -> list[ControllerEvent]:
     log_dir = tmp_path_factory.mktemp("metadata") / "__cluster_metadata-0"
     log_dir.mkdir()
     shutil.copyfile(DATA / SEGMENT, log_dir / SEGMENT)
-    publisher = ListPublisher()
-    collector = MetadataLogCollector(
-        [log_dir.parent], publisher, CollectorMetrics("metadata-log"), None
-    )
-    while collector.read_once()[0]:
-        pass
+    _, published = collect(log_dir.parent)
     parsed = [
-        parse_record(Source.CONTROLLER_EVENTS, json.dumps(e.value).encode())
-        for e in publisher.events
+        parse_record(Source.CONTROLLER_EVENTS, json.dumps(e.value).encode()) for e in published
     ]
     assert all(isinstance(event, ControllerEvent) for event in parsed)
     return [event for event in parsed if isinstance(event, ControllerEvent)]

@@ -13,7 +13,6 @@ from __future__ import annotations
 import ast
 import json
 import shutil
-from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollect
 from streaming.feeds.collectors.metadata_log.replay import MetadataReplayer
 from streaming.feeds.collectors.metadata_log.segments import Batch, batches_in, snapshots
 from streaming.feeds.collectors.metadata_log.wire import uuid_canonical
-from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputRecord
+from tests.unit.metadata_log_reading import collect
 
 FIXTURES = Path(__file__).resolve().parents[2].parent / "shared" / "kraft-fixtures"
 LOG = "__cluster_metadata-0/00000000000000000000.log"
@@ -40,29 +39,10 @@ if not FIXTURES.is_dir():
 NAMES = sorted(p.name for p in FIXTURES.iterdir() if (p / "EXPECTED.json").is_file())
 
 
-class ListPublisher:
-    def __init__(self) -> None:
-        self.events: list[InputRecord] = []
-
-    def publish(self, events: Sequence[InputRecord]) -> None:
-        self.events.extend(events)
-
-    def close(self) -> None:
-        pass
-
-
 @cache
 def expected(name: str) -> dict[str, Any]:
     data: dict[str, Any] = json.loads((FIXTURES / name / "EXPECTED.json").read_text())
     return data
-
-
-def collect(directory: Path) -> tuple[MetadataLogCollector, list[InputRecord]]:
-    publisher = ListPublisher()
-    collector = MetadataLogCollector([directory], publisher, CollectorMetrics("metadata-log"), None)
-    while collector.read_once()[0]:
-        pass
-    return collector, publisher.events
 
 
 @cache
