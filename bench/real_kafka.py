@@ -81,6 +81,8 @@ COLUMNS = (
     "flagged before commit",
     "named eligible before commit",
     "median lead ms",
+    "shrink_by median error ms (n)",
+    "shrink_at median error ms (n)",
     "false predictions",
     "final state equal",
     "commit to record p99 ms",

@@ -16,12 +16,14 @@ from state.expiration_schedule import ExpirationSchedules
 from state.metadata_cache import MetadataCaches
 from state.partition_table import PartitionTable
 from state.propagation_window import PropagationWindows
+from state.settings import RuleSettings
 from state.sharding import Shard
 
 
 class ControllerEventTarget(Protocol):
     """The model as the controller-event rules see it."""
 
+    settings: RuleSettings
     shard: Shard | None
     table: PartitionTable
     cluster: ClusterState

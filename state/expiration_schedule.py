@@ -45,11 +45,17 @@ class ExpirationSchedules:
         self.anchor_ms: dict[int, int] = {}  # leader broker -> the time of one of its runs
         self.started_ms: dict[int, int] = {}  # broker -> when it last (re-)registered
 
-    def observe_shrink(self, leader: int, ts: int) -> None:
+    def observe_shrink(self, leader: int, ts: int, lag_time_max_ms: int) -> None:
         """The leader removed followers at ``ts``: one of its runs. A shrink from before
         the broker's last registration (a late event) belongs to its previous schedule,
-        and an older one than the anchor teaches nothing new."""
-        if ts < self.started_ms.get(leader, ts) or ts < self.anchor_ms.get(leader, ts):
+        and an older one than the anchor teaches nothing new. One run commits each
+        partition's shrink on its own (one ``AlterPartition`` each, a few ms apart on
+        4.1.1): within a quarter period of the anchor it is the anchor's run, whose first
+        commit is the nearest to it and stays the anchor."""
+        anchor = self.anchor_ms.get(leader)
+        if ts < self.started_ms.get(leader, ts) or (anchor is not None and ts < anchor):
+            return
+        if anchor is not None and 4 * (ts - anchor) < lag_time_max_ms // 2:
             return
         self.anchor_ms[leader] = ts
 

@@ -75,7 +75,10 @@ def _learn_the_leaders_schedule(model: ControllerEventTarget, event: IsrChange) 
         return
     removed = set(event.old_isr) - set(event.new_isr)
     if removed and all(model.cluster.is_live(broker) for broker in removed):
-        model.schedules.observe_shrink(event.leader, event.ts)
+        lag_time_max_ms = model.cluster.lag_time_max_ms.get(
+            event.leader, model.settings.replica_lag_time_max_ms
+        )
+        model.schedules.observe_shrink(event.leader, event.ts, lag_time_max_ms)
 
 
 def _isr_committed(

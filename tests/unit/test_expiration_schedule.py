@@ -63,15 +63,31 @@ def test_an_odd_t_rounds_the_period_down_and_an_unknown_anchor_gives_nothing() -
 
 def test_a_restart_forgets_the_schedule_and_refuses_shrinks_of_the_old_one() -> None:
     schedules = ExpirationSchedules()
-    schedules.observe_shrink(1, 100_000)
-    schedules.observe_shrink(1, 90_000)  # older than the anchor: nothing new
+    schedules.observe_shrink(1, 100_000, T)
+    schedules.observe_shrink(1, 90_000, T)  # older than the anchor: nothing new
     assert schedules.anchor_ms == {1: 100_000}
     schedules.restarted(frozenset({1}), 120_000)
     assert schedules.anchor_ms == {}
-    schedules.observe_shrink(1, 110_000)  # a late event of the schedule before the restart
+    schedules.observe_shrink(1, 110_000, T)  # a late event of the schedule before the restart
     assert schedules.anchor_ms == {}
-    schedules.observe_shrink(1, 121_234)
+    schedules.observe_shrink(1, 121_234, T)
     assert schedules.anchor_ms == {1: 121_234}
+
+
+@pytest.mark.parametrize(
+    ("second", "anchor"),
+    [
+        (100_051, 100_000),  # the same run's next partition: its first commit stays
+        (101_249, 100_000),  # less than a quarter period (1,250 ms) after it
+        (101_250, 101_250),  # a quarter period: another run
+        (105_020, 105_020),  # the next run
+    ],
+)
+def test_one_runs_commits_keep_the_first(second: int, anchor: int) -> None:
+    schedules = ExpirationSchedules()
+    schedules.observe_shrink(1, 100_000, T)
+    schedules.observe_shrink(1, second, T)
+    assert schedules.anchor_ms == {1: anchor}
 
 
 def test_the_model_learns_from_the_leaders_shrink_and_predicts_the_next() -> None:
