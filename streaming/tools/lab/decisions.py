@@ -17,7 +17,6 @@ Nothing here reads isrwatch's output or decodes with isrwatch's decoders:
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 from collections.abc import Iterable, Sequence
@@ -27,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from streaming.tools.lab.ground_truth import GroundTruth
+from streaming.tools.lab.metadata_dump import LEADER_CHANGE, dumped_records
 
 __all__ = [
     "Fence",
@@ -88,9 +88,6 @@ class MetadataTruth:
         return {key: value for key, value in last.items() if key[0] not in self.deleted_topics}
 
 
-_RECORD = re.compile(r"^\| offset: (\d+) CreateTime: (\d+) .*? payload: (\{.*\})\s*$")
-
-
 def dump_metadata_log(java: str, classpath: str, log_dir: Path) -> list[tuple[int, int, Any]]:
     """Kafka's own decoding of every segment of ``log_dir`` (``__cluster_metadata-0``):
     (offset, CreateTime, record) in log order."""
@@ -116,14 +113,13 @@ def dump_metadata_log(java: str, classpath: str, log_dir: Path) -> list[tuple[in
 
 
 def parse_metadata_dump(text: str) -> list[tuple[int, int, Any]]:
-    """The record lines of ``DumpLogSegments --cluster-metadata-decoder``'s output:
-    ``| offset: O CreateTime: T ... payload: {json}`` -> (O, T, record)."""
-    records = []
-    for line in text.splitlines():
-        match = _RECORD.match(line)
-        if match:
-            records.append((int(match[1]), int(match[2]), json.loads(match[3])))
-    return records
+    """The metadata records of ``DumpLogSegments --cluster-metadata-decoder``'s output
+    (``metadata_dump``) as (offset, CreateTime, record)."""
+    return [
+        (r.offset, r.ts_ms, {"type": r.kind, "version": r.version, "data": r.data})
+        for r in dumped_records(text)
+        if r.kind != LEADER_CHANGE
+    ]
 
 
 def read_metadata_log(records: Iterable[tuple[int, int, Any]]) -> MetadataTruth:

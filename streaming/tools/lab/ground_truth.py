@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from streaming.tools.lab.metadata_dump import LEADER_CHANGE, dumped_records
+
 __all__ = [
     "BrokerRegistration",
     "ControllerElection",
@@ -385,11 +387,6 @@ def _end_registration(truth: GroundTruth, registration: BrokerRegistration, ts: 
 
 # ----------------------------------------------------------------- KRaft's metadata log
 
-_BATCH = re.compile(r"baseOffset: (?P<offset>\d+) .*?partitionLeaderEpoch: (?P<epoch>\d+)")
-_CREATE_TIME = re.compile(r"CreateTime: (?P<ts>\d+)")
-_PAYLOAD = re.compile(r"payload: (?P<json>\{.*\})\s*$")
-_LEADER_CHANGE = re.compile(r"LeaderChange: (?P<json>\{.*\})")
-
 
 def from_metadata_dump(text: str) -> GroundTruth:
     """``DumpLogSegments --cluster-metadata-decoder`` output -> the ground truth.
@@ -404,24 +401,13 @@ def from_metadata_dump(text: str) -> GroundTruth:
     names: dict[str, str] = {}  # topic id -> name
     assignments: dict[str, dict[int, tuple[int, ...]]] = {}  # topic id -> its creation's
     current: dict[tuple[str, int], PartitionVersion] = {}
-    batch_ts, batch_epoch = 0, -1
-    for line in text.splitlines():
-        if created := _CREATE_TIME.search(line):
-            batch_ts = int(created["ts"])
-        if batch := _BATCH.search(line):
-            batch_epoch = int(batch["epoch"])
-        if change := _LEADER_CHANGE.search(line):
-            record = json.loads(change["json"])
-            epoch = batch_epoch
-            leader = int(record.get("leaderId", -1))
+    for dumped in dumped_records(text):
+        batch_ts, kind, data = dumped.ts_ms, dumped.kind, dumped.data
+        if kind == LEADER_CHANGE:
+            leader = int(data.get("leaderId", -1))
             if leader >= 0:
-                truth.elections.append(ControllerElection(batch_ts, leader, epoch))
+                truth.elections.append(ControllerElection(batch_ts, leader, dumped.quorum_epoch))
             continue
-        payload = _PAYLOAD.search(line)
-        if payload is None:
-            continue
-        record = json.loads(payload["json"])
-        kind, data = record.get("type"), record.get("data", {})
         if kind == "TOPIC_RECORD":
             names[data["topicId"]] = data["name"]
             assignments[data["topicId"]] = {}
