@@ -6,8 +6,8 @@ token provider, kafka-clients and commons-pool2: what it needs that PySpark lack
 the job names those jars in ``spark.jars`` when it starts its Spark session, so that
 spark-submit puts them on the driver's and the executors' classpath. An image that put
 the connector into PySpark's own jars (the ``Dockerfile``'s ``spark-kafka`` stage does,
-from the same POM) needs nothing from the cache. Nothing is fetched at run time: a missing or mismatched connector
-is an error that says how to install the right one.
+from the same POM) needs nothing from the cache. Nothing is fetched at run time: a
+missing or mismatched connector is an error that says how to install the right one.
 """
 
 from __future__ import annotations
