@@ -36,7 +36,12 @@ import pandas as pd
 from state.events import Source
 from streaming.acl_denial import Denial, undescribable_topics
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
-from streaming.job.connection_errors import ConnectionFailure, ConnectionProblem, explain_failure
+from streaming.job.connection_errors import (
+    ConnectionFailure,
+    ConnectionProblem,
+    diagnose,
+    explain_failure,
+)
 from streaming.job.connector import connector_jars
 from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
@@ -55,6 +60,8 @@ from streaming.job.source_status import SupervisedStatus
 
 log = logging.getLogger("isrwatch.job")
 
+#: The longest a failed query's cause is looked for with librdkafka (as the source's).
+DIAGNOSIS_TIMEOUT_S = 3.0
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -398,6 +405,8 @@ def explain_query_failure(config: IsrwatchConfig, text: str) -> ConnectionProble
     topic (spark-sql-kafka-0-10 4.2.0, kafka-clients 3.9.2): the topic is found by asking
     Kafka which input topic the job's principal may not describe."""
     problem = explain_failure(text)
+    if problem is not None and problem.reason is not ConnectionFailure.AUTHORIZATION:
+        return with_librdkafkas_words(config, problem)
     if problem is not None or "TopicAuthorizationException" not in text:
         return problem
     topics = [config.topics.controller_events, config.topics.fetch_responses]
@@ -412,6 +421,23 @@ def explain_query_failure(config: IsrwatchConfig, text: str) -> ConnectionProble
         or "TopicAuthorizationException: the job's principal needs Read on "
         f"Topic:{' and Topic:'.join(topics)} (docs/security.md#acls)",
     )
+
+
+def with_librdkafkas_words(config: IsrwatchConfig, problem: ConnectionProblem) -> ConnectionProblem:
+    """``problem`` (a refused login or TLS handshake, in the words of the client that
+    failed) with what librdkafka says connecting on the same settings, when it finds the
+    same cause (``connection_errors.diagnose``, as this project's source does). A failed
+    query carries only the Java client's top exception ("SslAuthenticationException: SSL
+    handshake failed"), not the broker's TLS alert under it, which tells a refused client
+    certificate from an untrusted broker certificate; librdkafka reports the alert."""
+    try:
+        found = diagnose(config.kafka.librdkafka_options(), DIAGNOSIS_TIMEOUT_S)
+    except Exception as error:  # a setting librdkafka refuses: the Java words stand alone
+        log.warning("cannot check the connection to Kafka with librdkafka: %s", error)
+        return problem
+    if found is None or found.reason is not problem.reason:
+        return problem
+    return ConnectionProblem(problem.reason, f"{problem.detail}; librdkafka: {found.detail}")
 
 
 def until_caught_up(query: Any, stop: threading.Event, after_batch: int = -1) -> None:

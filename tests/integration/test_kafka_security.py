@@ -119,7 +119,9 @@ def secured(kind: str, certificates: Certificates, directory: Path) -> Secured:
                     {"kafka.sasl_password": "not-" + PASSWORD},
                     "authentication",
                     ("authentication failed connecting to Kafka at",),
-                    ("authentication failed connecting to Kafka at", "PLAIN"),
+                    # Kafka 4.1's PLAIN server: "Authentication failed: Invalid username
+                    # or password"
+                    ("authentication failed connecting to Kafka at", "Invalid username"),
                 )
             ],
         )
