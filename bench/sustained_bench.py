@@ -5,7 +5,7 @@
         [--find-max LOW HIGH] [--all-rates] [--reference-records 1000000]
         [--reference-seconds 300] [--per-partition-partitions 2000] [--job-rate EVENTS_S]
         [--replay-seconds 1200] [--source-formats python kafka]
-        [--broker embedded|kafka-4.1 [--port-base 36000]] [--short]
+        [--broker embedded|kafka-4.1 [--port-base PORT]] [--short]
 
 On the embedded broker (``--broker kafka-4.1``: a one-node Apache Kafka 4.1 from
 ``make kafka``, whose ListOffsets gives the true log end, as Spark's connector needs),
@@ -111,7 +111,7 @@ class TopicBroker(Protocol):
 class LabBroker:
     """A one-node Apache Kafka 4.1 (KRaft, ``make kafka``) as the bench's broker."""
 
-    def __init__(self, workdir: Path, port_base: int) -> None:
+    def __init__(self, workdir: Path, port_base: int | None) -> None:
         self.cluster = LabCluster(LINES["4.1"], 1, workdir, port_base=port_base)
 
     @property
@@ -1461,7 +1461,12 @@ def main(argv: list[str] | None = None) -> None:
         help="the job's Kafka sources to measure, in this order (controller and rates)",
     )
     parser.add_argument("--broker", choices=["embedded", "kafka-4.1"], default="embedded")
-    parser.add_argument("--port-base", type=int, default=36000, help="of --broker kafka-4.1")
+    parser.add_argument(
+        "--port-base",
+        type=int,
+        default=None,
+        help="of --broker kafka-4.1 (default: ports the OS picks, free on a shared machine)",
+    )
     parser.add_argument("--short", action="store_true", help="small and quick (the smoke test)")
     args = parser.parse_args(argv)
     if args.short:
