@@ -81,7 +81,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from state import WireFetch, encode_record
+from state import WireFetch, decode_record, encode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.job.metrics import HealthExporter
@@ -459,8 +459,8 @@ class Watch:
             self.taken_in_batch[batch_id] = self._taken() - taken_before
             for key, value in zip(health["key"], health["value"], strict=True):
                 p = self.probe_keys[key]
-                for follower in json.loads(value).followers:
-                    caught_up = follower.get("last_caught_up_ms")
+                for follower in decode_record(value).followers:
+                    caught_up = follower.last_caught_up_ms
                     if (
                         follower.broker == probe_follower(p)
                         and follower.status in PAST_T
