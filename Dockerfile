@@ -13,8 +13,21 @@
 # hadoop-aws version depends on:
 #
 #   docker build --build-arg SPARK_EXTRA_JARS="https://.../hadoop-aws-X.jar=SHA256 ..." .
+#
+# Spark's own Kafka connector (kafka.source_format: kafka) is in the image: Maven resolves
+# jvm/spark-kafka/pom.xml at build time, as `make spark-kafka` does, and its jars join
+# PySpark's own, where the job finds the connector (streaming/job/connector.py) and
+# Spark puts it on the driver's and the executors' classpath. Nothing is fetched at run
+# time.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
+ARG MAVEN_IMAGE=maven:3.9-eclipse-temurin-17
+
+FROM ${MAVEN_IMAGE} AS spark-kafka
+WORKDIR /src
+COPY jvm/spark-kafka/pom.xml ./pom.xml
+RUN mvn --batch-mode --quiet -Dstyle.color=never --file pom.xml dependency:copy-dependencies \
+        -DincludeScope=runtime -DoutputDirectory=/jars/spark-kafka
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
@@ -31,6 +44,7 @@ ARG SPARK_EXTRA_JARS=""
 COPY helm/image/fetch_jars.py ./
 RUN /opt/isrwatch/venv/bin/python fetch_jars.py \
         /opt/isrwatch/venv/lib/python3.11/site-packages/pyspark/jars "${SPARK_EXTRA_JARS}"
+COPY --from=spark-kafka /jars/spark-kafka/ /opt/isrwatch/venv/lib/python3.11/site-packages/pyspark/jars/
 
 FROM ${PYTHON_IMAGE}
 # The JRE's postinst needs the man directory that slim images leave out.

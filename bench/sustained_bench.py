@@ -5,7 +5,7 @@
         [--find-max LOW HIGH] [--all-rates] [--reference-records 1000000]
         [--reference-seconds 300] [--per-partition-partitions 2000] [--job-rate EVENTS_S]
         [--replay-seconds 1200] [--source-formats python kafka]
-        [--broker embedded|kafka-4.1 [--port-base 36000]] [--short]
+        [--broker embedded|kafka-4.1 [--port-base PORT]] [--short]
 
 On the embedded broker (``--broker kafka-4.1``: a one-node Apache Kafka 4.1 from
 ``make kafka``, whose ListOffsets gives the true log end, as Spark's connector needs),
@@ -34,7 +34,9 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   stops catching up a third into the phase: time from the event time at which its lag
   passes T, known exactly from what was produced, to the hook seeing a health record
   with that follower past T; the probes still missing when the input is applied are
-  waited for, with a bound), against its goal, one trigger interval plus one batch;
+  waited for, with a bound), against its goal, one trigger interval plus one batch; the
+  job's CPU per event (the driver's and every process under Spark's JVM, from /proc, over
+  the phase and its drain, divided by the events applied meanwhile);
   state bytes per partition (the state store's own metrics) and peak RSS of the driver,
   the JVM and the Python workers. Then the batch cost fitted over the phases
   (``CoreCosts``): what one core keeps up with at a 10, 5 and 1 s collector poll, and
@@ -79,7 +81,7 @@ import msgspec
 import numpy as np
 import pandas as pd
 
-from state import WireFetch, encode_record
+from state import WireFetch, decode_record, encode_record
 from state.settings import RuleSettings
 from streaming.config import IsrwatchConfig, load_config
 from streaming.job.metrics import HealthExporter
@@ -109,7 +111,7 @@ class TopicBroker(Protocol):
 class LabBroker:
     """A one-node Apache Kafka 4.1 (KRaft, ``make kafka``) as the bench's broker."""
 
-    def __init__(self, workdir: Path, port_base: int) -> None:
+    def __init__(self, workdir: Path, port_base: int | None) -> None:
         self.cluster = LabCluster(LINES["4.1"], 1, workdir, port_base=port_base)
 
     @property
@@ -457,8 +459,8 @@ class Watch:
             self.taken_in_batch[batch_id] = self._taken() - taken_before
             for key, value in zip(health["key"], health["value"], strict=True):
                 p = self.probe_keys[key]
-                for follower in json.loads(value).followers:
-                    caught_up = follower.get("last_caught_up_ms")
+                for follower in decode_record(value).followers:
+                    caught_up = follower.last_caught_up_ms
                     if (
                         follower.broker == probe_follower(p)
                         and follower.status in PAST_T
@@ -506,14 +508,7 @@ class Memory(threading.Thread):
     def sample(self) -> None:
         me = os.getpid()
         workers = 0
-        parents: dict[int, int] = {}
-        for pid in filter(str.isdigit, os.listdir("/proc")):
-            try:
-                parents[int(pid)] = int(
-                    Path(f"/proc/{pid}/stat").read_text().split(")")[1].split()[1]
-                )
-            except (OSError, IndexError, ValueError):
-                continue
+        parents = _parents()
         for pid in map(str, parents):
             if not _descends(int(pid), me, parents):
                 continue  # another job's process (the machine is shared)
@@ -541,6 +536,48 @@ class Memory(threading.Thread):
             ):
                 workers += hwm
         self.peaks["python workers"] = max(self.peaks["python workers"], workers)
+
+
+def _parents() -> dict[int, int]:
+    """Every process's parent, from /proc."""
+    parents: dict[int, int] = {}
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            parents[int(pid)] = int(_stat(int(pid))[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return parents
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name: state, ppid, ..., utime (11),
+    stime (12), cutime (13), cstime (14), in clock ticks (proc(5))."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def job_cpu_s() -> float:
+    """CPU seconds the job has used so far: this process (the driver; the bench's watch
+    and sampling threads too, a small part) and every process under Spark's JVM (the JVM,
+    the Python workers, and those they reaped: cutime, cstime). The producer's process,
+    also this process's child, is not counted: it is the load, not the job."""
+    me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
+    parents = _parents()
+    ticks = sum(int(field) for field in _stat(me)[11:13])
+    jvms = [pid for pid, parent in parents.items() if parent == me and b"java" in _cmdline(pid)]
+    for pid in parents:
+        if any(_descends(pid, jvm, parents) for jvm in jvms):
+            try:
+                ticks += sum(int(field) for field in _stat(pid)[11:15])
+            except (OSError, IndexError, ValueError):
+                continue  # gone meanwhile: its parent counts it once it is reaped
+    return ticks / tick
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
 
 
 def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
@@ -909,6 +946,7 @@ def one_rate(
                 progress[p["batchId"]] = p
 
     applied_before, dead_before = watch.fetches(), watch.dead_letters
+    cpu_before = job_cpu_s()
     load_process.start()
     began, began_wall = time.monotonic(), time.time()
     samples.append((began_wall, 0, 0))
@@ -929,6 +967,8 @@ def one_rate(
         collect()
     drained = watch.fetches() - applied_before >= sent
     drain_s = time.monotonic() - began - phase_s
+    # the job's CPU over the phase and its drain, per event it applied meanwhile
+    cpu_per_event_us = 1e6 * (job_cpu_s() - cpu_before) / max(watch.fetches() - applied_before, 1)
     last_caught_up: dict[int, int] = outcome["last_caught_up"]
     batches = watch.batches[first_batch:]
     longest = max(
@@ -985,7 +1025,8 @@ def one_rate(
         f"and drained)\n"
         f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
         f"{percentile(durations, 99):.2f} s; end-to-end p99 {percentile(e2e, 99):.2f} s "
-        f"(max {max(e2e, default=float('nan')):.2f} s)\n"
+        f"(max {max(e2e, default=float('nan')):.2f} s); job CPU {cpu_per_event_us:.1f} us "
+        "per event (driver, JVM and Python workers, over the phase and its drain)\n"
         f"    detection (lag passes T -> a health record past T: {'/'.join(statuses) or '-'}), "
         f"{len(detection)}/{len(last_caught_up)} probes: p50 {percentile(detection, 50):.2f} s, "
         f"p99 {percentile(detection, 99):.2f} s; goal p99 <= {goal_s:.2f} s (trigger "
@@ -1009,6 +1050,7 @@ def one_rate(
         f"{percentile(durations, 50):.2f} s / {percentile(durations, 99):.2f} s",
     )
     summary.add(f"{name}: end-to-end p99", f"{percentile(e2e, 99):.2f} s")
+    summary.add(f"{name}: job CPU per event", f"{cpu_per_event_us:.1f} us")
     summary.add(
         f"{name}: detection p50 / p99 ({len(detection)}/{len(last_caught_up)} probes)",
         f"{percentile(detection, 50):.2f} s / {percentile(detection, 99):.2f} s",
@@ -1419,7 +1461,12 @@ def main(argv: list[str] | None = None) -> None:
         help="the job's Kafka sources to measure, in this order (controller and rates)",
     )
     parser.add_argument("--broker", choices=["embedded", "kafka-4.1"], default="embedded")
-    parser.add_argument("--port-base", type=int, default=36000, help="of --broker kafka-4.1")
+    parser.add_argument(
+        "--port-base",
+        type=int,
+        default=None,
+        help="of --broker kafka-4.1 (default: ports the OS picks, free on a shared machine)",
+    )
     parser.add_argument("--short", action="store_true", help="small and quick (the smoke test)")
     args = parser.parse_args(argv)
     if args.short:

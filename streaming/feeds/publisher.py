@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Protocol, TextIO
 
 from state.events import Source
+from streaming.acl_denial import Denial
 from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds.wire import InputRecord, encode, envelope_line, kafka_records
 
@@ -77,10 +78,23 @@ class KafkaPublisher:
             for future in futures:
                 future.get(timeout=SEND_TIMEOUT_S)
         except Exception as error:
-            raise PublishError(f"cannot write events to Kafka: {error}") from error
+            raise PublishError(f"cannot write events to Kafka: {_named(error)}") from error
 
     def close(self) -> None:
         self._producer.close()
+
+
+def _named(error: Exception) -> str:
+    """kafka-python's error, with the ACL it stands for when the broker refused the
+    Produce (TopicAuthorizationFailedError: the topic is its message)."""
+    from kafka.errors import TopicAuthorizationFailedError
+
+    if not isinstance(error, TopicAuthorizationFailedError):
+        return str(error)
+    # its argument: the topic (a refused Produce), or the set of them (refused metadata)
+    said = error.args[0] if error.args else "?"
+    topics = sorted(said) if isinstance(said, set | frozenset | list | tuple) else [str(said)]
+    return "; ".join(str(Denial.on_topic("the publisher", "Write", topic)) for topic in topics)
 
 
 class JsonLinesPublisher:

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from streaming.acl_denial import denial_in
+
 __all__ = [
     "ConnectionFailure",
     "ConnectionProblem",
@@ -43,6 +45,7 @@ class ConnectionFailure(StrEnum):
     AUTHENTICATION = "authentication"  # the broker refused the SASL login
     TLS = "tls"  # the TLS handshake failed
     UNREACHABLE = "unreachable"  # no broker answered (down, refused, unresolvable)
+    AUTHORIZATION = "authorization"  # logged in, but an ACL is missing (streaming.acl_denial)
 
 
 _HINTS = {
@@ -59,6 +62,10 @@ _HINTS = {
         "no broker answered",
         "check kafka.bootstrap_servers and that the brokers are up",
     ),
+    ConnectionFailure.AUTHORIZATION: (
+        "a request was refused",
+        "grant the ACL named, or check kafka.sasl_username (the principal)",
+    ),
 }
 # A TLS failure the broker announced with an alert (below) is about what the client
 # offered, not about the broker's certificate: these hints replace the TLS one.
@@ -72,7 +79,12 @@ _REFUSED_HANDSHAKE_HINT = (
 )
 # The most telling cause first: a refused login or handshake explains the brokers being
 # "down" that librdkafka reports next, not the other way round.
-_PRIORITY = (ConnectionFailure.AUTHENTICATION, ConnectionFailure.TLS, ConnectionFailure.UNREACHABLE)
+_PRIORITY = (
+    ConnectionFailure.AUTHENTICATION,
+    ConnectionFailure.TLS,
+    ConnectionFailure.AUTHORIZATION,
+    ConnectionFailure.UNREACHABLE,
+)
 
 # librdkafka's local error codes (confluent_kafka.KafkaError), and the broker's
 # SASL_AUTHENTICATION_FAILED (58), ILLEGAL_SASL_STATE (34), UNSUPPORTED_SASL_MECHANISM (33).
@@ -103,6 +115,8 @@ class ConnectionProblem:
     def describe(self, bootstrap_servers: str) -> str:
         """One line for the log: the cause, the brokers, what the client said, what to check."""
         cause, hint = _HINTS[self.reason]
+        if self.reason is ConnectionFailure.AUTHORIZATION:
+            return f"{cause} by Kafka at {bootstrap_servers}: {self.detail} ({hint})"
         if self.reason is ConnectionFailure.TLS:
             lowered = self.detail.lower()
             if _CLIENT_CERTIFICATE_ALERT.search(lowered):
@@ -147,12 +161,16 @@ _DETAIL_CHARS = 500
 
 
 def explain_failure(text: str) -> ConnectionProblem | None:
-    """The refused login or TLS handshake a failed query's error text names (Spark's JVM
-    connector, the sinks' producer), with the line that names it; None otherwise."""
+    """The refused login, TLS handshake or request a failed query's error text names
+    (Spark's JVM connector, the sinks' producer), with the line that names it; None
+    otherwise. A refused request is said as a ``streaming.acl_denial.Denial`` (its ACL)."""
     for reason, words in _FAILURE_WORDS:
         for line in text.splitlines():
             if any(word in line for word in words):
                 return ConnectionProblem(reason, line.strip()[:_DETAIL_CHARS])
+    denial = denial_in(text)
+    if denial is not None:
+        return ConnectionProblem(ConnectionFailure.AUTHORIZATION, str(denial))
     return None
 
 

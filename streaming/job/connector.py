@@ -5,9 +5,9 @@ PySpark's wheel does not carry it. ``make spark-kafka`` resolves it with Maven f
 token provider, kafka-clients and commons-pool2: what it needs that PySpark lacks), and
 the job names those jars in ``spark.jars`` when it starts its Spark session, so that
 spark-submit puts them on the driver's and the executors' classpath. An image that put
-the connector into PySpark's own jars (``SPARK_EXTRA_JARS`` in the ``Dockerfile``) needs
-nothing from the cache. Nothing is fetched at run time: a missing or mismatched connector
-is an error that says how to install the right one.
+the connector into PySpark's own jars (the ``Dockerfile``'s ``spark-kafka`` stage does,
+from the same POM) needs nothing from the cache. Nothing is fetched at run time: a
+missing or mismatched connector is an error that says how to install the right one.
 """
 
 from __future__ import annotations
@@ -55,6 +55,6 @@ def connector_jars(spark_version: str, shipped: Path | None = None) -> list[Path
         f"kafka.source_format: kafka needs Spark's Kafka connector "
         f"{CONNECTOR_ARTIFACT} {spark_version} (PySpark's version), and "
         + (f"{lib} holds {', '.join(found)} instead" if found else f"{lib} has none")
-        + ": run `make spark-kafka` in the checkout (in a container image, add the jars of"
-        " jvm/spark-kafka/pom.xml to SPARK_EXTRA_JARS), or set kafka.source_format: python"
+        + ": run `make spark-kafka` in the checkout (the container image built from the"
+        " Dockerfile has them), or set kafka.source_format: python"
     )

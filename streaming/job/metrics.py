@@ -26,6 +26,7 @@ from prometheus_client.registry import Collector
 
 from state import NO_BROKER, Attribution, CauseCount, IsrAtRisk
 from state.events import DeadLetterReason, Source
+from streaming.job.connection_errors import ConnectionFailure
 from streaming.job.metric_families import broker_families, topic_families, unhealthy_families
 from streaming.job.reachability import ReachabilityWatch, outage_over, watch_families
 from streaming.job.rendered_series import GZIP_LEVEL, RenderedOnce
@@ -331,12 +332,14 @@ class HealthExporter(Collector):
         up = GaugeMetricFamily(
             "isrwatch_source_up",
             "1 if the Kafka source's last offset request was answered, the brokers answered "
-            "the last reachability check, no read is stalled and no write to Kafka waits "
-            "past its stall time",
+            "the last reachability check, no read is stalled, no write to Kafka waits "
+            "past its stall time and every input topic may be read",
         )
         unreachable = watch is not None and not watch.reachable
         planner_down = bool(status.get("consecutive_failures")) and not outage_over(status, watch)
-        healthy = not (planner_down or stalled or sink_stalled or unreachable)
+        # an input topic the job's principal may not read: its records are missed
+        denied = bool(status.get("denied_topics"))
+        healthy = not (planner_down or stalled or sink_stalled or unreachable or denied)
         up.add_metric([], 1 if healthy else 0)
         yield up
         sink = GaugeMetricFamily(
@@ -368,8 +371,9 @@ class HealthExporter(Collector):
         # unreachable broker may only need time (streaming.job.connection_errors).
         connection = GaugeMetricFamily(
             "isrwatch_source_connection_error",
-            "1 while the Kafka source cannot connect, by cause (authentication, tls, "
-            "unreachable) and bootstrap servers; no series while it connects",
+            "1 while the Kafka source cannot connect or may not read, by cause "
+            "(authentication, tls, unreachable, authorization) and bootstrap servers; no "
+            "series while it connects and reads",
             labels=["reason", "bootstrap_servers"],
         )
         servers = ",".join(status.get("bootstrap_servers") or [])
@@ -377,6 +381,8 @@ class HealthExporter(Collector):
             connection.add_metric([str(status["last_error_reason"]), servers], 1)
         elif unreachable and watch is not None and watch.problem is not None:
             connection.add_metric([watch.problem.reason.value, servers], 1)
+        elif denied:
+            connection.add_metric([ConnectionFailure.AUTHORIZATION.value, servers], 1)
         yield connection
         if status.get("last_success_at"):
             success = GaugeMetricFamily(

@@ -34,8 +34,14 @@ from typing import Any
 import pandas as pd
 
 from state.events import Source
+from streaming.acl_denial import Denial, undescribable_topics
 from streaming.config import IsrwatchConfig, SourceFormat, StateStore
-from streaming.job.connection_errors import explain_failure
+from streaming.job.connection_errors import (
+    ConnectionFailure,
+    ConnectionProblem,
+    diagnose,
+    explain_failure,
+)
 from streaming.job.connector import connector_jars
 from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
@@ -50,9 +56,12 @@ from streaming.job.shard_state import (
     make_shard_function,
 )
 from streaming.job.sinks import BatchSink, HealthFile, kafka_producer
+from streaming.job.source_status import SupervisedStatus
 
 log = logging.getLogger("isrwatch.job")
 
+#: The longest a failed query's cause is looked for with librdkafka (as the source's).
+DIAGNOSIS_TIMEOUT_S = 3.0
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 
 
@@ -334,8 +343,14 @@ def run(
     """
     guard_checkpoint(config)
     exporter = exporter or HealthExporter()
-    if config.kafka.source_format is SourceFormat.PYTHON:
-        exporter.source_status = source_status_file(config)
+    exporter.source_status = source_status_file(config)
+    # This project's source writes its status from its reader; Spark's connector's is
+    # the supervisor's to write, from the queries it runs.
+    supervised = (
+        SupervisedStatus(exporter.source_status, config.kafka.bootstrap_servers)
+        if config.kafka.source_format is SourceFormat.KAFKA
+        else None
+    )
     server = ExporterServer(exporter)
     if config.metrics.enabled:
         server.serve(config.metrics.host, config.metrics.port)
@@ -358,12 +373,16 @@ def run(
                     return
                 while not stop.is_set() and query.isActive:
                     query.awaitTermination(1)
+                    if supervised is not None:
+                        supervised.progressed(query.lastProgress)
                 if query.exception() is None:
                     return
             except Exception as error:  # a failed batch: restart from the checkpoint
-                problem = explain_failure(str(error))  # the JVM connector, the sinks
+                problem = explain_query_failure(config, str(error))
                 if problem is not None:
                     log.error("%s", problem.describe(config.kafka.bootstrap_servers))
+                if supervised is not None:
+                    supervised.failed(problem)
                 log.error("streaming query failed, restarting from its checkpoint: %s", error)
                 if available_now:
                     raise
@@ -377,6 +396,48 @@ def run(
         exporter.watch = None  # its last state would go stale
         sink.close()
         server.close()
+
+
+def explain_query_failure(config: IsrwatchConfig, text: str) -> ConnectionProblem | None:
+    """Why a query failed, when it is about Kafka (``connection_errors.explain_failure``:
+    Spark's connector, the sinks). Spark's connector lists offsets with the Java admin
+    client, whose TopicAuthorizationException says "Topic authorization failed." and no
+    topic (spark-sql-kafka-0-10 4.2.0, kafka-clients 3.9.2): the topic is found by asking
+    Kafka which input topic the job's principal may not describe."""
+    problem = explain_failure(text)
+    if problem is not None and problem.reason is not ConnectionFailure.AUTHORIZATION:
+        return with_librdkafkas_words(config, problem)
+    if problem is not None or "TopicAuthorizationException" not in text:
+        return problem
+    topics = [config.topics.controller_events, config.topics.fetch_responses]
+    try:
+        denied = undescribable_topics(config.kafka.kafka_python_options(), topics)
+    except Exception as error:  # Kafka did not answer this either: the text says enough
+        log.warning("cannot find which input topic the job may not read: %s", error)
+        denied = []
+    return ConnectionProblem(
+        ConnectionFailure.AUTHORIZATION,
+        "; ".join(str(Denial.on_topic("the job", "Read", topic)) for topic in denied)
+        or "TopicAuthorizationException: the job's principal needs Read on "
+        f"Topic:{' and Topic:'.join(topics)} (docs/security.md#acls)",
+    )
+
+
+def with_librdkafkas_words(config: IsrwatchConfig, problem: ConnectionProblem) -> ConnectionProblem:
+    """``problem`` (a refused login or TLS handshake, in the words of the client that
+    failed) with what librdkafka says connecting on the same settings, when it finds the
+    same cause (``connection_errors.diagnose``, as this project's source does). A failed
+    query carries only the Java client's top exception ("SslAuthenticationException: SSL
+    handshake failed"), not the broker's TLS alert under it, which tells a refused client
+    certificate from an untrusted broker certificate; librdkafka reports the alert."""
+    try:
+        found = diagnose(config.kafka.librdkafka_options(), DIAGNOSIS_TIMEOUT_S)
+    except Exception as error:  # a setting librdkafka refuses: the Java words stand alone
+        log.warning("cannot check the connection to Kafka with librdkafka: %s", error)
+        return problem
+    if found is None or found.reason is not problem.reason:
+        return problem
+    return ConnectionProblem(problem.reason, f"{problem.detail}; librdkafka: {found.detail}")
 
 
 def until_caught_up(query: Any, stop: threading.Event, after_batch: int = -1) -> None:

@@ -24,6 +24,7 @@ from typing import Any
 import pandas as pd
 from confluent_kafka import KafkaError, Message, Producer
 
+from streaming.acl_denial import Denial
 from streaming.config import KafkaSettings
 from streaming.job import shard_stats
 from streaming.job.attribution import CauseAnnotator
@@ -142,10 +143,17 @@ class BatchSink:
             self._producer = self._producer_factory()
         producer = self._producer
         failures: list[KafkaError] = []
+        denied: dict[str, Denial] = {}  # by topic
 
-        def delivered(error: KafkaError | None, _message: Message) -> None:
-            if error is not None:
-                failures.append(error)
+        def delivered(error: KafkaError | None, message: Message) -> None:
+            if error is None:
+                return
+            failures.append(error)
+            # librdkafka fails a record at once when the broker refuses its Produce
+            # (TOPIC_AUTHORIZATION_FAILED): a missing Write ACL, named for the operator.
+            if error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED:
+                topic = message.topic() or "?"
+                denied.setdefault(topic, Denial.on_topic("the job", "Write", topic))
 
         for topic, frame in ((self.health_topic, health), (self.dead_letter_topic, dead)):
             for key, value in zip(frame["key"], frame["value"], strict=True):
@@ -155,6 +163,7 @@ class BatchSink:
             error = DeliveryError(
                 f"{undelivered + len(failures)} of {len(health) + len(dead)} records not "
                 f"written (first error: {failures[0] if failures else 'flush timed out'})"
+                + "".join(f"; {denial}" for denial in denied.values())
             )
             self._discard()  # a re-run starts with an empty queue and a new connection
             raise error

@@ -20,6 +20,7 @@ import click
 import msgspec
 
 from state import HealthRecord, IsrAtRisk, RestartCheck, check_restart, decode_record
+from streaming.acl_denial import Denial, undescribable_topics
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.config import IsrwatchConfig
 
@@ -78,6 +79,10 @@ def read_topic(config: IsrwatchConfig, timeout_s: float = 30.0) -> Records:
     try:
         partitions = [TopicPartition(topic, p) for p in consumer.partitions_for_topic(topic) or []]
         if not partitions:
+            # Kafka hides a topic the principal may not describe (Read implies Describe):
+            # the consumer's metadata then has no partitions for it, as for no topic at all
+            if topic in undescribable_topics(config.kafka.kafka_python_options(), [topic]):
+                raise HealthUnavailableError(str(Denial.on_topic("check restart", "Read", topic)))
             raise HealthUnavailableError(f"topic {topic} does not exist or has no partitions")
         consumer.assign(partitions)
         consumer.seek_to_beginning(*partitions)

@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from streaming.tools.embedded_broker import free_port
 
-__all__ = ["JobProcess", "connection_errors", "keeps_trying", "refused"]
+__all__ = ["JobProcess", "connection_errors", "keeps_trying", "refused", "scrape"]
 
 
 class JobProcess:
@@ -67,17 +67,7 @@ class JobProcess:
 
     def metrics(self) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
         """The samples /metrics serves now (empty while it does not answer)."""
-        url = f"http://127.0.0.1:{self.metrics_port}/metrics"
-        try:
-            with urllib.request.urlopen(url, timeout=5) as answer:
-                text = answer.read().decode()
-        except OSError:
-            return {}
-        return {
-            (s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text)
-            for s in family.samples
-        }
+        return scrape(self.metrics_port)
 
     def wait_for(self, what: str, condition: Any, timeout_s: float = 300) -> dict[Any, float]:
         """Poll /metrics until ``condition(samples)``; fails if the job exits meanwhile."""
@@ -98,6 +88,22 @@ class JobProcess:
             except subprocess.TimeoutExpired:
                 os.killpg(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+
+
+def scrape(port: int) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """The samples a process's /metrics on ``port`` serves now (empty while it does not
+    answer)."""
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            text = answer.read().decode()
+    except OSError:
+        return {}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def connection_errors(samples: dict[Any, float]) -> dict[tuple[str, str], float]:

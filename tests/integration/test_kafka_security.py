@@ -9,9 +9,9 @@ certificates are throwaway ones made by ``openssl`` for the module (no key is co
 On each: the publisher writes the incident sample; the job, with this project's source
 and with Spark's connector, writes replay's health records; ``check restart`` reads them
 back from the partition-health topic; ``collect admin`` polls the cluster and publishes.
-Then refused logins: a wrong password, an unknown user, an untrusted broker or client
-certificate are named in the job's log and by ``reason`` on /metrics, the job keeps
-trying, and the password never appears in its log.
+Then refused logins, with either source: a wrong password, an unknown user, an untrusted
+broker or client certificate are named in the job's log and by ``reason`` on /metrics,
+the job keeps trying, and the password never appears in its log.
 """
 
 from __future__ import annotations
@@ -45,12 +45,18 @@ PASSWORD = "isrwatch-S3cret-pw"  # must never appear in a log
 
 @dataclass(frozen=True)
 class Refusal:
-    """A client setting the broker refuses, what the job must say, and its reason."""
+    """A client setting the broker refuses, what the job must say with each source, and
+    its reason. With Spark's connector the words after the cause are the Java client's
+    (kafka-clients 3.9.2), which its supervisor logs (``query.explain_query_failure``)."""
 
     name: str
     settings: dict[str, object]
     reason: str
-    words: tuple[str, ...]
+    words: tuple[str, ...]  # this project's source (librdkafka's words)
+    connector_words: tuple[str, ...]
+
+    def said(self, source_format: str) -> tuple[str, ...]:
+        return self.connector_words if source_format == "kafka" else self.words
 
 
 @dataclass(frozen=True)
@@ -73,6 +79,7 @@ def secured(kind: str, certificates: Certificates, directory: Path) -> Secured:
         {"kafka.ssl_cafile": certificates.other_ca},
         "tls",
         ("TLS handshake failed connecting to Kafka at", "certificate verify failed"),
+        ("TLS handshake failed connecting to Kafka at", "PKIX path building failed"),
     )
     if kind == "SASL_SSL/SCRAM-SHA-512":
         refused_login = ("authentication failed connecting to Kafka at", "SCRAM")
@@ -90,11 +97,13 @@ def secured(kind: str, certificates: Certificates, directory: Path) -> Secured:
                     {"kafka.sasl_password": "not-" + PASSWORD},
                     "authentication",
                     refused_login,
+                    refused_login,
                 ),
                 Refusal(
                     "unknown user",
                     {"kafka.sasl_username": "nobody"},
                     "authentication",
+                    refused_login,
                     refused_login,
                 ),
                 untrusted_broker,
@@ -110,6 +119,9 @@ def secured(kind: str, certificates: Certificates, directory: Path) -> Secured:
                     {"kafka.sasl_password": "not-" + PASSWORD},
                     "authentication",
                     ("authentication failed connecting to Kafka at",),
+                    # Kafka 4.1's PLAIN server: "Authentication failed: Invalid username
+                    # or password"
+                    ("authentication failed connecting to Kafka at", "Invalid username"),
                 )
             ],
         )
@@ -136,6 +148,7 @@ def secured(kind: str, certificates: Certificates, directory: Path) -> Secured:
                     "kafka.ssl_keyfile": certificates.untrusted_client_key,
                 },
                 "tls",
+                ("TLS handshake failed connecting to Kafka at", "check kafka.ssl_certfile"),
                 ("TLS handshake failed connecting to Kafka at", "check kafka.ssl_certfile"),
             )
         ],
@@ -262,17 +275,23 @@ def test_every_component_logs_in_and_does_its_work(kafka: SecuredKafka, tmp_path
     assert leaders == {(config.topics.fetch_responses, 0): 1, (config.topics.fetch_responses, 1): 1}
 
 
+@pytest.mark.parametrize("source_format", ["python", "kafka"])
 def test_a_refused_login_is_named_and_the_job_keeps_trying(
-    kafka: SecuredKafka, tmp_path: Path
+    kafka: SecuredKafka, source_format: str, tmp_path: Path
 ) -> None:
     servers = kafka.cluster.bootstrap_servers
     for refusal in kafka.secured.refusals:
         directory = tmp_path / refusal.name.replace(" ", "-")
         directory.mkdir()
-        settings = {**kafka.secured.settings, **refusal.settings}
+        settings = {
+            **kafka.secured.settings,
+            **refusal.settings,
+            "kafka.source_format": source_format,
+        }
         job = JobProcess({"kafka.bootstrap_servers": servers, **settings}, directory)
         try:
-            down = refused(job, refusal.reason, servers, refusal.words, secret=PASSWORD)
+            words = refusal.said(source_format)
+            down = refused(job, refusal.reason, servers, words, secret=PASSWORD)
             keeps_trying(job, down, refusal.reason, servers)
         finally:
             job.stop()

@@ -22,6 +22,7 @@ FIGURES = (
     "slope over the last two thirds",
     "micro-batch p50",
     "end-to-end p99",
+    "job CPU per event",
     "detection",
     "peak RSS",
     "state store:",

@@ -131,3 +131,36 @@ def test_isrwatch_run_without_the_connector_says_how_to_install_it(
     assert result.exit_code == 1
     assert "make spark-kafka" in result.output
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def _dockerfile_stage(name: str) -> str:
+    """The text of the Dockerfile's stage ``name`` (``FROM ... AS name`` to the next FROM)."""
+    text = (project_root() / "Dockerfile").read_text()
+    found = re.search(rf"^FROM \S+ AS {name}\n(.*?)(?=^FROM )", text, re.MULTILINE | re.DOTALL)
+    assert found is not None, f"no stage {name} in the Dockerfile"
+    return found.group(1)
+
+
+def test_the_image_bundles_the_connector_the_pom_resolves_among_pysparks_jars() -> None:
+    """The image's connector is what ``make spark-kafka`` resolves (the same POM, Maven
+    goal and scope) and lands where ``connector_jars`` finds it shipped: PySpark's jars in
+    the image's virtual environment, of the image's Python."""
+    dockerfile = (project_root() / "Dockerfile").read_text()
+    stage = _dockerfile_stage("spark-kafka")
+    assert re.search(r"^COPY jvm/spark-kafka/pom\.xml \./pom\.xml$", stage, re.MULTILINE)
+    makefile = (project_root() / "Makefile").read_text()
+    recipe = re.search(r"^\.cache/jvm/spark-kafka/\.resolved:.*?\n\n", makefile, re.DOTALL | re.M)
+    assert recipe is not None
+    for word in ("dependency:copy-dependencies", "-DincludeScope=runtime"):
+        assert word in recipe.group(0), word
+        assert word in stage, word
+    output = re.search(r"-DoutputDirectory=(\S+)", stage)
+    assert output is not None
+    python = re.search(r"^ARG PYTHON_IMAGE=python:(\d+\.\d+)-", dockerfile, re.MULTILINE)
+    assert python is not None
+    jars = f"/opt/isrwatch/venv/lib/python{python.group(1)}/site-packages/pyspark/jars/"
+    copy = f"COPY --from=spark-kafka {output.group(1).rstrip('/')}/ {jars}"
+    assert copy in _dockerfile_stage("build")
+    # the image's SPARK_HOME is that PySpark, whose jars/ connector_jars looks in
+    assert f"SPARK_HOME={jars.removesuffix('/jars/')}" in dockerfile
+    assert pyspark_jars().parts[-3:] == ("site-packages", "pyspark", "jars")

@@ -312,3 +312,12 @@ def test_the_cause_of_a_failing_connection_is_a_labelled_series_while_it_fails(
     got = samples(exporter)
     assert got[("isrwatch_source_up", ())] == 0
     assert not [k for k in got if k[0] == "isrwatch_source_connection_error"]
+    # Reading, but an input topic the job's principal may not read (its records missed):
+    # down, for want of an ACL.
+    reading = {**failing, "consecutive_failures": 0, "last_error_reason": None}
+    status.write_text(json.dumps({**reading, "denied_topics": ["fetch-responses"]}))
+    got = samples(exporter)
+    assert got[("isrwatch_source_up", ())] == 0
+    assert got[("isrwatch_source_connection_error", (labels[0], ("reason", "authorization")))] == 1
+    status.write_text(json.dumps({**reading, "denied_topics": []}))
+    assert samples(exporter)[("isrwatch_source_up", ())] == 1

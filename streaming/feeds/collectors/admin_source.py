@@ -35,6 +35,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from streaming.acl_denial import (
+    CLUSTER_AUTHORIZATION_FAILED,
+    TOPIC_AUTHORIZATION_FAILED,
+    Denial,
+    DeniedError,
+)
 from streaming.config import KafkaSettings
 from streaming.feeds.collectors.admin_poller import (
     ClusterSnapshot,
@@ -54,6 +60,7 @@ REPLICA_LAG_TIME_MAX_MS = "replica.lag.time.max.ms"
 QUORUM_FETCH_TIMEOUT_MS = "controller.quorum.fetch.timeout.ms"
 
 OnUnavailable = Callable[[str, Exception], None]
+COLLECTOR = "the collector"  # whose principal a refused request names (acl_denial)
 
 
 def _now_ms() -> int:
@@ -157,6 +164,9 @@ class KafkaAdminSource:
 
         if isinstance(error, errors.IncompatibleBrokerVersion | errors.UnsupportedVersionError):
             self._unsupported.add(api)
+        if isinstance(error, errors.ClusterAuthorizationFailedError) and api == "describe_quorum":
+            # Kafka 4.1 authorizes DescribeQuorum as Describe on the cluster
+            error = DeniedError(Denial.on_cluster(COLLECTOR, "Describe"))
         self._on_unavailable(api, error)
 
     def _topic_configs(self, partitions: Mapping[str, Any]) -> dict[str, int]:
@@ -165,10 +175,25 @@ class KafkaAdminSource:
         if not partitions:
             return {}
         resources = [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in partitions]
-        found = self._admin.describe_configs(resources, config_filter="all").get("topic", {})
+        # kafka-python's describe_configs drops each resource's error code: its request and
+        # response handling, so that a refused topic is told from one without the value
+        request = self._admin._describe_configs_request(resources)
+        manager = self._admin._manager
+
+        async def ask() -> Any:
+            return await manager.send(request)
+
+        response = manager.run(ask)
+        found = self._admin._describe_configs_process_responses([response], "all").get("topic", {})
         values = _config_values(found, MIN_INSYNC_REPLICAS)
         missing = set(partitions) - set(values)
-        if missing:
+        refused = _refused(response, TOPIC_AUTHORIZATION_FAILED)
+        if refused:
+            self._gap(
+                "describe_topic_configs",
+                DeniedError(Denial.on_topic(COLLECTOR, "DescribeConfigs", refused[0])),
+            )
+        elif missing:
             self._gap(
                 "describe_topic_configs",
                 LookupError(f"no {MIN_INSYNC_REPLICAS} for {len(missing)} topic(s)"),
@@ -196,7 +221,13 @@ class KafkaAdminSource:
         values = {int(b): v for b, v in _config_values(found, REPLICA_LAG_TIME_MAX_MS).items()}
         timeouts = _config_values(found, QUORUM_FETCH_TIMEOUT_MS).values()
         self._fetch_timeout_ms = min(timeouts) if timeouts else None
-        if len(values) < len(resources):
+        if any(_refused(answer, CLUSTER_AUTHORIZATION_FAILED) for answer in responses):
+            # a broker's configuration is the cluster's resource to Kafka's authorizer
+            self._gap(
+                "describe_broker_configs",
+                DeniedError(Denial.on_cluster(COLLECTOR, "DescribeConfigs")),
+            )
+        elif len(values) < len(resources):
             missing = len(resources) - len(values)
             self._gap(
                 "describe_broker_configs",
@@ -369,6 +400,11 @@ def quorum_snapshot(described: Mapping[str, Any]) -> QuorumSnapshot | None:
 def _known_time(value: Any) -> int | None:
     """Kafka reports -1 for a time it does not know (a replica that never fetched)."""
     return int(value) if isinstance(value, int) and value >= 0 else None
+
+
+def _refused(response: Any, error_code: int) -> list[str]:
+    """The resources a DescribeConfigs response refused with ``error_code``."""
+    return [str(r.resource_name) for r in response.results if r.error_code == error_code]
 
 
 def _config_values(found: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, int]:

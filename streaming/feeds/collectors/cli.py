@@ -11,6 +11,7 @@ from pathlib import Path
 
 import click
 
+from streaming.acl_denial import DeniedError
 from streaming.cli_options import config_option, load_or_exit, set_option
 from streaming.config import IsrwatchConfig
 from streaming.feeds.collectors.metrics import CollectorMetrics
@@ -150,7 +151,12 @@ def admin_command(
 
     def unavailable(api: str, error: Exception) -> None:
         metrics.unavailable.labels(api).inc()
-        metrics.warn_once(api, "the cluster did not answer %s (%s); polling without it", api, error)
+        if isinstance(error, DeniedError):  # it answered: no, and which ACL it wants
+            metrics.warn_once(api, "%s refused, %s; polling without it", api, error)
+        else:
+            metrics.warn_once(
+                api, "the cluster did not answer %s (%s); polling without it", api, error
+            )
 
     try:
         # a poll waits at most broker_timeout_ms for any answer, the cluster-wide ones

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from streaming.acl_denial import TOPIC_AUTHORIZATION_FAILED, Denial
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.planner import offset_key, split_offset_key
 from streaming.job.kafka_source.record_times import FetchedTimes, RecordFetcher
@@ -28,7 +29,6 @@ DRIVER_BOOTSTRAP_TIMEOUT_MS = 10_000
 _PROBE_MAX_RECORDS = 1_000_000
 _PROBE_MAX_POLLS = 10_000
 _UNKNOWN_TOPIC_OR_PARTITION = 3
-_TOPIC_AUTHORIZATION_FAILED = 29
 
 
 @dataclass
@@ -55,6 +55,9 @@ class OffsetReader:
         # Per partition: (topic id, reported end, true end) of the last exact computation;
         # the topic id tells a re-created topic (same reported end, other records) apart.
         self._true_ends: dict[str, tuple[str | None, int, int]] = {}
+        #: The subscribed topics Kafka refused to describe at the last look: the job's
+        #: principal lacks Read on them (Read implies Describe).
+        self.denied: list[str] = []
 
     def snapshot(self, wants_beginning: Callable[[str], bool]) -> OffsetSnapshot:
         """The partitions of the subscribed topics and their true end offsets, with the
@@ -145,6 +148,7 @@ class OffsetReader:
         (they keep their offsets until it answers)."""
         admin = self._driver_admin()
         found: dict[tuple[str, int], str | None] = {}
+        denied: list[str] = []
         for topic in admin.describe_topics(list(self.settings.topics)):
             name, error = topic.get("name"), topic.get("error_code", 0)
             if name not in self.settings.topics:
@@ -152,15 +156,13 @@ class OffsetReader:
             if error == _UNKNOWN_TOPIC_OR_PARTITION:
                 log.debug("%s: topic %s does not exist (yet)", SOURCE_NAME, name)
                 continue
-            if error == _TOPIC_AUTHORIZATION_FAILED:
+            if error == TOPIC_AUTHORIZATION_FAILED:
                 # The other topic is still read: say, every trigger, what is missing.
+                denied.append(name)
                 log.warning(
-                    "%s: not authorized to read topic %s (TOPIC_AUTHORIZATION_FAILED): the "
-                    "job's principal needs Read on Topic:%s (docs/security.md#acls); its "
-                    "records are not read until it has it",
+                    "%s: %s; its records are not read until it has it",
                     SOURCE_NAME,
-                    name,
-                    name,
+                    Denial.on_topic("the job", "Read", name),
                 )
                 continue
             if error:
@@ -178,6 +180,7 @@ class OffsetReader:
                 if partition.get("error_code", 0) == 0 and partition.get("leader_id", 0) >= 0:
                     index = int(partition["partition_index"])
                     found[name, index] = str(topic.get("topic_id") or "") or None
+        self.denied = denied
         return dict(sorted(found.items()))
 
     def _probe(self, partitions: list[Any], reported: Mapping[str, int]) -> dict[str, int]:

@@ -5,9 +5,7 @@ partition reader, and keeps the source's health (failures, back-off, the status 
 from __future__ import annotations
 
 import gc
-import json
 import logging
-import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,6 +30,7 @@ from streaming.job.kafka_source.planner import (
     planned_partitions,
     share_out,
 )
+from streaming.job.source_status import write_status
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -329,12 +328,6 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             "last_error_reason": self.last_error_reason,
             "last_error_at": self.last_error_at,
             "last_success_at": self.last_success_at,
+            "denied_topics": self._offsets.denied,
         }
-        try:
-            target = Path(path)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(target.name + ".tmp")
-            partial.write_text(json.dumps(status), encoding="utf-8")
-            os.replace(partial, target)  # readers never see half a file
-        except OSError as error:
-            log.warning("%s: cannot write the status file %s: %s", SOURCE_NAME, path, error)
+        write_status(Path(path), status)
