@@ -457,9 +457,18 @@ class Watch:
             self.batches.append((wall, clock, len(rows)))
             self.ends.append((wall, self._taken()))
             self.taken_in_batch[batch_id] = self._taken() - taken_before
-            for key, value in zip(health["key"], health["value"], strict=True):
-                p = self.probe_keys[key]
-                for follower in decode_record(value).followers:
+            # An unhealthy record crosses Spark once, in its shard's stats row (the job's
+            # sink writes it from there); a healthy one as a health row.
+            records = [decode_record(value) for value in health["value"]]
+            records += [
+                reported.record
+                for shard in stats
+                for reported in shard.unhealthy
+                if reported.record.key in self.probe_keys
+            ]
+            for record in records:
+                p = self.probe_keys[record.key]
+                for follower in record.followers:
                     caught_up = follower.last_caught_up_ms
                     if (
                         follower.broker == probe_follower(p)
