@@ -55,7 +55,12 @@ def test_base_image_is_the_python_the_project_requires() -> None:
     requires = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["requires-python"]
     assert requires == ">=3.11,<3.12"
     assert "PYTHON_IMAGE=python:3.11-slim-bookworm" in args_of("ARG")
-    assert args_of("FROM") == ["${PYTHON_IMAGE} AS build", "${PYTHON_IMAGE}"]
+    # the connector's jars come from a Maven stage (Spark's Kafka connector, jvm/spark-kafka)
+    assert args_of("FROM") == [
+        "${MAVEN_IMAGE} AS spark-kafka",
+        "${PYTHON_IMAGE} AS build",
+        "${PYTHON_IMAGE}",
+    ]
     # The venv's interpreter is the base image's: the paths the image sets say 3.11.
     env = " ".join(args_of("ENV"))
     assert "SPARK_HOME=/opt/isrwatch/venv/lib/python3.11/site-packages/pyspark" in env

@@ -356,20 +356,26 @@ def collect_admin_missing(kafka: AuthorizedKafka, missing: Missing, tmp_path: Pa
         "DescribeConfigs on Cluster:kafka-cluster": "describe_broker_configs",
         "DescribeConfigs on Topic:*": "describe_topic_configs",
     }.get(str(missing.permission))
+
+    def said_so_far() -> str:
+        return stderr_path.read_text(errors="replace")
+
     try:
         if missing.permission == Permission(ResourceType.TOPIC, "*", ACLOperation.DESCRIBE):
             # Kafka leaves the topics a principal may not describe out of its Metadata
             # answer, without an error: the collector sees only the input topics (Write
             # implies Describe) and cannot tell. Documented (docs/security.md#acls).
-            seen = wait_for_sample(process, port, "isrwatch_collect_admin_partitions")
+            seen = wait_for_sample(
+                process, port, "isrwatch_collect_admin_partitions", log=said_so_far
+            )
             assert seen == 3  # controller-events (1) and fetch-responses (2) of 5
             return
         if api is None:  # a Write: the poll that publishes fails
             name, labels = "isrwatch_collect_poll_failures_total", {"stage": "publish"}
         else:
             name, labels = "isrwatch_collect_admin_unavailable_total", {"api": api}
-        wait_for_sample(process, port, name, labels, at_least=2)  # and the next poll
-        wait_for_log(process, lambda: stderr_path.read_text(errors="replace"), said(missing))
+        wait_for_sample(process, port, name, labels, at_least=2, log=said_so_far)  # next poll too
+        wait_for_log(process, said_so_far, said(missing))
     finally:
         process.terminate()
         process.wait(timeout=30)
@@ -408,12 +414,15 @@ def wait_for_sample(
     name: str,
     labels: dict[str, str] | None = None,
     at_least: float = 0,
+    log: Callable[[], str] = lambda: "",
 ) -> float:
     """The first value of ``name{labels}`` at least ``at_least`` that the process's
-    /metrics serves; fails if the process exits first."""
+    /metrics serves; fails if the process exits first, with what it said (``log``)."""
     deadline = time.monotonic() + WAIT_S
     while True:
-        assert process.poll() is None, f"the process exited ({process.returncode})"
+        assert process.poll() is None, (
+            f"the process exited ({process.returncode}), having said:\n{log()[-4000:]}"
+        )
         for (found, found_labels), value in scrape(port).items():
             wanted = (labels or {}).items() <= dict(found_labels).items()
             if found == name and wanted and value >= at_least:
