@@ -38,6 +38,7 @@ from streaming.job.shard_state import (
 )
 from streaming.job.state_format import write_snapshot
 from streaming.tools.replay import replay
+from tests.unit.data.checkpoints.capture_records import kafka_records
 from tests.unit.test_checkpoint import config
 
 FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "routed-v1"
@@ -71,22 +72,7 @@ class Shards:
     def batch(self, envelopes: list[dict[str, Any]] | None) -> pd.DataFrame:
         routed = None
         if envelopes is not None:
-            rows = []
-            for envelope in envelopes:
-                topic = envelope["source"]
-                rows.append(
-                    {
-                        "key": None,
-                        "value": json.dumps(envelope["value"]).encode(),
-                        "topic": topic,
-                        "partition": 0,
-                        "offset": self.offsets[topic],
-                        "timestamp": pd.Timestamp(envelope["value"]["ts"], unit="ms"),
-                        "timestampType": 0,
-                    }
-                )
-                self.offsets[topic] += 1
-            routed = route(pd.DataFrame(rows), SOURCES, self.settings.shards)
+            routed = route(kafka_records(envelopes, self.offsets), SOURCES, self.settings.shards)
         outputs = []
         for shard in range(self.settings.shards):
             snapshot = (
