@@ -12,8 +12,10 @@ passed ``T`` (``now - lastCaughtUpTimeMs > T``, strictly). The shrink deadline
 
 A leader shrinks an ISR only in those runs (``Partition.maybeShrinkIsr``; expansions
 come with fetches), so the model learns ``s`` modulo ``T/2`` from any ``IsrChange`` that
-removes replicas, with the ISR before it stated, of brokers that are live: that is the
-leader's own change (the contract's ``IsrChange``). The controller's removals are not
+removes replicas of brokers that are live, with the ISR before it and the committed
+partition epoch stated: the record of the leader's own commit (the metadata log's, a
+2.4+ broker's ``ISR updated`` line). ``collect admin``'s change seen between two polls
+carries the poll's time and no epoch: not a run. The controller's removals are not
 (``LeaderAndIsr``: a fence of a dead broker, a controlled shutdown; ``collect
 metadata-log`` tells them apart), nor is a removal of a broker already gone. Every state
 shard sees every ``IsrChange`` (``state.controller_routing``) and learns the same, so the

@@ -70,8 +70,11 @@ def apply_isr_change(
 
 def _learn_the_leaders_schedule(model: ControllerEventTarget, event: IsrChange) -> None:
     """A shrink by the leader is one of its isr-expiration runs (state.expiration_schedule):
-    in every shard alike, before any fencing, so that no shard's prediction differs."""
-    if event.old_isr is None or event.leader == NO_LEADER:
+    in every shard alike, before any fencing, so that no shard's prediction differs. Only
+    a commit's record teaches it, one that states the partition epoch Kafka committed
+    (the metadata log, a 2.4+ broker's ``ISR updated`` line): an ISR change ``collect
+    admin`` saw between two polls carries the poll's time, not the run's."""
+    if event.old_isr is None or event.partition_epoch is None or event.leader == NO_LEADER:
         return
     removed = set(event.old_isr) - set(event.new_isr)
     if removed and all(model.cluster.is_live(broker) for broker in removed):

@@ -5,10 +5,13 @@ give the run at which Kafka removes a follower. Boundary tables worked out by ha
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import msgspec
 import numpy as np
 import pytest
 
+from state.events import IsrChange
 from state.expiration_schedule import NO_ANCHOR, ExpirationSchedules, shrink_at_ms
 from tests.unit.builders import (
     apply,
@@ -90,6 +93,11 @@ def test_one_runs_commits_keep_the_first(second: int, anchor: int) -> None:
     assert schedules.anchor_ms == {1: anchor}
 
 
+def committed(ts: int, old: tuple[int, ...], new: tuple[int, ...]) -> IsrChange:
+    """The record of the leader's commit: the partition epoch it committed is stated."""
+    return replace(isr_change(ts, old, new), partition_epoch=1)
+
+
 def test_the_model_learns_from_the_leaders_shrink_and_predicts_the_next() -> None:
     """Leader 1 removes follower 3 at 30 700 (one of its runs: 700 + k x 5 000). Then
     follower 2 stops at 40 000 (last caught up 40 000): its lag passes T after 50 000,
@@ -99,13 +107,30 @@ def test_the_model_learns_from_the_leaders_shrink_and_predicts_the_next() -> Non
         m,
         brokers(0, (1, 5), (2, 5), (3, 5)),
         leader_and_isr(0),
-        isr_change(30_700, (1, 2, 3), (1, 2)),
+        committed(30_700, (1, 2, 3), (1, 2)),
         fetch(40_000, follower=2, offset=100, leader_leo=100),
         fetch(40_500, follower=2, offset=100, leader_leo=200),
     )
     stalled = follower(health(m, 50_500), 2)
     assert stalled.status == "SHRINK_ELIGIBLE"
     assert (stalled.shrink_by_ms, stalled.shrink_at_ms) == (55_000, 50_700)
+
+
+def test_an_isr_change_seen_between_polls_teaches_nothing() -> None:
+    """collect admin's IsrChange carries the poll's time and no partition epoch: not a
+    commit's record, so not a run of the leader."""
+    m = model(replica_lag_time_max_ms=T)
+    apply(
+        m,
+        brokers(0, (1, 5), (2, 5), (3, 5)),
+        leader_and_isr(0),
+        isr_change(30_700, (1, 2, 3), (1, 2)),  # no partition epoch
+        fetch(40_000, follower=2, offset=100, leader_leo=100),
+        fetch(40_500, follower=2, offset=100, leader_leo=200),
+    )
+    stalled = follower(health(m, 50_500), 2)
+    assert stalled.status == "SHRINK_ELIGIBLE"
+    assert stalled.shrink_at_ms is None
 
 
 def test_a_removal_of_a_dead_broker_teaches_nothing() -> None:
@@ -116,7 +141,7 @@ def test_a_removal_of_a_dead_broker_teaches_nothing() -> None:
         brokers(0, (1, 5), (2, 5), (3, 5)),
         leader_and_isr(0),
         brokers(30_000, (1, 5), (2, 5)),
-        isr_change(30_700, (1, 2, 3), (1, 2)),
+        committed(30_700, (1, 2, 3), (1, 2)),
         fetch(40_000, follower=2, offset=100, leader_leo=100),
         fetch(40_500, follower=2, offset=100, leader_leo=200),
     )
