@@ -8,6 +8,7 @@ import json
 import pickle
 import sys
 from collections import Counter, deque
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -102,7 +103,10 @@ def rich_events() -> list[Event]:
         fetch(1_500, follower=2, offset=10, leader_leo=10),
         fetch(1_600, follower=3, offset=4, leader_leo=12),
         # the leader shrinks its ISR: a pending propagation, a flap record
-        isr_change(2_000, old=(1, 2, 3), new=(1, 2), leader=1, partition=0),
+        # the record of leader 1's commit (its partition epoch): one of its runs
+        replace(
+            isr_change(2_000, old=(1, 2, 3), new=(1, 2), leader=1, partition=0), partition_epoch=1
+        ),
         # broker 2 still caches the old ISR: a stale cache, an ISR set
         update_metadata(2_100, broker=2, isr=(1, 2, 3)),
         # the controller removes live broker 1: a controlled shutdown
