@@ -11,7 +11,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from state.events import IsrChange
+from state.events import Event, IsrChange
 from state.expiration_schedule import NO_ANCHOR, ExpirationSchedules, shrink_at_ms
 from tests.unit.builders import (
     apply,
@@ -116,32 +116,26 @@ def test_the_model_learns_from_the_leaders_shrink_and_predicts_the_next() -> Non
     assert (stalled.shrink_by_ms, stalled.shrink_at_ms) == (55_000, 50_700)
 
 
-def test_an_isr_change_seen_between_polls_teaches_nothing() -> None:
-    """collect admin's IsrChange carries the poll's time and no partition epoch: not a
-    commit's record, so not a run of the leader."""
+@pytest.mark.parametrize(
+    "removal",
+    [
+        # collect admin's change seen between two polls: the poll's time, no partition
+        # epoch; not a commit's record, so not a run of the leader
+        (isr_change(30_700, (1, 2, 3), (1, 2)),),
+        # broker 3's registration is gone when 3 leaves the ISR: the controller's fence
+        (brokers(30_000, (1, 5), (2, 5)), committed(30_700, (1, 2, 3), (1, 2))),
+    ],
+    ids=["seen between polls", "a dead broker removed"],
+)
+def test_a_removal_that_is_not_the_leaders_run_teaches_nothing(
+    removal: tuple[Event, ...],
+) -> None:
     m = model(replica_lag_time_max_ms=T)
     apply(
         m,
         brokers(0, (1, 5), (2, 5), (3, 5)),
         leader_and_isr(0),
-        isr_change(30_700, (1, 2, 3), (1, 2)),  # no partition epoch
-        fetch(40_000, follower=2, offset=100, leader_leo=100),
-        fetch(40_500, follower=2, offset=100, leader_leo=200),
-    )
-    stalled = follower(health(m, 50_500), 2)
-    assert stalled.status == "SHRINK_ELIGIBLE"
-    assert stalled.shrink_at_ms is None
-
-
-def test_a_removal_of_a_dead_broker_teaches_nothing() -> None:
-    """Broker 3's registration is gone when 3 leaves the ISR: not a run of leader 1."""
-    m = model(replica_lag_time_max_ms=T)
-    apply(
-        m,
-        brokers(0, (1, 5), (2, 5), (3, 5)),
-        leader_and_isr(0),
-        brokers(30_000, (1, 5), (2, 5)),
-        committed(30_700, (1, 2, 3), (1, 2)),
+        *removal,
         fetch(40_000, follower=2, offset=100, leader_leo=100),
         fetch(40_500, follower=2, offset=100, leader_leo=200),
     )
