@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
-from state.arrays import BOOL, I64
+from state.arrays import BOOL, I64, values_of
 from state.events import BrokerChange
 
 
@@ -68,7 +67,7 @@ class ClusterState:
 
     def lag_time_max_of(self, leaders: npt.NDArray[np.integer], default_ms: int) -> I64:
         """replica.lag.time.max.ms of each leader broker."""
-        return _lookup(leaders, self.lag_time_max_ms, default_ms)
+        return values_of(leaders, self.lag_time_max_ms, default_ms)
 
     def min_isr_of(
         self, topic_ids: npt.NDArray[np.integer], topic_names: list[str], default: int
@@ -78,12 +77,4 @@ class ClusterState:
             for i, n in enumerate(topic_names)
             if n in self.min_insync_replicas
         }
-        return _lookup(topic_ids, per_id, default)
-
-
-def _lookup(keys: npt.NDArray[np.integer], table: Mapping[int, int], default: int) -> I64:
-    if not table:
-        return np.full(len(keys), default, dtype=np.int64)
-    distinct, position = np.unique(keys, return_inverse=True)
-    values = np.fromiter((table.get(int(k), default) for k in distinct), np.int64, len(distinct))
-    return values[position]
+        return values_of(topic_ids, per_id, default)

@@ -74,11 +74,3 @@ def after_unstated_change(
             held.last_known_elr,
         )
     return held
-
-
-def electable_replicas(isr: tuple[int, ...], held: EligibleLeaders | None) -> tuple[int, ...]:
-    """The replicas Kafka may elect without an unclean election, alive or not: the ISR,
-    or, when the ISR is empty, the ELR (``PartitionChangeBuilder.isValidNewLeader``)."""
-    if isr or held is None:
-        return isr
-    return held.elr

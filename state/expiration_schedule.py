@@ -33,7 +33,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from state.arrays import BOOL, I64
+from state.arrays import BOOL, I64, values_of
 
 NO_ANCHOR = -1
 """No run of the leader is known (``anchors_of``)."""
@@ -69,13 +69,7 @@ class ExpirationSchedules:
 
     def anchors_of(self, leaders: npt.NDArray[np.integer]) -> I64:
         """The anchor of each leader, :data:`NO_ANCHOR` where none is known."""
-        if not self.anchor_ms:
-            return np.full(len(leaders), NO_ANCHOR, dtype=np.int64)
-        return np.fromiter(
-            (self.anchor_ms.get(int(leader), NO_ANCHOR) for leader in leaders.tolist()),
-            dtype=np.int64,
-            count=len(leaders),
-        )
+        return values_of(leaders, self.anchor_ms, NO_ANCHOR)
 
 
 def shrink_at_ms(

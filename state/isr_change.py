@@ -105,16 +105,15 @@ def _isr_committed(
     old_isr = table.isr[row]
     if event.partition_epoch is not None:
         table.partition_epoch[row] = event.partition_epoch
-    if event.elr is not None:  # a statement of the ELR, even with the ISR unchanged
-        model.record_eligible_leaders(row, event.elr, event.last_known_elr)
     if set(old_isr) == set(event.new_isr):
+        if event.elr is not None:  # a statement of the ELR, with the ISR unchanged
+            model.record_eligible_leaders(row, event.elr, event.last_known_elr)
         if model.zookeeper_mode:
             tp = TopicPartition(event.topic, event.partition)
             record_pending_change(model.table, model.windows, event.leader, tp, event.ts)
         return
     table.set_isr(row, event.new_isr)
-    if event.elr is None:
-        model.record_eligible_leaders(row, None, None)
+    model.record_eligible_leaders(row, event.elr, event.last_known_elr)
     if old_isr:
         table.mark_isr_entries(row, set(event.new_isr) - set(old_isr), event.ts)
     record_isr_change(table, model.windows, row, event.ts, by_leader=True, leader=event.leader)

@@ -327,6 +327,7 @@ def evaluate(
         isr_since_ms=table.isr_since_ms[rows],
     )
     status = np.where(is_follower, classify(facts, now_ms, settings.warn_ratio), NO_FOLLOWER)
+    deadline_known = shrink_deadline_known(facts.last_caught_up_ms, facts.isr_since_ms)
     anchors = (schedules or ExpirationSchedules()).anchors_of(leader)
     shrink_at, shrink_at_known = shrink_at_ms(
         np.broadcast_to(anchors[:, None], broker.shape),
@@ -391,10 +392,9 @@ def evaluate(
         follower_shrink_by_ms=shrink_deadline_ms(
             facts.last_caught_up_ms, facts.lag_time_max_ms, facts.isr_since_ms
         ),
-        follower_shrink_by_known=shrink_deadline_known(facts.last_caught_up_ms, facts.isr_since_ms),
+        follower_shrink_by_known=deadline_known,
         follower_shrink_at_ms=shrink_at,
-        follower_shrink_at_known=shrink_at_known
-        & shrink_deadline_known(facts.last_caught_up_ms, facts.isr_since_ms),
+        follower_shrink_at_known=shrink_at_known & deadline_known,
         metadata_state=metadata,
         stale_brokers=stale_brokers,
         blackout_earliest_ms=earliest,

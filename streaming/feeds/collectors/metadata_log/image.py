@@ -135,11 +135,9 @@ class MetadataImage:
         self.partitions[fields["TopicId"]][fields["PartitionId"]] = after
         return before, after
 
-    def clear_elr(self, topic: str) -> list[tuple[str, int, PartitionState]]:
+    def clear_elr(self, topic: str) -> None:
         """``ClearElrRecord``: the partitions of ``topic`` (of every topic when empty) that
-        had an ELR or a last known ELR get empty ones, as ``removeTopicElrs`` does;
-        returns them, by topic name, partition and new state."""
-        cleared = []
+        had an ELR or a last known ELR get empty ones, as ``removeTopicElrs`` does."""
         for topic_id, partitions in self.partitions.items():
             name = self.topic_names.get(topic_id)
             if name is None or (topic and name != topic):
@@ -148,8 +146,6 @@ class MetadataImage:
                 if state.elr or state.last_known_elr:
                     # a new state: events made from the old one keep what it held
                     partitions[partition] = replace(state, elr=(), last_known_elr=())
-                    cleared.append((name, partition, partitions[partition]))
-        return cleared
 
     def remove_topic(self, topic_id: str) -> str | None:
         self.partitions.pop(topic_id, None)
