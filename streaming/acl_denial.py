@@ -60,8 +60,8 @@ class Denial:
 
     @property
     def error(self) -> str:
-        code = TOPIC_AUTHORIZATION_FAILED if self.resource_type == "Topic" else None
-        return _ERROR_NAMES[code or CLUSTER_AUTHORIZATION_FAILED]
+        topic = self.resource_type == "Topic"
+        return _ERROR_NAMES[TOPIC_AUTHORIZATION_FAILED if topic else CLUSTER_AUTHORIZATION_FAILED]
 
     def __str__(self) -> str:
         return (
