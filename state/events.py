@@ -256,3 +256,6 @@ class DeadLetter:
     raw: str
     reason: DeadLetterReason
     detail: str
+    pack_row: int | None = None
+    """The row of a fetch pack this letter is (docs/event-contract.md#fetch-packs): many
+    letters may come from one Kafka record. None: the letter is a whole record."""

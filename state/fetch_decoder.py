@@ -103,7 +103,9 @@ class DecodedFetches:
     """The valid values of a batch as columns, and the invalid ones as dead letters.
 
     ``position`` is the index in the input of each valid value (ascending); ``dead``
-    holds ``(index, dead letter)`` for the others, in input order.
+    holds ``(index, dead letter)`` for the others, in input order. ``pack_row`` is, for
+    each valid value, its row in the fetch pack it came from, -1 for a JSON record; None
+    when no value came from a pack (``state.fetch_pack.decode_fetch_records``).
     """
 
     position: npt.NDArray[np.int64]
@@ -111,6 +113,7 @@ class DecodedFetches:
     topic: list[str]
     error: list[str]
     dead: list[tuple[int, DeadLetter]] = field(default_factory=list)
+    pack_row: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return len(self.position)

@@ -21,6 +21,7 @@ docs/event-contract.md#fetch-packs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -176,11 +177,14 @@ def pack_time_range(value: bytes) -> tuple[int, int] | None:
 def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
     """A batch of fetch-responses record values, JSON and packs mixed, in input order:
     ``position`` and the dead letters' indexes are those of the records (a pack's rows
-    share its index). Without a pack, ``decode_fetches`` itself."""
+    share its index), ``pack_row`` and the letters' ``pack_row`` the row within a pack,
+    so that each row keeps an identity of its own (a dead letter's key). Without a pack,
+    ``decode_fetches`` itself."""
     packs = [i for i, value in enumerate(values) if is_fetch_pack(value)]
     if not packs:
         return decode_fetches(values)
     positions: list[npt.NDArray[np.int64]] = []
+    rows: list[npt.NDArray[np.int64]] = []
     parts: list[DecodedFetches] = []
     dead: list[tuple[int, DeadLetter]] = []
     start = 0
@@ -188,6 +192,7 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
         if index > start:  # the JSON records since the last pack
             decoded = decode_fetches(values[start:index])
             positions.append(decoded.position + start)
+            rows.append(np.full(len(decoded), -1, np.int64))
             parts.append(decoded)
             dead += [(start + i, letter) for i, letter in decoded.dead]
         start = index + 1
@@ -198,8 +203,9 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
             dead.append((index, pack))
             continue
         positions.append(np.full(len(pack), index, np.int64))
+        rows.append(pack.position)
         parts.append(pack)
-        dead += [(index, letter) for _, letter in pack.dead]
+        dead += [(index, replace(letter, pack_row=row)) for row, letter in pack.dead]
     return DecodedFetches(
         position=np.concatenate(positions) if positions else np.zeros(0, np.int64),
         ints={
@@ -209,6 +215,7 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
         topic=[topic for part in parts for topic in part.topic],
         error=[error for part in parts for error in part.error],
         dead=dead,
+        pack_row=np.concatenate(rows) if rows else np.zeros(0, np.int64),
     )
 
 

@@ -161,10 +161,11 @@ def checkpoint_layout(config: IsrwatchConfig) -> dict[str, object]:
     }
 
 
-RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", "routed-v2", ROUTED_LAYOUT)
+RESTORABLE_ROUTED_LAYOUTS = ("routed-v1", "routed-v2", "routed-v3", ROUTED_LAYOUT)
 """State layouts this release restores: routed-v1 (whose layout file has no
 ``routed_layout``) and routed-v2 pickled the shard state, read once and migrated
-(``streaming.job.state_format``, ``shard_snapshot.migrate_routed_v1``)."""
+(``streaming.job.state_format``, ``shard_snapshot.migrate_routed_v1``); routed-v3 keeps
+the state of routed-v4."""
 
 
 def guard_checkpoint(config: IsrwatchConfig) -> None:

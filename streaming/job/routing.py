@@ -27,6 +27,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
@@ -35,7 +36,7 @@ from state import (
     CLUSTER_SHARD,
     ControllerEpochSeen,
     decode_controller_events,
-    decode_fetches,
+    decode_fetch_records,
     route_controller_events,
     shard_lookup,
 )
@@ -49,17 +50,21 @@ DEAD = "dead"
 
 ROUTED_SCHEMA = (
     "shard int, kind string, ts long, src_topic string, src_partition int, src_offset long, "
-    "topic string, partition long, leader long, follower long, leader_epoch long, "
+    "src_row int, topic string, partition long, leader long, follower long, leader_epoch long, "
     "fetch_offset long, leader_leo long, high_watermark long, error string, "
     "event binary, counted boolean, digest long, "
     "source string, value string, reason string, detail string"
 )
-"""One row per routed fetch, per part of a controller event, per dead letter."""
+"""One row per routed fetch, per part of a controller event, per dead letter. ``src_row``
+is the row of a fetch pack a fetch or dead letter came from (null: a whole record), so
+that the rows of one pack keep identities of their own (a dead letter's key)."""
 
-ROUTED_LAYOUT = "routed-v3"
+ROUTED_LAYOUT = "routed-v4"
 """Names the routed schema and the state it feeds, for the checkpoint layout guard.
 routed-v3: the routed rows of routed-v2, the shard state in ``streaming.job.state_format``
-(routed-v2 pickled it), so that a release that pickles refuses the checkpoint by name."""
+(routed-v2 pickled it), so that a release that pickles refuses the checkpoint by name.
+routed-v4: routed-v3 and ``src_row``; the state is as routed-v3's (the routed rows live
+within a micro-batch), so a routed-v3 checkpoint restores as it is."""
 
 _ARROW_TYPES = {
     "int": pa.int32(),
@@ -117,6 +122,7 @@ FETCH_PACK_COLUMNS = (
     "src_topic",
     "src_partition",
     "src_offset",
+    "src_row",
     "topic",
     "partition",
     "leader",
@@ -193,7 +199,9 @@ def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
-    decoded = decode_fetches(records.column("value").to_pylist())
+    """JSON records and packs alike (``state.fetch_pack.decode_fetch_records``); a pack's
+    rows and dead letters carry their row in it (``src_row``)."""
+    decoded = decode_fetch_records(records.column("value").to_pylist())
     position = pa.array(decoded.position)
     codes, names = pd.factorize(pd.Series(decoded.topic, dtype=object))
     shard = shard_lookup(shards).shards(codes, list(names), decoded.ints["partition"])
@@ -204,11 +212,19 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
         "src_topic": records.column("topic").take(position),
         "src_partition": records.column("partition").take(position),
         "src_offset": records.column("offset").take(position),
+        "src_row": _pack_rows(decoded.pack_row, count),
         "topic": decoded.topic,
         "error": decoded.error,
         **decoded.ints,
     }
     return [pack_fetches(_batch(count, columns)), _dead_batch(records, decoded.dead)]
+
+
+def _pack_rows(pack_row: npt.NDArray[np.int64] | None, count: int) -> pa.Array:
+    """``src_row`` of decoded fetches: a pack's row, null for a JSON record's fetch."""
+    if pack_row is None:
+        return pa.nulls(count, pa.int32())
+    return pa.array(pack_row, pa.int32(), mask=pack_row < 0)
 
 
 def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]]) -> pa.RecordBatch:
@@ -221,6 +237,7 @@ def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]])
             "src_topic": records.column("topic").take(index),
             "src_partition": records.column("partition").take(index),
             "src_offset": records.column("offset").take(index),
+            "src_row": pa.array([letter.pack_row for _, letter in dead], pa.int32()),
             "source": [letter.source for _, letter in dead],
             "value": [letter.raw for _, letter in dead],
             "reason": [letter.reason.value for _, letter in dead],

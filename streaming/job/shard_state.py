@@ -164,7 +164,9 @@ def _process(
         out += dead_letter_rows(rows[rows["kind"] == DEAD])
         events = (
             rows[rows["kind"] != DEAD]
-            .sort_values(["ts", "src_topic", "src_partition", "src_offset"], kind="stable")
+            .sort_values(
+                ["ts", "src_topic", "src_partition", "src_offset", "src_row"], kind="stable"
+            )
             .reset_index(drop=True)
         )
         watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
@@ -310,8 +312,10 @@ larger record, which would fail its batch again at every retry."""
 
 
 def dead_letter_row(row: pd.Series, reason: DeadLetterReason, detail: str) -> dict[str, object]:
-    """A dead letter, keyed by the Kafka coordinates of the record it holds."""
+    """A dead letter, keyed by the Kafka coordinates of the record it holds, and the row
+    of a fetch pack when it is one (docs/event-contract.md#dead-letters)."""
     topic, partition, offset = row["src_topic"], int(row["src_partition"]), int(row["src_offset"])
+    pack_row = row.get("src_row")
     raw = raw_text(row)
     letter: dict[str, object] = {
         "source": row["source"] if row["kind"] != FETCH else Source.FETCH_RESPONSES.value,
@@ -322,11 +326,15 @@ def dead_letter_row(row: pd.Series, reason: DeadLetterReason, detail: str) -> di
         "partition": partition,
         "offset": offset,
     }
+    key = f"{topic}:{partition}:{offset}"
+    if pack_row is not None and not pd.isna(pack_row):
+        letter["row"] = int(pack_row)
+        key += f":{int(pack_row)}"
     if len(raw) > MAX_DEAD_LETTER_RAW:
         letter["raw_length"] = len(raw)  # the record's length; ``raw`` is its beginning
     return {
         "kind": DEAD,
-        "key": f"{topic}:{partition}:{offset}",
+        "key": key,
         "value": json.dumps(letter),
         "src_topic": topic,
         "src_partition": partition,

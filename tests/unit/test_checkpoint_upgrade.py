@@ -307,7 +307,7 @@ def test_an_unknown_state_layout_is_refused_by_name(tmp_path: Path) -> None:
     location.mkdir()
     later = {
         "state_shards": 16,
-        "routed_layout": "routed-v4",
+        "routed_layout": "routed-v5",
         "controller_events": "controller-events",
         "fetch_responses": "fetch-responses",
         "source_format": "python",
@@ -315,7 +315,7 @@ def test_an_unknown_state_layout_is_refused_by_name(tmp_path: Path) -> None:
     (location / "isrwatch-layout.json").write_text(json.dumps(later))
     with pytest.raises(
         CheckpointMismatchError,
-        match=r"another release of isrwatch.*routed-v4.*"
-        r"routed-v3.*new streaming.checkpoint_location",
+        match=r"another release of isrwatch.*routed-v5.*"
+        r"routed-v4.*new streaming.checkpoint_location",
     ):
         guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))

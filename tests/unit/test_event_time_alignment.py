@@ -1,8 +1,9 @@
 """streaming.job.kafka_source.event_time and record_times: a micro-batch that a read limit
 cuts stops every partition at the earliest event time it leaves unread.
 
-The logs below are written out by hand; an offset is a record's index in its list, a
-``None`` is a record with no event time (a future dead letter)."""
+The logs below are written out by hand; an offset is a record's index in its list, an
+integer a JSON record's ``ts``, a pair a fetch pack's earliest and latest ``ts``, a
+``None`` a record with no event time (a future dead letter)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from state.fetch_pack import encode_fetch_pack
 from streaming.job.kafka_source.event_time import (
     FIRST_LOOK_BACK,
+    Span,
     align,
-    event_time_of,
+    event_times_of,
     first_at_or_after,
     frontier,
 )
@@ -26,7 +29,11 @@ from streaming.job.kafka_source.options import SourceSettings
 from streaming.job.kafka_source.record_times import MAX_FETCHES_PER_LOOK, FetchedTimes
 from streaming.job.kafka_source.stream_reader import KafkaStreamReader
 
-Log = Mapping[str, Sequence[int | None]]
+Log = Mapping[str, Sequence[int | tuple[int, int] | None]]
+
+
+def span(record: int | tuple[int, int]) -> Span:
+    return Span(record, record) if isinstance(record, int) else Span(*record)
 
 
 class Logs:
@@ -35,10 +42,10 @@ class Logs:
     def __init__(self, logs: Log) -> None:
         self.logs = logs
 
-    def time_at(self, key: str, offset: int, end: int) -> int | None:
+    def span_at(self, key: str, offset: int, end: int) -> Span | None:
         for found in self.logs[key][offset:end]:
             if found is not None:
-                return found
+                return span(found)
         return None
 
 
@@ -150,6 +157,36 @@ def test_a_partition_only_registered_in_this_batch_cuts_nothing() -> None:
     assert alignment.ends == {"f:0": 3, "n:0": 0}
 
 
+def test_a_pack_straddling_the_frontier_waits_and_brings_the_frontier_down() -> None:
+    # f:0 is cut before 300. f:1's second record is a pack of 250..320: read, it would
+    # apply fetches at 300..320 before the election at 300; left unread, its fetches at
+    # 250..299 would come after the controller event at 260. So the frontier comes down
+    # to 250: f:1 reads its first record, f:0 its records before 250, c:0 its event at 100.
+    logs: Log = {"f:0": [100, 200, 300, 400], "f:1": [(100, 240), (250, 320)], "c:0": [100, 260]}
+    start = {"f:0": 0, "f:1": 0, "c:0": 0}
+    alignment = align(start, {"f:0": 2, "f:1": 2, "c:0": 2}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 250
+    assert alignment.ends == {"f:0": 2, "f:1": 1, "c:0": 1}
+
+
+def test_straddling_packs_bring_the_frontier_down_in_rounds() -> None:
+    # The cut leaves 500 unread; p:1's pack (400..600) straddles it, so 400; then p:2's
+    # pack (300..450) straddles 400, so 300, which nothing straddles.
+    logs: Log = {"p:0": [100, 500], "p:1": [(100, 200), (400, 600)], "p:2": [(300, 450)]}
+    start = dict.fromkeys(logs, 0)
+    alignment = align(start, {"p:0": 1, "p:1": 2, "p:2": 1}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 300
+    assert alignment.ends == {"p:0": 1, "p:1": 1, "p:2": 0}
+
+
+def test_a_cut_before_a_pack_leaves_it_whole() -> None:
+    # The first unread record is a pack of 200..300: the frontier is its earliest time.
+    logs: Log = {"f:0": [(100, 150), (200, 300)], "c:0": [120, 200]}
+    alignment = align({"f:0": 0, "c:0": 0}, {"f:0": 1, "c:0": 2}, ends_of(logs), Logs(logs))
+    assert alignment.frontier == 200
+    assert alignment.ends == {"f:0": 1, "c:0": 1}
+
+
 @pytest.mark.parametrize(
     ("time", "expected"),
     [
@@ -184,8 +221,33 @@ def test_first_at_or_after(time: int, expected: int) -> None:
         (b"[" * 100_000 + b"]" * 100_000, None),  # past the parser's depth
     ],
 )
-def test_event_time_of(value: bytes | None, expected: int | None) -> None:
-    assert event_time_of(value) == expected
+def test_event_times_of_a_json_record(value: bytes | None, expected: int | None) -> None:
+    assert event_times_of(value) == (None if expected is None else Span(expected, expected))
+
+
+ROW = {
+    "topic": "t",
+    "partition": 0,
+    "leader": 1,
+    "follower": 2,
+    "leader_epoch": 0,
+    "fetch_offset": 0,
+    "leader_leo": 0,
+    "high_watermark": 0,
+}
+
+
+def value_of(record: int | tuple[int, int]) -> bytes:
+    """A log's record as Kafka holds it: a JSON record, or a pack of two rows."""
+    if isinstance(record, int):
+        return ts(record)
+    return encode_fetch_pack([{**ROW, "ts": time} for time in record])
+
+
+def test_event_times_of_a_fetch_pack_span_its_rows() -> None:
+    pack = encode_fetch_pack([{**ROW, "ts": 30}, {**ROW, "ts": 10}, {**ROW, "ts": 20}])
+    assert event_times_of(pack) == Span(10, 30)
+    assert event_times_of(pack[:-8]) is None  # truncated: no time to read
 
 
 # --------------------------------------------------------------------------- fetching
@@ -238,30 +300,30 @@ def test_a_boundary_far_from_the_end_is_reached_by_galloping_back() -> None:
 
 def test_a_look_back_that_falls_short_fetches_again_from_the_offset() -> None:
     times = chunked([(i, ts(i)) for i in range(10)], size=3, look_back=256)
-    assert times.time_at("p", 5, 10) == 5  # fetched 0..2, then 5..7
+    assert times.span_at("p", 5, 10) == (5, 5)  # fetched 0..2, then 5..7
     assert times.fetches == 2
 
 
 def test_offsets_missing_from_the_log_take_the_next_record() -> None:
     # Offsets 3 and 4 were compacted away.
     times = chunked([(0, ts(0)), (1, ts(1)), (2, ts(2)), (5, ts(5)), (6, ts(6))], size=3)
-    assert times.time_at("p", 3, 7) == 5
-    assert times.time_at("p", 4, 7) == 5  # within the chunk fetched from 3: no new fetch
+    assert times.span_at("p", 3, 7) == (5, 5)
+    assert times.span_at("p", 4, 7) == (5, 5)  # within the chunk fetched from 3: no new fetch
     assert times.fetches == 1
-    assert times.time_at("p", 3, 5) is None  # the next record is past the end asked
+    assert times.span_at("p", 3, 5) is None  # the next record is past the end asked
 
 
 def test_a_look_past_records_without_an_event_time_gives_up_after_its_fetches() -> None:
     bad: list[tuple[int, bytes | None]] = [(i, b"not json") for i in range(20)]
     times = chunked([*bad, (20, ts(7))], size=3)
-    assert times.time_at("p", 0, 21) is None
+    assert times.span_at("p", 0, 21) is None
     assert times.fetches == MAX_FETCHES_PER_LOOK
     wider = chunked([*bad, (20, ts(7))], size=6)  # 4 fetches of 6 reach offset 20
-    assert wider.time_at("p", 0, 21) == 7
+    assert wider.span_at("p", 0, 21) == (7, 7)
 
 
 def test_a_fetch_that_returns_nothing_gives_no_time() -> None:
-    assert chunked([], size=3).time_at("p", 0, 5) is None
+    assert chunked([], size=3).span_at("p", 0, 5) is None
 
 
 # --------------------------------------------------------------------------- properties
@@ -301,6 +363,58 @@ def test_capped_batches_read_everything_once_in_event_time_order(
     assert start == available
 
 
+def packed(times: list[int], joins: list[bool]) -> list[int | tuple[int, int]]:
+    """``times`` in order, each joined to the record before it where ``joins`` says: a
+    run of joined times is a pack spanning its first and last."""
+    records: list[list[int]] = []
+    for time, join in zip(times, joins, strict=False):
+        if join and records:
+            records[-1].append(time)
+        else:
+            records.append([time])
+    return [run[0] if len(run) == 1 else (run[0], run[-1]) for run in records]
+
+
+packed_logs_strategy = st.lists(
+    st.tuples(
+        st.lists(st.integers(0, 30), max_size=40).map(sorted),
+        st.lists(st.booleans(), min_size=40, max_size=40),
+    ),
+    min_size=1,
+    max_size=4,
+).map(lambda parts: {f"t:{i}": packed(times, joins) for i, (times, joins) in enumerate(parts)})
+
+
+@given(logs=packed_logs_strategy, cap=st.integers(1, 8))
+@settings(max_examples=300, deadline=None)
+def test_capped_batches_of_packs_never_split_an_event_time_across_batches(
+    logs: dict[str, list[int | tuple[int, int]]], cap: int
+) -> None:
+    # Packs of different partitions may overlap in time (the property's logs allow it,
+    # a collector's packs of one poll each do not): then no cut keeps the order, and the
+    # plan is read as capped (frontier None). Otherwise what a batch reads, every event
+    # of every pack, comes before what it leaves.
+    available = {key: len(records) for key, records in logs.items()}
+    start = dict.fromkeys(logs, 0)
+    for _ in range(sum(available.values()) + 1):
+        if start == available:
+            break
+        planned = {key: min(available[key], first + cap) for key, first in start.items()}
+        alignment = align(start, planned, available, Logs(logs))
+        ends = alignment.ends
+        assert all(start[key] <= ends[key] <= planned[key] for key in logs)
+        assert ends != start
+        read = [t for key in logs for r in logs[key][start[key] : ends[key]] for t in span(r)]
+        unread = [t for key in logs for r in logs[key][ends[key] :] for t in span(r)]
+        if read and unread and alignment.frontier is not None:
+            if alignment.widened:  # past a run of one millisecond longer than the cap
+                assert max(read) <= min(unread)
+            else:
+                assert max(read) < alignment.frontier <= min(unread)
+        start = ends
+    assert start == available
+
+
 @given(
     times=st.lists(st.integers(0, 1000), max_size=60).map(sorted),
     size=st.integers(1, 20),
@@ -315,7 +429,7 @@ def test_fetched_times_are_the_logs_times(
     # Every record has a time: a look never has to go past records without one.
     fetched = chunked([(i, ts(t)) for i, t in enumerate(times)], size, look_back)
     end = min(end, len(times))
-    assert fetched.time_at("p", offset, end) == Logs({"p": times}).time_at("p", offset, end)
+    assert fetched.span_at("p", offset, end) == Logs({"p": times}).span_at("p", offset, end)
 
 
 # --------------------------------------------------------------------------- the reader
@@ -337,7 +451,7 @@ class FakeOffsets:
         if self.failure is not None:
             raise self.failure
         records = {
-            key: [(i, None if t is None else ts(t)) for i, t in enumerate(times)]
+            key: [(i, None if t is None else value_of(t)) for i, t in enumerate(times)]
             for key, times in self.logs.items()
         }
         yield FetchedTimes(lambda key, offset: records[key][offset : offset + 500])

@@ -11,6 +11,7 @@ import pytest
 
 from state import HealthRecord, decode_record
 from state.events import Source
+from state.fetch_pack import encode_fetch_pack
 from state.settings import RuleSettings
 from streaming.job.attribution import CauseAnnotator
 from streaming.job.routing import DEAD, route
@@ -235,6 +236,58 @@ def test_bad_late_and_duplicate_records_are_dead_letters_counted_once() -> None:
     assert sum(s["duplicates"] for s in stats) == 1
     assert sum(s["late"] for s in stats) == 1
     assert sum(s["applied"].get("LeaderAndIsr", 0) for s in stats) == 0
+
+
+def test_each_dead_row_of_a_fetch_pack_is_a_letter_keyed_by_its_row() -> None:
+    """A pack is one Kafka record of many fetches: each of its rows that is not applied
+    is a dead letter of its own, keyed and marked by its row (docs/event-contract.md),
+    whichever step refused it (the pack reader, the watermark, the model)."""
+    job = Job(1, snapshot_when_idle=False)
+    election = {
+        "source": "controller-events",
+        "value": {
+            "type": "LeaderAndIsr",
+            "ts": B + 100_000,
+            "topic": "t",
+            "partition": 0,
+            "leader": 1,
+            "leader_epoch": 3,
+            "isr": [1, 2],
+            "replicas": [1, 2],
+            "partition_epoch": 0,
+        },
+    }
+    job.batch(kafka_records([election]))
+    fetch = {
+        "ts": B + 101_000,
+        "topic": "t",
+        "partition": 0,
+        "leader": 1,
+        "follower": 2,
+        "leader_epoch": 3,
+        "fetch_offset": 1,
+        "leader_leo": 1,
+        "high_watermark": 1,
+    }
+    pack = encode_fetch_pack(
+        [
+            fetch,  # row 0: applied
+            {**fetch, "fetch_offset": -5},  # row 1: out of range (the pack reader)
+            {**fetch, "ts": B},  # row 2: older than the watermark (the job)
+            {**fetch, "leader_epoch": 2},  # row 3: an older epoch (the model)
+        ]
+    )
+    out = job.batch(kafka_records([{"source": "fetch-responses", "value": pack}]))
+    dead = out[out["kind"] == DEAD]
+    letters = {
+        key: json.loads(value) for key, value in zip(dead["key"], dead["value"], strict=True)
+    }
+    assert {key: (d["reason"], d["row"]) for key, d in letters.items()} == {
+        "fetch-responses:0:0:1": ("invalid_value", 1),
+        "fetch-responses:0:0:2": ("late", 2),
+        "fetch-responses:0:0:3": ("stale_leader_epoch", 3),
+    }
+    assert json.loads(letters["fetch-responses:0:0:3"]["raw"])["leader_epoch"] == 2
 
 
 def test_deleted_topic_leaves_a_tombstone() -> None:

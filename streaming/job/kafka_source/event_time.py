@@ -16,6 +16,14 @@ the records before the first one at or after ``F``: the batch holds exactly the 
 with ``ts < F`` (records being in event-time order within a partition), and the next batch
 starts at ``F``. Applied batch after batch, that is the order of one batch.
 
+A fetch pack (docs/event-contract.md#fetch-packs) is one record of many events: its
+event times are a span, from its earliest ``ts`` to its latest, and it is read whole or
+not at all (a Kafka offset cannot be split). A record is before ``F`` when all of its
+span is; one that straddles ``F`` (earliest before, latest at or after) is left unread,
+and ``F`` comes down to its earliest time, until no partition's first unread record
+straddles: so the batch still holds exactly the events before ``F``. (The collector's
+packs hold one poll, a single time, and never straddle.)
+
 * A partition with nothing cut, or no event time in what is left, sets no frontier; with
   no frontier the plan is kept.
 * Where a record has no event time (not JSON, no integer ``ts``: a future dead letter),
@@ -40,33 +48,49 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Protocol
+from typing import NamedTuple, Protocol
+
+from state.fetch_pack import is_fetch_pack, pack_time_range
 
 __all__ = [
     "FIRST_LOOK_BACK",
     "Alignment",
     "RecordTimes",
+    "Span",
     "align",
     "cut_partitions",
-    "event_time_of",
+    "event_times_of",
     "first_at_or_after",
     "frontier",
 ]
 
 
+class Span(NamedTuple):
+    """The event times of one record: a JSON record's ``ts`` twice, a pack's earliest
+    and latest."""
+
+    earliest: int
+    latest: int
+
+
 class RecordTimes(Protocol):
     """The event times of a partition's records, as far as they can be fetched."""
 
-    def time_at(self, key: str, offset: int, end: int) -> int | None:
-        """The event time of the first record at or after ``offset`` (and before ``end``)
-        that has one; None if none has within what one look fetched."""
+    def span_at(self, key: str, offset: int, end: int) -> Span | None:
+        """The event times of the first record at or after ``offset`` (and before
+        ``end``) that has any; None if none has within what one look fetched."""
 
 
-def event_time_of(value: bytes | None) -> int | None:
-    """``ts`` of a record's JSON object value (docs/event-contract.md), or None if the
-    value is not a JSON object with an integer ``ts``."""
+def event_times_of(value: bytes | None) -> Span | None:
+    """The event times of a record: ``ts`` of a JSON object value (docs/event-contract.md),
+    the span of a fetch pack's rows (``state.fetch_pack.pack_time_range``); None if the
+    value has none (not a JSON object with an integer ``ts``, a pack that cannot be
+    read)."""
     if not value:
         return None
+    if is_fetch_pack(value):
+        span = pack_time_range(value)
+        return None if span is None else Span(*span)
     try:
         parsed = json.loads(value)
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested past the limit
@@ -75,7 +99,7 @@ def event_time_of(value: bytes | None) -> int | None:
         return None
     ts = parsed.get("ts")
     # bool is an int to Python, not to the contract.
-    return ts if isinstance(ts, int) and not isinstance(ts, bool) else None
+    return Span(ts, ts) if isinstance(ts, int) and not isinstance(ts, bool) else None
 
 
 def frontier(
@@ -89,9 +113,9 @@ def frontier(
     nothing was cut or what was cut has no event time. (A partition only registered in
     this batch, with no start, is read from the next one: it cuts nothing.)"""
     found = [
-        time
+        span.earliest
         for key in cut_partitions(start, planned, available)
-        if (time := times.time_at(key, planned[key], available[key])) is not None
+        if (span := times.span_at(key, planned[key], available[key])) is not None
     ]
     return min(found, default=None)
 
@@ -115,8 +139,8 @@ FIRST_LOOK_BACK = 256
 
 
 def first_at_or_after(times: RecordTimes, key: str, start: int, end: int, time: int) -> int:
-    """The first offset in ``[start, end)`` whose event time is ``time`` or later, ``end``
-    if there is none, the records being in event-time order.
+    """The first offset in ``[start, end)`` with an event time ``time`` or later (a pack's
+    latest), ``end`` if there is none, the records being in event-time order.
 
     The search gallops back from the end (``FIRST_LOOK_BACK`` records, then twice as far
     each time) until a record is before ``time``, then halves the bracket it found: the
@@ -126,16 +150,16 @@ def first_at_or_after(times: RecordTimes, key: str, start: int, end: int, time: 
     back = FIRST_LOOK_BACK
     while low < high:
         probe = max(low, end - back)
-        found = times.time_at(key, probe, end)
-        if found is None or found < time:
+        found = times.span_at(key, probe, end)
+        if found is None or found.latest < time:
             low = probe + 1  # the boundary is after the probe
             break
         high = probe  # at or before it
         back *= 2
     while low < high:
         middle = (low + high) // 2
-        found = times.time_at(key, middle, end)
-        if found is not None and found >= time:
+        found = times.span_at(key, middle, end)
+        if found is not None and found.latest >= time:
             high = middle
         else:
             low = middle + 1
@@ -171,9 +195,32 @@ def align(
         key: (start[key], end) for key, end in planned.items() if key in start and end > start[key]
     }
     for time, widened in ((cut_at, False), (cut_at + 1, True)):
+        ends, before = _ends_before(times, planned, ranges, time)
+        if any(ends[key] > first for key, (first, _) in ranges.items()):
+            return Alignment(ends, before, widened)
+    return Alignment(dict(planned), None)
+
+
+def _ends_before(
+    times: RecordTimes,
+    planned: Mapping[str, int],
+    ranges: Mapping[str, tuple[int, int]],
+    time: int,
+) -> tuple[dict[str, int], int]:
+    """The ends that read exactly the events before a frontier, and that frontier:
+    ``time``, or lower where a pack straddles it (the module's docstring). Each round
+    lowers it to a record's earliest time, so the rounds end."""
+    while True:
         ends = dict(planned)
         for key, (first, end) in ranges.items():
             ends[key] = first_at_or_after(times, key, first, end, time)
-        if any(ends[key] > first for key, (first, _) in ranges.items()):
-            return Alignment(ends, time, widened)
-    return Alignment(dict(planned), None)
+        straddling = [
+            span.earliest
+            for key, (_, end) in ranges.items()
+            if ends[key] < end
+            and (span := times.span_at(key, ends[key], end)) is not None
+            and span.earliest < time
+        ]
+        if not straddling:
+            return ends, time
+        time = min(straddling)

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from streaming.job.kafka_source.event_time import FIRST_LOOK_BACK, event_time_of
+from streaming.job.kafka_source.event_time import FIRST_LOOK_BACK, Span, event_times_of
 from streaming.job.kafka_source.planner import split_offset_key
 
 #: Records one fetch keeps.
@@ -42,15 +42,15 @@ class _Chunk:
     asked: int
     offsets: list[int]
     values: list[bytes | None]
-    times: dict[int, int | None] = field(default_factory=dict)  # parsed so far, by index
+    spans: dict[int, Span | None] = field(default_factory=dict)  # parsed so far, by index
 
     def covers(self, offset: int) -> bool:
         return self.asked <= offset <= self.offsets[-1]
 
-    def time(self, index: int) -> int | None:
-        if index not in self.times:
-            self.times[index] = event_time_of(self.values[index])
-        return self.times[index]
+    def span(self, index: int) -> Span | None:
+        if index not in self.spans:
+            self.spans[index] = event_times_of(self.values[index])
+        return self.spans[index]
 
 
 class FetchedTimes:
@@ -64,7 +64,7 @@ class FetchedTimes:
         self._chunks: dict[str, list[_Chunk]] = {}
         self.fetches = 0
 
-    def time_at(self, key: str, offset: int, end: int) -> int | None:
+    def span_at(self, key: str, offset: int, end: int) -> Span | None:
         position, look_back = offset, self._look_back
         for _ in range(MAX_FETCHES_PER_LOOK):
             if position >= end:
@@ -76,7 +76,7 @@ class FetchedTimes:
             for index in range(first, len(chunk.offsets)):
                 if chunk.offsets[index] >= end:
                     return None
-                found = chunk.time(index)
+                found = chunk.span(index)
                 if found is not None:
                     return found
             position, look_back = chunk.offsets[-1] + 1, 0  # on past records with no time
