@@ -83,7 +83,7 @@ def main(argv: list[str] | None = None) -> None:
             "kafka.bootstrap.servers": broker.bootstrap_servers,
             "subscribe": f"{controller},{fetches}",
             "startingOffsets": "earliest",
-            "maxOffsetsPerPartition": str(args.cap),
+            "maxEventsPerPartition": str(args.cap),
         }
         source = KafkaSource(options)
         reader = source.streamReader(SCHEMA)

@@ -296,7 +296,7 @@ def main(argv: list[str] | None = None) -> None:
                 "streaming.checkpoint_location": str(base.streaming.checkpoint_location),
                 "streaming.state_shards": args.shards,
                 "streaming.trigger_interval_ms": args.trigger_ms,
-                "kafka.max_records_per_partition_per_batch": args.max_per_partition,
+                "kafka.max_events_per_partition_per_batch": args.max_per_partition,
                 "metrics.enabled": False,
                 **overrides,
             },

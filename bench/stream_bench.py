@@ -302,7 +302,7 @@ def bench_config(broker: EmbeddedBroker, workdir: Path, args: argparse.Namespace
             "streaming.checkpoint_location": str(workdir / suffix),
             "streaming.state_shards": args.shards,
             "streaming.trigger_interval_ms": 1000,
-            "kafka.max_records_per_partition_per_batch": args.max_per_partition,
+            "kafka.max_events_per_partition_per_batch": args.max_per_partition,
             "metrics.enabled": False,
         },
         environ={},

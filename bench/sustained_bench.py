@@ -1401,7 +1401,7 @@ def bench_config(
             "streaming.checkpoint_location": str(workdir / suffix),
             "streaming.state_shards": shards,
             "streaming.trigger_interval_ms": trigger_ms,
-            "kafka.max_records_per_partition_per_batch": 1_000_000,
+            "kafka.max_events_per_partition_per_batch": 1_000_000,
             "metrics.enabled": False,
         },
         environ={},

@@ -19,6 +19,14 @@ LEADER_DURING_DELETE = -2
 
 FETCH_ERROR_NONE = "NONE"
 
+MOST_ROWS_PER_PACK = 4096
+"""Fetch responses per fetch pack (docs/event-contract.md#fetch-packs) at the most, as
+this release's producers write them (``streaming.feeds.wire``): about 350 KB with
+20-character topic names. A larger pack costs no less to read per row
+(``bench/packed_wire_bench.py``: 0.07 us a row from 1,000 rows on), and Kafka's default
+record limit is 1 MB. The job's source takes it as the most events a record holds when
+it sizes a micro-batch in events (``kafka_source.planner.cap_events``)."""
+
 
 class Source(StrEnum):
     """The two input streams, by their logical (default topic) names."""

@@ -174,6 +174,16 @@ def pack_time_range(value: bytes) -> tuple[int, int] | None:
     return (int(times.min()), int(times.max())) if times.size else None
 
 
+def events_in(value: bytes | None) -> int:
+    """How many events a fetch-responses record holds: a pack's rows, one for any other
+    record (a JSON record is one event, a record that breaks the contract one dead
+    letter, and so is a pack that cannot be read)."""
+    if not is_fetch_pack(value):
+        return 1
+    table = _read(value)  # type: ignore[arg-type]
+    return 1 if isinstance(table, str) else max(1, table.num_rows)
+
+
 def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
     """A batch of fetch-responses record values, JSON and packs mixed, in input order:
     ``position`` and the dead letters' indexes are those of the records (a pack's rows

@@ -2,7 +2,7 @@
 
 The whole load is written first, with leader elections in it
 (``broker-crash-and-bounce``). Then the job reads it with a small
-``kafka.max_records_per_partition_per_batch``, as docs/pipeline.md advises after a restart
+``kafka.max_events_per_partition_per_batch``, as docs/pipeline.md advises after a restart
 or an outage. The cap applies to each input partition on its own: the sparse
 ``controller-events`` partition fits in the first batch, while each ``fetch-responses``
 partition gets only its first records. Unless the source stops every partition at one
@@ -40,7 +40,7 @@ def run(mode: Mode, workdir: Path, seed: int) -> FaultResult:
             broker.bootstrap_servers,
             topics,
             workdir / "checkpoint",
-            max_records_per_partition_per_batch=CAP[mode],
+            max_events_per_partition_per_batch=CAP[mode],
             extra={"streaming.shuffle_partitions": "2"},
         )
         records = planned_load("broker-crash-and-bounce", SIMULATED_S[mode], seed, 150)

@@ -80,7 +80,9 @@ class JobSettings:
     metrics_port: int = field(default_factory=free_port)
     trigger_interval_ms: int = 1000
     state_shards: int = 3
-    max_records_per_partition_per_batch: int = 100_000  # the default: a backlog in one batch
+    max_events_per_partition_per_batch: int = (
+        100_000  # a backlog in one batch (as the campaign ran)
+    )
     request_timeout_ms: int = 5000
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -90,7 +92,7 @@ class JobSettings:
             "kafka.bootstrap_servers": self.bootstrap_servers,
             "kafka.request_timeout_ms": self.request_timeout_ms,
             "kafka.retry_backoff_max_ms": 2000,
-            "kafka.max_records_per_partition_per_batch": self.max_records_per_partition_per_batch,
+            "kafka.max_events_per_partition_per_batch": self.max_events_per_partition_per_batch,
             "topics.controller_events": self.topics.controller_events,
             "topics.fetch_responses": self.topics.fetch_responses,
             "topics.partition_health": self.topics.partition_health,

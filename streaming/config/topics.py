@@ -52,10 +52,10 @@ class TopicSettings(BaseModel):
         default="isrwatch-dead-letters", description="output: records that were not applied"
     )
     fetch_responses_form: FetchResponsesForm = Field(
-        default=FetchResponsesForm.JSON,
-        description="how collect admin and the simulator write fetch-responses: json (a record"
-        " per fetch) or packed (fetch packs, docs/event-contract.md#fetch-packs); stays json"
-        " until the job's Kafka source reads packs: this release's job dead-letters them",
+        default=FetchResponsesForm.PACKED,
+        description="how collect admin and the simulator write fetch-responses: packed (fetch"
+        " packs, docs/event-contract.md#fetch-packs) or json (a record per fetch); the job"
+        " reads both",
     )
 
     @model_validator(mode="after")

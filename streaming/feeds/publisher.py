@@ -20,7 +20,8 @@ from streaming.feeds.wire import InputRecord, encode, envelope_line, kafka_recor
 SEND_TIMEOUT_S = 60.0
 RECORDS_PER_PUBLISH = 1_000
 PACKED_RECORDS_PER_PUBLISH = 25_000
-"""About 4,000 fetch responses a leader on a 6-broker cluster: a pack each (``PACK_ROWS``)."""
+"""About 4,000 fetch responses a leader on a 6-broker cluster: a pack each
+(``MOST_ROWS_PER_PACK``)."""
 
 
 class Publisher(Protocol):

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from state.events import Source
+from state.events import MOST_ROWS_PER_PACK, Source
 from streaming.config import FetchResponsesForm
 
 MAX_PARTITIONS_PER_EVENT = 1000
@@ -21,10 +21,6 @@ MAX_PARTITIONS_PER_EVENT = 1000
 Kafka's default 1 MB record limit: a controller failover puts every partition of the
 cluster in one request."""
 
-PACK_ROWS = 4096
-"""Fetch responses per pack at the most: about 350 KB with 20-character topic names.
-A larger pack costs no less to read per row (``bench/packed_wire_bench.py``: 0.07 us a
-row from 1,000 rows on), and Kafka's default record limit is 1 MB."""
 MAX_PACK_BYTES = 900_000
 """A pack longer than this (long topic names) is sent as two halves, and so on: under
 Kafka's default 1 MB record limit with room for the record's own framing."""
@@ -122,7 +118,7 @@ def kafka_records(
     for leader, values in by_leader.items():
         out += [
             KafkaRecord(Source.FETCH_RESPONSES, str(leader), pack)
-            for part in chunks(values, PACK_ROWS)
+            for part in chunks(values, MOST_ROWS_PER_PACK)
             for pack in _packs(part)
         ]
     return out

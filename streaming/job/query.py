@@ -33,9 +33,9 @@ from typing import Any
 
 import pandas as pd
 
-from state.events import Source
+from state.events import MOST_ROWS_PER_PACK, Source
 from streaming.acl_denial import Denial, undescribable_topics
-from streaming.config import IsrwatchConfig, SourceFormat, StateStore
+from streaming.config import FetchResponsesForm, IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import (
     ConnectionFailure,
     ConnectionProblem,
@@ -207,6 +207,18 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
     path.write_text(json.dumps(layout, sort_keys=True), encoding="utf-8")
 
 
+def jvm_records_per_trigger(config: IsrwatchConfig) -> int:
+    """Spark's connector caps records, not events: ``kafka.max_records_per_batch`` if set,
+    else the events cap, in packs of the most rows when fetch responses are packed."""
+    kafka = config.kafka
+    if kafka.max_records_per_batch is not None:
+        return kafka.max_records_per_batch
+    cap = kafka.max_events_per_partition_per_batch
+    if config.topics.fetch_responses_form is FetchResponsesForm.PACKED:
+        return max(1, cap // MOST_ROWS_PER_PACK)
+    return cap
+
+
 def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
     """The same settings for Spark's own Kafka source (spark-sql-kafka-0-10)."""
     kafka = config.kafka
@@ -214,9 +226,7 @@ def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:
         "kafka.bootstrap.servers": kafka.bootstrap_servers,
         "subscribe": f"{config.topics.controller_events},{config.topics.fetch_responses}",
         "startingOffsets": kafka.starting_offsets.value,
-        "maxOffsetsPerTrigger": str(
-            kafka.max_records_per_batch or kafka.max_records_per_partition_per_batch
-        ),
+        "maxOffsetsPerTrigger": str(jvm_records_per_trigger(config)),
         "failOnDataLoss": "false",
         "kafka.security.protocol": kafka.security_protocol.value,
     }

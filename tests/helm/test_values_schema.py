@@ -60,8 +60,8 @@ SCHEMA_PREFIX = "values don't meet the specifications of the schema(s)"
             "at '/config/rules/propagation/mode': value must be one of",
         ),
         (
-            {"config": {"kafka": {"max_records_per_partition_per_batch": "many"}}},
-            "at '/config/kafka/max_records_per_partition_per_batch': got string, want integer",
+            {"config": {"kafka": {"max_events_per_partition_per_batch": "many"}}},
+            "at '/config/kafka/max_events_per_partition_per_batch': got string, want integer",
         ),
         # The chart's values.
         ({"metrics": {"port": 80}}, "at '/metrics/port': minimum: got 80, want 1,024"),

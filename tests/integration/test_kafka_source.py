@@ -208,13 +208,13 @@ def test_starting_offsets_latest_skips_the_existing_records(
     assert ordered(flat(run_available_now(registered, latest, checkpoint))) == ordered(new)
 
 
-def test_max_offsets_per_partition_splits_the_run_into_micro_batches(
+def test_max_events_per_partition_splits_the_run_into_micro_batches(
     broker: EmbeddedBroker, registered: Any, tmp_path: Path
 ) -> None:
     topic = unique("capped")
     broker.create_topics([topic])
     sent = produce(broker, [(topic, 0, None, f"v-{i}".encode()) for i in range(25)])
-    capped = options(broker, [topic], maxOffsetsPerPartition="10")
+    capped = options(broker, [topic], maxEventsPerPartition="10")
     batches = [batch for batch in run_available_now(registered, capped, tmp_path) if batch]
     assert [len(batch) for batch in batches] == [10, 10, 5]
     assert flat(batches) == sent  # in offset order, each once
@@ -327,7 +327,7 @@ def test_read_limits(broker: EmbeddedBroker) -> None:
     topic = unique("limits")
     broker.create_topics([topic], partitions=2)
     produce(broker, [(topic, i % 2, None, b"x") for i in range(40)])
-    reader = reader_for(options(broker, [topic], maxOffsetsPerPartition="7"))
+    reader = reader_for(options(broker, [topic], maxEventsPerPartition="7"))
     try:
         start = reader.initialOffset()
         assert reader.getDefaultReadLimit() == ReadMaxRows(7)
@@ -345,7 +345,7 @@ def test_read_limits(broker: EmbeddedBroker) -> None:
 
     # A total limit too: 7 + 7 to read, 10 in all: 10 x 7 / 14 = 5 each.
     reader = reader_for(
-        options(broker, [topic], maxOffsetsPerPartition="7", maxOffsetsPerTrigger="10")
+        options(broker, [topic], maxEventsPerPartition="7", maxOffsetsPerTrigger="10")
     )
     try:
         start = reader.initialOffset()
@@ -368,7 +368,7 @@ def test_a_capped_batch_stops_every_topic_at_the_same_event_time(broker: Embedde
         + [(fetches, 0, None, b'{"ts":%d}' % (100 + 10 * i)) for i in range(30)],
     )
     c, f = f"{controller}:0", f"{fetches}:0"
-    reader = reader_for(options(broker, [controller, fetches], maxOffsetsPerPartition="10"))
+    reader = reader_for(options(broker, [controller, fetches], maxEventsPerPartition="10"))
     try:
         start = reader.initialOffset()
         assert start == {c: 0, f: 0}
@@ -570,7 +570,7 @@ def test_options_from_the_configuration() -> None:
             "kafka.sasl_password": "s3cret-pw",
             "kafka.ssl_cafile": "/etc/ca.pem",
             "kafka.starting_offsets": "earliest",
-            "kafka.max_records_per_partition_per_batch": 500,
+            "kafka.max_events_per_partition_per_batch": 500,
             "kafka.retry_backoff_ms": 200,
             "kafka.retry_backoff_max_ms": 4000,
         },
@@ -581,7 +581,7 @@ def test_options_from_the_configuration() -> None:
         "kafka.bootstrap.servers": "b1:9093,b2:9093",
         "subscribe": "controller-events,fetch-responses",
         "startingOffsets": "earliest",
-        "maxOffsetsPerPartition": "500",
+        "maxEventsPerPartition": "500",
         "retryBackoffMs": "200",
         "retryBackoffMaxMs": "4000",
     }
@@ -594,7 +594,7 @@ def test_options_from_the_configuration() -> None:
     settings = SourceSettings.from_options(made)
     assert settings.bootstrap_servers == ("b1:9093", "b2:9093")
     assert settings.topics == ("controller-events", "fetch-responses")
-    assert settings.max_offsets_per_partition == 500
+    assert settings.max_events_per_partition == 500
     assert (settings.retry_backoff_ms, settings.retry_backoff_max_ms) == (200, 4000)
     assert "s3cret" not in repr(settings)
     assert "s3cret" not in json.dumps(redacted_options(made))
@@ -623,7 +623,7 @@ def test_options_from_the_configuration() -> None:
     [
         ({"subscribe": ""}, "subscribe"),
         ({"startingOffsets": "middle"}, "startingOffsets"),
-        ({"maxOffsetsPerPartition": "0"}, "maxOffsetsPerPartition"),
+        ({"maxEventsPerPartition": "0"}, "maxEventsPerPartition"),
         ({"maxOffsetsPerTrigger": "-5"}, "maxOffsetsPerTrigger"),
         ({"kafkaOptions": "{not json"}, "kafkaOptions"),
         ({"kafkaOptions": '{"bootstrap_servers": ["x:1"]}'}, "bootstrap_servers"),

@@ -17,7 +17,7 @@ import pytest
 from kafka import KafkaProducer
 
 from state import shard_of
-from streaming.config import IsrwatchConfig
+from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import run
 from streaming.job.shard_state import STATS
@@ -32,6 +32,7 @@ from tests.integration.kafka_topics import (
     sample,
     topic_settings,
 )
+from tests.integration.lab_kafka import publish_sample
 
 pytestmark = pytest.mark.integration
 
@@ -90,6 +91,28 @@ def test_sample_gives_exactly_what_replay_gives(job_config: IsrwatchConfig, tmp_
     assert [(d["source"], d["reason"]) for d in letters] == [
         ("fetch-responses", "stale_leader_epoch")
     ]
+
+
+def test_the_sample_in_fetch_packs_gives_exactly_what_replay_gives(
+    job_config: IsrwatchConfig, tmp_path: Path
+) -> None:
+    """The same sample written by the project's publisher in the shipped form: fetch
+    packs, one per leader (docs/event-contract.md#fetch-packs). The fetch that
+    replay rejects is a row of a pack: its dead letter names the row."""
+    assert job_config.topics.fetch_responses_form is FetchResponsesForm.PACKED
+    publish_sample(job_config)
+    health_out = tmp_path / "health.jsonl"
+    run(job_config, available_now=True, health_out=health_out, exporter=HealthExporter())
+    assert_health_is_replays(job_config, health_out)
+    letters = [
+        json.loads(v)
+        for _, v in read_topic(job_config, job_config.topics.dead_letters)
+        if v is not None
+    ]
+    assert [(d["source"], d["reason"]) for d in letters] == [
+        ("fetch-responses", "stale_leader_epoch")
+    ]
+    assert isinstance(letters[0]["row"], int)  # a row of a pack: the fetches came packed
 
 
 def test_malformed_records_are_dead_letters_and_the_job_goes_on(

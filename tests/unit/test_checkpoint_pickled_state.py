@@ -109,7 +109,7 @@ def test_the_first_batch_writes_the_format_and_it_holds_what_the_pickle_held() -
 
 
 def test_the_layout_file_of_9711ad5_is_accepted_and_rewritten(tmp_path: Path) -> None:
-    """9711ad5 recorded ``routed-v2``; this release restores it and records ``routed-v3``,
+    """9711ad5 recorded ``routed-v2``; this release restores it and records ``routed-v4``,
     which 9711ad5 refuses by name (it reads ``routed-v1`` and ``routed-v2`` only) rather
     than failing on a state it cannot unpickle."""
     location = tmp_path / "checkpoint"
@@ -124,4 +124,4 @@ def test_the_layout_file_of_9711ad5_is_accepted_and_rewritten(tmp_path: Path) ->
     }
     layout_file.write_text(json.dumps(previous))
     guard_checkpoint(config(str(location), **{"streaming.state_shards": 16}))
-    assert json.loads(layout_file.read_text()) == {**previous, "routed_layout": "routed-v3"}
+    assert json.loads(layout_file.read_text()) == {**previous, "routed_layout": "routed-v4"}

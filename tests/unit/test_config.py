@@ -19,6 +19,7 @@ from streaming.config import (
     dump_config,
     load_config,
 )
+from streaming.job.query import jvm_kafka_options
 
 SHIPPED = Path(__file__).resolve().parents[2] / "conf" / "isrwatch.yaml"
 NO_ENV: dict[str, str] = {}
@@ -472,3 +473,38 @@ def test_collect_settings_are_checked(tmp_path: Path) -> None:
     assert any(line.startswith(f"{path}: collect.logs.start_at: ") for line in lines)
     assert any(line.startswith(f"{path}: collect.admin.poll_interval_ms: ") for line in lines)
     assert len(lines) == 3
+
+
+def test_the_cap_read_under_its_name_before_it_counted_events(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    old = write(tmp_path, "kafka:\n  max_records_per_partition_per_batch: 2500\n")
+    assert load_config(old, environ=NO_ENV).kafka.max_events_per_partition_per_batch == 2500
+    assert "max_records_per_partition_per_batch is now" in caplog.text
+    both = write(
+        tmp_path,
+        "kafka:\n  max_records_per_partition_per_batch: 2500\n"
+        "  max_events_per_partition_per_batch: 7\n",
+    )
+    with pytest.raises(ConfigError, match="max_records_per_partition_per_batch"):
+        load_config(both, environ=NO_ENV)  # both: the old one is an unknown key
+
+
+@pytest.mark.parametrize(
+    ("overrides", "expected"),
+    [
+        ({"topics.fetch_responses_form": "json"}, 1_000_000),  # one event a record
+        ({}, 244),  # packed, the default: 1,000,000 // 4,096
+        ({"topics.fetch_responses_form": "packed", "kafka.max_records_per_batch": 9}, 9),
+        (
+            {
+                "kafka.max_events_per_partition_per_batch": 4095,
+                "topics.fetch_responses_form": "packed",
+            },
+            1,
+        ),
+    ],
+)
+def test_spark_connectors_records_per_trigger(overrides: dict[str, Any], expected: int) -> None:
+    config = load_config(None, overrides, environ=NO_ENV)
+    assert jvm_kafka_options(config)["maxOffsetsPerTrigger"] == str(expected)

@@ -26,7 +26,7 @@ from streaming.job.kafka_source.event_time import (
 )
 from streaming.job.kafka_source.offset_reader import OffsetSnapshot
 from streaming.job.kafka_source.options import SourceSettings
-from streaming.job.kafka_source.record_times import MAX_FETCHES_PER_LOOK, FetchedTimes
+from streaming.job.kafka_source.record_times import MAX_FETCHES_PER_LOOK, FetchedRecords
 from streaming.job.kafka_source.stream_reader import KafkaStreamReader
 
 Log = Mapping[str, Sequence[int | tuple[int, int] | None]]
@@ -255,14 +255,14 @@ def test_event_times_of_a_fetch_pack_span_its_rows() -> None:
 
 def chunked(
     records: Sequence[tuple[int, bytes | None]], size: int, look_back: int = 0
-) -> FetchedTimes:
-    """``FetchedTimes`` over a log of (offset, value) whose fetches return ``size`` records
+) -> FetchedRecords:
+    """``FetchedRecords`` over a log of (offset, value) whose fetches return ``size`` records
     from the first at or after the offset asked for."""
 
     def fetch(key: str, offset: int) -> list[tuple[int, bytes | None]]:
         return [record for record in records if record[0] >= offset][:size]
 
-    return FetchedTimes(fetch, look_back)
+    return FetchedRecords(fetch, look_back)
 
 
 def ts(value: int) -> bytes:
@@ -447,14 +447,14 @@ class FakeOffsets:
         return OffsetSnapshot(ends, {key: 0 for key in ends if wants_beginning(key)}, set(ends))
 
     @contextlib.contextmanager
-    def record_times(self) -> Iterator[FetchedTimes]:
+    def records(self) -> Iterator[FetchedRecords]:
         if self.failure is not None:
             raise self.failure
         records = {
             key: [(i, None if t is None else value_of(t)) for i, t in enumerate(times)]
             for key, times in self.logs.items()
         }
-        yield FetchedTimes(lambda key, offset: records[key][offset : offset + 500])
+        yield FetchedRecords(lambda key, offset: records[key][offset : offset + 500])
 
     def close(self) -> None:
         pass

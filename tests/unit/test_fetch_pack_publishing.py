@@ -1,6 +1,6 @@
-"""What ``collect admin`` and the simulator send to Kafka: one JSON record per fetch
-(the shipped default, which the job reads), or with ``topics.fetch_responses_form:
-packed`` fetch packs (``state.fetch_pack``) keyed by the leader that served their fetches;
+"""What ``collect admin`` and the simulator send to Kafka: fetch packs
+(``state.fetch_pack``, the shipped default) keyed by the leader that served their
+fetches, or with ``topics.fetch_responses_form: json`` one JSON record per fetch;
 the time range a reader reads of a pack for its event-time alignment; and the
 collectors' contract check of a poll's fetch responses, in bulk.
 
@@ -122,17 +122,19 @@ LED_BY_1 += [("u", 0, 1, 2, 0, 5, 5), ("u", 0, 1, 3, 0, 4, 5)]
 LED_BY_2 = [("t", 1, 2, 3, 7, 1, 9), ("t", 1, 2, 1, 7, 0, 9)]
 
 
-def test_the_shipped_default_is_one_json_record_per_fetch() -> None:
-    assert config().topics.fetch_responses_form is FetchResponsesForm.JSON
-    fetches = [(k, v) for topic, k, v in collect(None) if topic == "fetch-responses"]
+def test_the_json_form_is_one_record_per_fetch() -> None:
+    fetches = [
+        (k, v) for topic, k, v in collect(FetchResponsesForm.JSON) if topic == "fetch-responses"
+    ]
     assert len(fetches) == 6
     for key, value in fetches:
-        fetch = json.loads(value)  # JSON, which this release's job reads
+        fetch = json.loads(value)
         assert key == f"{fetch['topic']}:{fetch['partition']}"
 
 
 def test_collect_admin_publishes_a_pack_per_leader_keyed_by_it() -> None:
-    sent = collect(FetchResponsesForm.PACKED)
+    assert config().topics.fetch_responses_form is FetchResponsesForm.PACKED  # the default
+    sent = collect(None)
     controller = [v for topic, _, v in sent if topic == "controller-events"]
     assert controller
     assert all(not is_fetch_pack(v) for v in controller)
@@ -170,7 +172,7 @@ def test_a_pack_too_long_for_one_record_is_halved(monkeypatch: pytest.MonkeyPatc
 
 
 def test_at_most_pack_rows_in_a_pack(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(wire, "PACK_ROWS", 3)
+    monkeypatch.setattr(wire, "MOST_ROWS_PER_PACK", 3)
     records = [fetch("t", partition, partition % 2) for partition in range(8)]
     packs = kafka_records(records, FetchResponsesForm.PACKED)
     sizes = []

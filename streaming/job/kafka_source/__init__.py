@@ -27,7 +27,10 @@ Options (strings; names are case-insensitive):
 * ``subscribe``: comma-separated topics (required); topics that do not exist yet are
   picked up when they appear;
 * ``startingOffsets``: ``earliest`` or ``latest`` (default), for a query with no checkpoint;
-* ``maxOffsetsPerPartition``: most records per topic-partition per micro-batch (100000);
+* ``maxEventsPerPartition``: most events per topic-partition per micro-batch (1000000):
+  a JSON record is one, a fetch pack (docs/event-contract.md#fetch-packs) one record of
+  many, whose mean rows per record the planner reads from the records at the start of
+  what a partition would read (``planner.cap_events``);
 * ``maxOffsetsPerTrigger``: most records per micro-batch over all topic-partitions (no
   limit by default), shared out as Spark's Kafka source does (``KafkaMicroBatchStream``
   ``rateLimit``): each partition gets its share of the limit in proportion to what it
@@ -53,7 +56,7 @@ batch would apply it (``event_time``; the times are fetched from the records,
 ``record_times``).
 
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
-starts, in micro-batches capped by ``maxOffsetsPerPartition``.
+starts, in micro-batches capped by ``maxEventsPerPartition``.
 
 Failures. When Kafka does not answer, ``latestOffset`` finds out why with librdkafka
 (a refused SASL login, a failed TLS handshake, or no broker answering:
@@ -88,7 +91,7 @@ Kafka), ``planner`` (micro-batch ends and input partitions from offsets alone),
 from streaming.job.kafka_source.options import (
     OPTION_BOOTSTRAP_SERVERS,
     OPTION_KAFKA_OPTIONS,
-    OPTION_MAX_OFFSETS_PER_PARTITION,
+    OPTION_MAX_EVENTS_PER_PARTITION,
     OPTION_MAX_OFFSETS_PER_TRIGGER,
     OPTION_READ_TIMEOUT_MS,
     OPTION_RETRY_BACKOFF_MAX_MS,
@@ -108,7 +111,7 @@ from streaming.job.kafka_source.stream_reader import KafkaSource, KafkaStreamRea
 __all__ = [
     "OPTION_BOOTSTRAP_SERVERS",
     "OPTION_KAFKA_OPTIONS",
-    "OPTION_MAX_OFFSETS_PER_PARTITION",
+    "OPTION_MAX_EVENTS_PER_PARTITION",
     "OPTION_MAX_OFFSETS_PER_TRIGGER",
     "OPTION_READ_TIMEOUT_MS",
     "OPTION_RETRY_BACKOFF_MAX_MS",

@@ -5,7 +5,7 @@ Why. The shard applies a batch's events sorted by event time (``ts``), controlle
 before fetches at the same time (``streaming.job.shard_state``). Across batches it cannot
 reorder: an election applied in one batch makes a fetch from before it, read in a later
 batch, a ``stale_leader_epoch`` dead letter (the leader epoch rule, KIP-101/KIP-320). A
-read limit (``maxOffsetsPerPartition``, ``maxOffsetsPerTrigger``) caps Kafka partitions,
+read limit (``maxEventsPerPartition``, ``maxOffsetsPerTrigger``) caps Kafka partitions,
 not time: the sparse ``controller-events`` partition is read to its end, elections and
 all, while each busy ``fetch-responses`` partition gets only its first records.
 

@@ -16,7 +16,7 @@ from typing import Any
 from streaming.acl_denial import TOPIC_AUTHORIZATION_FAILED, Denial
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.planner import offset_key, split_offset_key
-from streaming.job.kafka_source.record_times import FetchedTimes, RecordFetcher
+from streaming.job.kafka_source.record_times import FetchedRecords, RecordFetcher
 
 log = logging.getLogger("isrwatch.kafka_source")
 
@@ -130,15 +130,16 @@ class OffsetReader:
         return {offset_key(tp.topic, tp.partition): int(offset) for tp, offset in found.items()}
 
     @contextlib.contextmanager
-    def record_times(self) -> Iterator[FetchedTimes]:
-        """The event times of records, fetched as they are asked for (for one plan)."""
+    def records(self) -> Iterator[FetchedRecords]:
+        """The event times of records and the events they hold, fetched as they are
+        asked for (for one plan)."""
         if self._fetcher is None:
             from streaming.job.kafka_source.partition_reader import librdkafka_config
 
             timeout_ms = min(ALIGN_FETCH_TIMEOUT_MS, self.settings.request_timeout_ms)
             self._fetcher = RecordFetcher(librdkafka_config(self.settings), timeout_ms)
         try:
-            yield FetchedTimes(self._fetcher.fetch)
+            yield FetchedRecords(self._fetcher.fetch)
         finally:
             self._fetcher.idle()
 

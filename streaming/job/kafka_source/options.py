@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from state.events import Source
 from streaming.config.kafka import (
-    DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH,
+    DEFAULT_MAX_EVENTS_PER_PARTITION_PER_BATCH,
     DEFAULT_REQUEST_TIMEOUT_MS,
     DEFAULT_RETRY_BACKOFF_MAX_MS,
     DEFAULT_RETRY_BACKOFF_MS,
@@ -25,7 +25,7 @@ SOURCE_NAME = "isrwatch_kafka"
 OPTION_BOOTSTRAP_SERVERS = "kafka.bootstrap.servers"
 OPTION_SUBSCRIBE = "subscribe"
 OPTION_STARTING_OFFSETS = "startingOffsets"
-OPTION_MAX_OFFSETS_PER_PARTITION = "maxOffsetsPerPartition"
+OPTION_MAX_EVENTS_PER_PARTITION = "maxEventsPerPartition"
 OPTION_MAX_OFFSETS_PER_TRIGGER = "maxOffsetsPerTrigger"
 OPTION_KAFKA_OPTIONS = "kafkaOptions"
 OPTION_RETRY_BACKOFF_MS = "retryBackoffMs"
@@ -60,7 +60,7 @@ def kafka_source_options(
             OPTION_BOOTSTRAP_SERVERS: kafka.bootstrap_servers,
             OPTION_SUBSCRIBE: ",".join(names),
             OPTION_STARTING_OFFSETS: kafka.starting_offsets.value,
-            OPTION_MAX_OFFSETS_PER_PARTITION: str(kafka.max_records_per_partition_per_batch),
+            OPTION_MAX_EVENTS_PER_PARTITION: str(kafka.max_events_per_partition_per_batch),
             **(
                 {OPTION_MAX_OFFSETS_PER_TRIGGER: str(kafka.max_records_per_batch)}
                 if kafka.max_records_per_batch is not None
@@ -153,7 +153,7 @@ class SourceSettings:
     bootstrap_servers: tuple[str, ...]
     topics: tuple[str, ...]
     starting_offsets: str = "latest"
-    max_offsets_per_partition: int = DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH
+    max_events_per_partition: int = DEFAULT_MAX_EVENTS_PER_PARTITION_PER_BATCH
     max_offsets_per_trigger: int | None = None  # over all partitions; None: no such limit
     client_options: Mapping[str, Any] = field(default_factory=dict, repr=False)
     retry_backoff_ms: int = DEFAULT_RETRY_BACKOFF_MS
@@ -198,10 +198,10 @@ class SourceSettings:
             bootstrap_servers=servers,
             topics=topics,
             starting_offsets=starting,
-            max_offsets_per_partition=_positive_int(
+            max_events_per_partition=_positive_int(
                 lowered,
-                OPTION_MAX_OFFSETS_PER_PARTITION,
-                DEFAULT_MAX_RECORDS_PER_PARTITION_PER_BATCH,
+                OPTION_MAX_EVENTS_PER_PARTITION,
+                DEFAULT_MAX_EVENTS_PER_PARTITION_PER_BATCH,
             ),
             max_offsets_per_trigger=(
                 _positive_int(lowered, OPTION_MAX_OFFSETS_PER_TRIGGER, 1)

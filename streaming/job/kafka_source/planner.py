@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
+from state.events import MOST_ROWS_PER_PACK
 from streaming.job.kafka_source.options import SOURCE_NAME
 
 log = logging.getLogger("isrwatch.kafka_source")
@@ -84,6 +85,30 @@ def advance(
         else:
             result[key] = end if cap is None else min(end, first + cap)
     return result
+
+
+def cap_events(
+    start: Mapping[str, int],
+    planned: Mapping[str, int],
+    cap: int,
+    events_per_record: Callable[[str, int, int], float | None],
+) -> dict[str, int]:
+    """``planned`` (at most ``cap`` records a partition: ``advance``) cut so that each
+    partition reads about ``cap`` events at the most. A JSON record is one event, a fetch
+    pack one record of up to ``MOST_ROWS_PER_PACK``: only a partition planned to read
+    more records than ``cap / MOST_ROWS_PER_PACK`` can hold more than ``cap`` events, and
+    only there is the mean number of events per record asked (``events_per_record(key,
+    start, end)``, from the records at its start). A partition that reads then gets
+    ``cap / mean`` records, at least one."""
+    capped = dict(planned)
+    for key, end in planned.items():
+        first = start.get(key)
+        if first is None or end - first <= cap // MOST_ROWS_PER_PACK:
+            continue
+        mean = events_per_record(key, first, end)
+        if mean is not None and mean > 1:
+            capped[key] = min(end, first + max(1, math.floor(cap / mean)))
+    return capped
 
 
 def planned_partitions(

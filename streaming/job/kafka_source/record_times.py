@@ -1,6 +1,7 @@
 """The event times of records still in Kafka, for aligning a capped micro-batch
-(``streaming.job.kafka_source.event_time``): the driver fetches records at the offsets the
-search asks about and reads their ``ts``.
+(``streaming.job.kafka_source.event_time``), and how many events they hold, for sizing a
+micro-batch in events (``planner.cap_events``): the driver fetches records at the offsets
+it asks about and reads their ``ts`` (a fetch pack's span of them) and rows.
 
 One fetch keeps up to ``RECORDS_PER_FETCH`` consecutive records for the rest of the
 planning, so the search narrows into what it already fetched. It starts
@@ -23,6 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from state.fetch_pack import events_in
 from streaming.job.kafka_source.event_time import FIRST_LOOK_BACK, Span, event_times_of
 from streaming.job.kafka_source.planner import split_offset_key
 
@@ -30,6 +32,9 @@ from streaming.job.kafka_source.planner import split_offset_key
 RECORDS_PER_FETCH = 500
 #: Fetches one look makes past records with no event time before it gives up on the time.
 MAX_FETCHES_PER_LOOK = 4
+#: Records whose events are counted for a partition's events per record: the first ones
+#: of its range (a pack costs about 0.1 ms to count).
+EVENTS_SAMPLE = 64
 
 #: (offset, value) of consecutive records from the offset asked for.
 Fetch = Callable[[str, int], Sequence[tuple[int, bytes | None]]]
@@ -53,10 +58,10 @@ class _Chunk:
         return self.spans[index]
 
 
-class FetchedTimes:
-    """``RecordTimes`` over a ``fetch`` function, keeping what it fetched. A look at an
-    offset not fetched yet fetches from ``look_back`` records before it (and again from
-    the offset itself if that did not reach it)."""
+class FetchedRecords:
+    """``RecordTimes`` and the events records hold, over a ``fetch`` function, keeping
+    what it fetched. A look at an offset not fetched yet fetches from ``look_back``
+    records before it (and again from the offset itself if that did not reach it)."""
 
     def __init__(self, fetch: Fetch, look_back: int = FIRST_LOOK_BACK) -> None:
         self._fetch = fetch
@@ -81,6 +86,17 @@ class FetchedTimes:
                     return found
             position, look_back = chunk.offsets[-1] + 1, 0  # on past records with no time
         return None
+
+    def events_per_record(self, key: str, offset: int, end: int) -> float | None:
+        """The mean number of events in the records from ``offset`` (the first
+        ``EVENTS_SAMPLE`` before ``end`` that one fetch brings); None if it brings none."""
+        chunk = self._chunk_at(key, offset, 0)
+        if chunk is None:
+            return None
+        first = bisect.bisect_left(chunk.offsets, offset)
+        last = bisect.bisect_left(chunk.offsets, end, lo=first)
+        values = chunk.values[first : min(last, first + EVENTS_SAMPLE)]
+        return sum(map(events_in, values)) / len(values) if values else None
 
     def _chunk_at(self, key: str, offset: int, look_back: int) -> _Chunk | None:
         chunks = self._chunks.setdefault(key, [])

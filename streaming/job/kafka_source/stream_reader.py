@@ -25,6 +25,7 @@ from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition
 from streaming.job.kafka_source.planner import (
     KafkaInputPartition,
     advance,
+    cap_events,
     offsets_of,
     per_partition_cap,
     planned_partitions,
@@ -71,7 +72,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Plans micro-batches from Kafka's offsets (``OffsetReader``, kafka-python, on the
     driver) and reads them (``read_partition``, confluent-kafka, on the executors).
 
-    The default read limit this reader reports is ``ReadMaxRows(maxOffsetsPerPartition)``,
+    The default read limit this reader reports is ``ReadMaxRows(maxEventsPerPartition)``,
     which the planner reads per topic-partition (``per_partition_cap``).
 
     For metrics: ``consecutive_failures`` counts the offset requests in a row that Kafka
@@ -138,7 +139,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         )
 
     def getDefaultReadLimit(self) -> ReadLimit:  # noqa: N802 (Spark's API)
-        return ReadMaxRows(self.settings.max_offsets_per_partition)
+        return ReadMaxRows(self.settings.max_events_per_partition)
 
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 (Spark's API)
         """Fix the offsets an available-now run reads up to (all partitions' true ends)."""
@@ -159,7 +160,7 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     def latestOffset(self, start: dict[str, int], limit: ReadLimit) -> dict[str, int]:  # noqa: N802
         start = offsets_of(start)
-        cap = per_partition_cap(limit, self.settings.max_offsets_per_partition)
+        cap = per_partition_cap(limit, self.settings.max_events_per_partition)
         if self._target is not None:
             ends, beginnings = self._target, self._target_beginnings
             exact: set[str] = set()  # an available-now run never goes back
@@ -183,20 +184,21 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         result = advance(start, ends, beginnings, exact, cap)
         if cap is not None and self.settings.max_offsets_per_trigger is not None:
             result = share_out(start, result, self.settings.max_offsets_per_trigger)
-        if cut_partitions(start, result, ends):
-            try:  # a limit cut a partition: stop every partition at the same event time
-                result = self._aligned(start, result, ends)
+        if cap is not None:
+            try:  # the cap counts events; a cut partition stops all at one event time
+                result = self._within_limits(start, result, ends, cap)
             except Exception as error:
                 # Kafka answered the offsets just now: a look that gets nothing is more
                 # likely a log with no record where one was expected (control records,
                 # compaction) than an outage, and failing would stall the query on it
-                # for good. Read the batch as capped: at worst, fetches from before an
-                # election are dead-lettered (stale_leader_epoch), not lost from sight.
+                # for good. Read the batch as capped in records: at worst, fetches from
+                # before an election are dead-lettered (stale_leader_epoch), not lost
+                # from sight.
                 self.alignment_failures += 1
                 log.warning(
-                    "%s: cannot align the capped micro-batch on event time (%s: %s); it is "
-                    "read as capped, and fetches from before an election it holds may be "
-                    "dead-lettered as stale_leader_epoch",
+                    "%s: cannot size the capped micro-batch in events or align it on event "
+                    "time (%s: %s); it is read as capped in records, and fetches from "
+                    "before an election it holds may be dead-lettered as stale_leader_epoch",
                     SOURCE_NAME,
                     type(error).__name__,
                     error,
@@ -206,22 +208,27 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._latest = {key: max(end, ends.get(key, end)) for key, end in result.items()}
         return result
 
-    def _aligned(
-        self, start: dict[str, int], planned: dict[str, int], available: dict[str, int]
+    def _within_limits(
+        self, start: dict[str, int], planned: dict[str, int], available: dict[str, int], cap: int
     ) -> dict[str, int]:
-        """``planned`` cut back to the earliest event time it leaves unread
-        (``event_time.align``): a backlog read in capped batches keeps its order."""
+        """``planned`` cut to about ``cap`` events a partition (a fetch pack is one record
+        of many: ``planner.cap_events``), then, if that or the limits cut a partition,
+        back to the earliest event time it leaves unread (``event_time.align``): a
+        backlog read in capped batches keeps its order."""
         began = time.monotonic()
-        with self._offsets.record_times() as times:
-            alignment = align(start, planned, available, times)
+        with self._offsets.records() as records:
+            planned = cap_events(start, planned, cap, records.events_per_record)
+            if not cut_partitions(start, planned, available):
+                return planned
+            alignment = align(start, planned, available, records)
         self.alignments += 1
-        self.alignment_fetches += times.fetches
+        self.alignment_fetches += records.fetches
         log.info(
             "%s: capped micro-batch stops at event time %s%s (%d fetches, %.0f ms)",
             SOURCE_NAME,
             alignment.frontier,
             ", one past a run of records sharing a millisecond" if alignment.widened else "",
-            times.fetches,
+            records.fetches,
             (time.monotonic() - began) * 1000,
         )
         return alignment.ends
