@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from streaming.config import IsrwatchConfig, load_config
+from streaming.config import load_config
 from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
 from tests.integration.kafka_topics import assert_health_is_replays, read_topic
@@ -37,25 +37,29 @@ def kafka_4_1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabCluster]:
         cluster.stop()
 
 
-def job_config(bootstrap_servers: str, tmp_path: Path) -> IsrwatchConfig:
-    return load_config(
-        None,
-        {
-            "kafka.bootstrap_servers": bootstrap_servers,
-            "kafka.source_format": "kafka",
-            "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
-            "streaming.trigger_interval_ms": 500,
-            "streaming.state_shards": 3,
-            "metrics.enabled": False,
-        },
-        environ={},
-    )
+def job_settings(bootstrap_servers: str, tmp_path: Path, form: str) -> dict[str, object]:
+    """The job's settings, on topics of their own for each fetch-responses form."""
+    topics = ("controller_events", "fetch_responses", "partition_health", "dead_letters")
+    return {
+        "kafka.bootstrap_servers": bootstrap_servers,
+        "kafka.source_format": "kafka",
+        "streaming.checkpoint_location": str(tmp_path / "checkpoint"),
+        "streaming.trigger_interval_ms": 500,
+        "streaming.state_shards": 3,
+        "metrics.enabled": "false",
+        "topics.fetch_responses_form": form,
+        **{f"topics.{name}": f"{name.replace('_', '-')}-{form}" for name in topics},
+    }
 
 
+@pytest.mark.parametrize("form", ["packed", "json"])
 def test_sparks_connector_on_kafka_4_1_gives_what_replay_gives(
-    kafka_4_1: LabCluster, tmp_path: Path
+    kafka_4_1: LabCluster, tmp_path: Path, form: str
 ) -> None:
-    config = job_config(kafka_4_1.bootstrap_servers, tmp_path)
+    """Fetch responses as packs (the shipped form: the job decodes them after the
+    connector's read) and as one JSON record each."""
+    settings = job_settings(kafka_4_1.bootstrap_servers, tmp_path, form)
+    config = load_config(None, settings, environ={})
     create_topics(config)
     publish_sample(config)
 
@@ -63,16 +67,7 @@ def test_sparks_connector_on_kafka_4_1_gives_what_replay_gives(
     command = [sys.executable, "-m", "streaming.cli", "run", "--available-now"]
     done = subprocess.run(
         [*command, "--health-out", str(health_out)],
-        env=environment(
-            {
-                "kafka.bootstrap_servers": config.kafka.bootstrap_servers,
-                "kafka.source_format": "kafka",
-                "streaming.checkpoint_location": config.streaming.checkpoint_location,
-                "streaming.trigger_interval_ms": 500,
-                "streaming.state_shards": 3,
-                "metrics.enabled": "false",
-            }
-        ),
+        env=environment(settings),
         capture_output=True,
         text=True,
         timeout=480,
