@@ -439,6 +439,7 @@ def test_a_routing_reader_gives_routed_rows_and_keeps_the_raw_value_of_dead_lett
             "src_topic": fetches,
             "src_partition": 0,
             "src_offset": 0,
+            "src_row": None,  # a JSON record, not a row of a fetch pack
             "topic": "orders",
             "partition": 3,
             "leader": 1,

@@ -132,16 +132,20 @@ class OffsetReader:
     @contextlib.contextmanager
     def records(self) -> Iterator[FetchedRecords]:
         """The event times of records and the events they hold, fetched as they are
-        asked for (for one plan)."""
-        if self._fetcher is None:
+        asked for (for one plan; most plans ask for none)."""
+        try:
+            yield FetchedRecords(self._fetch)
+        finally:
+            if self._fetcher is not None:
+                self._fetcher.idle()
+
+    def _fetch(self, key: str, offset: int) -> list[tuple[int, bytes | None]]:
+        if self._fetcher is None:  # made on the first look, kept for the next plans
             from streaming.job.kafka_source.partition_reader import librdkafka_config
 
             timeout_ms = min(ALIGN_FETCH_TIMEOUT_MS, self.settings.request_timeout_ms)
             self._fetcher = RecordFetcher(librdkafka_config(self.settings), timeout_ms)
-        try:
-            yield FetchedRecords(self._fetcher.fetch)
-        finally:
-            self._fetcher.idle()
+        return self._fetcher.fetch(key, offset)
 
     def _discover(self) -> dict[tuple[str, int], str | None]:
         """The partitions (with a leader) of the subscribed topics; topics that do not
