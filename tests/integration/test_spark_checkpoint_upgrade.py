@@ -17,6 +17,7 @@ import gzip
 import json
 import shutil
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,9 @@ from tests.integration.kafka_topics import last_per_key
 pytestmark = pytest.mark.integration
 
 DATA = Path(__file__).resolve().parent / "data" / "checkpoints"
-PREVIOUS_RELEASE = DATA / "da501a2"
+RELEASES = ["da501a2", "d402ec7"]
+"""The fixtures, oldest first: da501a2 (PySpark 4.3.0, state format 1, routed-v3) and
+d402ec7 (the release before the job read fetch packs: state format 2, routed-v3)."""
 CAPTURE = Path(__file__).resolve().parents[1] / "unit" / "data" / "checkpoints" / "routed-v1"
 
 
@@ -111,10 +114,22 @@ def health_lines(path: Path) -> list[tuple[str, str | None]]:
     ]
 
 
+@pytest.fixture
+def own_broker() -> Iterator[EmbeddedBroker]:
+    """A broker of the test's own: each fixture's checkpoint names the same topics, and
+    its offsets hold only if they start empty."""
+    with EmbeddedBroker() as running:
+        running.start()
+        yield running
+
+
+@pytest.mark.parametrize("release", RELEASES)
 def test_the_job_resumes_the_previous_releases_checkpoint_and_ends_as_an_uninterrupted_run(
-    broker: EmbeddedBroker, tmp_path: Path
+    own_broker: EmbeddedBroker, tmp_path: Path, release: str
 ) -> None:
-    manifest = json.loads((PREVIOUS_RELEASE / "manifest.json").read_text(encoding="utf-8"))
+    broker = own_broker
+    previous_release = DATA / release
+    manifest = json.loads((previous_release / "manifest.json").read_text(encoding="utf-8"))
     topics: dict[str, str] = manifest["topics"]
     broker.create_topics([topics["controller-events"]], partitions=1)
     broker.create_topics([topics["fetch-responses"]], partitions=2)
@@ -127,7 +142,7 @@ def test_the_job_resumes_the_previous_releases_checkpoint_and_ends_as_an_uninter
     produce(broker.bootstrap_servers, topics, envelopes[first_part:])
 
     checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(PREVIOUS_RELEASE / "checkpoint", checkpoint)
+    shutil.copytree(previous_release / "checkpoint", checkpoint)
     config = job_config(manifest, broker.bootstrap_servers, checkpoint)
     health_out = tmp_path / "health.jsonl"
     stats = ShardStats()
@@ -138,14 +153,14 @@ def test_the_job_resumes_the_previous_releases_checkpoint_and_ends_as_an_uninter
     # It resumed after the last batch the previous release committed (a run that ignored
     # the checkpoint would start again at batch 0).
     committed = max(
-        int(p.name) for p in (PREVIOUS_RELEASE / "checkpoint" / "commits").glob("[0-9]*")
+        int(p.name) for p in (previous_release / "checkpoint" / "commits").glob("[0-9]*")
     )
     assert stats.batch_ids
     assert min(stats.batch_ids) == committed + 1
 
     # Health: what the previous release wrote, then what this one wrote, as compaction
     # keeps them, is what replay gives for the whole capture.
-    written = health_lines(PREVIOUS_RELEASE / "health-written.jsonl") + health_lines(health_out)
+    written = health_lines(previous_release / "health-written.jsonl") + health_lines(health_out)
     with gzip.open(CAPTURE / "capture.jsonl.gz", "rt", encoding="utf-8") as lines:
         expected = {
             f"{r.topic}:{r.partition}": json.loads(encode_record(r))
