@@ -10,7 +10,7 @@ from state.events import MOST_ROWS_PER_PACK
 from state.fetch_pack import encode_fetch_pack, events_in
 from streaming.job.kafka_source.planner import cap_events
 from streaming.job.kafka_source.record_times import EVENTS_SAMPLE, FetchedRecords
-from tests.unit.test_event_time_alignment import ROW, FakeOffsets, capped_reader, ts
+from tests.unit.test_event_time_alignment import ROW, FakeOffsets, Log, capped_reader, ts
 
 CAP = 2 * MOST_ROWS_PER_PACK  # a partition planning more than 2 records is asked
 
@@ -63,7 +63,7 @@ def test_events_in_a_record() -> None:
 
 
 def test_events_per_record_is_the_mean_over_the_first_records_of_the_range() -> None:
-    values = [pack(4), pack(2), ts(1), pack(6)] + [ts(2)] * 100
+    values: list[bytes | None] = [pack(4), pack(2), ts(1), pack(6), *[ts(2)] * 100]
 
     def fetch(key: str, offset: int) -> list[tuple[int, bytes | None]]:
         return list(enumerate(values))[offset:][:500]
@@ -80,7 +80,7 @@ def test_the_reader_caps_packs_in_events_then_aligns() -> None:
     # Cap 6 events: fetch-responses holds packs of two rows (100..101, 110..111, ...),
     # so it reads 3 records, and stops before the fourth (130..131); the controller
     # partition reads its events before 130.
-    logs = {
+    logs: Log = {
         "controller-events:0": [100, 125, 130, 200],
         "fetch-responses:0": [(100 + 10 * i, 101 + 10 * i) for i in range(10)],
     }
