@@ -38,7 +38,7 @@ What is observed and what is derived (docs/collectors.md#collect-admin):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -105,24 +105,30 @@ class ClusterSnapshot:
     offsets_ts: int | None = None
     quorum: QuorumSnapshot | None = None  # KRaft (not compared between polls)
 
-    def to_json(self) -> dict[str, Any]:
-        """The part a later diff compares (offsets are not compared, only reported)."""
+    def to_json(self, partitions: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The part a later diff compares (offsets are not compared, only reported).
+        ``partitions``: the JSON of the partitions if already made (``partitions_json``
+        of a snapshot with the same partitions)."""
         return {
             "ts": self.ts,
             "controller_id": self.controller_id,
             "controller_epoch": self.controller_epoch,
             "brokers": list(self.brokers),
-            "partitions": {
-                topic: {
-                    str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
-                    for p, i in sorted(parts.items())
-                }
-                for topic, parts in sorted(self.partitions.items())
-            },
+            "partitions": self.partitions_json() if partitions is None else partitions,
             "min_insync_replicas": dict(sorted(self.min_insync_replicas.items())),
             "replica_lag_time_max_ms": {
                 str(b): v for b, v in sorted(self.replica_lag_time_max_ms.items())
             },
+        }
+
+    def partitions_json(self) -> dict[str, dict[str, list[Any]]]:
+        """Each partition's leader, leader epoch, replicas and ISR, by topic."""
+        return {
+            topic: {
+                str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
+                for p, i in sorted(parts.items())
+            }
+            for topic, parts in sorted(self.partitions.items())
         }
 
     @staticmethod
@@ -162,6 +168,10 @@ class AdminPoller:
             raise ValueError(f"unknown admin collector state version {state.get('version')!r}")
         previous = state.get("snapshot")
         self._previous = ClusterSnapshot.from_json(previous) if previous else None
+        self._partitions_json: dict[str, Any] | None = None
+        """``self._previous.partitions_json()``, once made: kept while the partitions do
+        not change (every poll of a quiet cluster), since making it for 100,000
+        partitions costs more than the rest of the poll's state."""
         self._epochs: dict[int, int] = {int(b): e for b, e in state.get("epochs", {}).items()}
         self._fetch_responses = fetch_responses
         self._broker_changes = broker_changes
@@ -172,7 +182,7 @@ class AdminPoller:
     def state(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
-            "snapshot": self._previous.to_json() if self._previous else None,
+            "snapshot": self._snapshot_json(),
             "epochs": {str(b): e for b, e in sorted(self._epochs.items())},
         }
 
@@ -184,6 +194,9 @@ class AdminPoller:
         """The events since the previous snapshot: the controller events, then the fetch
         responses as columns."""
         previous = self._previous
+        # Most polls: no partition changed (only offsets moved, which are not compared):
+        # no partition or topic to diff, and the state's partitions as they were.
+        unchanged = previous is not None and previous.partitions == snapshot.partitions
         out: list[InputRecord] = []
         controller = snapshot.controller_id
         if controller is not None and controller < 0:
@@ -215,7 +228,7 @@ class AdminPoller:
             live = self._live(previous, snapshot)
             if self._broker_changes:
                 event(BrokerChange, live=live)
-        if self._partition_events:
+        if self._partition_events and not unchanged:
             created, deleted = _topic_changes(previous, snapshot)
             for part in split_created(created):
                 event(TopicChange, created=part)
@@ -238,8 +251,17 @@ class AdminPoller:
         if snapshot.quorum is not None:
             event(MetadataLogProgress, **self._quorum_progress(snapshot.quorum))
         fetches = self._fetches(snapshot) if self._fetch_responses else FetchRows.empty()
+        if not unchanged:
+            self._partitions_json = None
         self._previous = snapshot
         return InputBatch(out, fetches)
+
+    def _snapshot_json(self) -> dict[str, Any] | None:
+        if self._previous is None:
+            return None
+        if self._partitions_json is None:
+            self._partitions_json = self._previous.partitions_json()
+        return self._previous.to_json(self._partitions_json)
 
     def _partition_event(
         self, topic: str, partition: int, before: PartitionInfo | None, info: PartitionInfo
@@ -306,7 +328,16 @@ class AdminPoller:
         100,000 partitions has 200,000)."""
         if snapshot.offsets_ts is None:
             return FetchRows.empty()
-        rows: list[tuple[str, int, int, int, int, int, int, int]] = []
+        # A list a column, appended in the loop: no tuple a follower to transpose after
+        # (zip(*rows) of 200,000 rows costs more than the loop).
+        topics: list[str] = []
+        partitions: list[int] = []
+        leaders: list[int] = []
+        followers: list[int] = []
+        epochs: list[int] = []
+        offsets: list[int] = []
+        leader_leos: list[int] = []
+        watermarks: list[int] = []
         leos, hws = snapshot.log_end_offsets, snapshot.high_watermarks
         for topic, parts in sorted(snapshot.partitions.items()):
             for partition, info in sorted(parts.items()):
@@ -319,26 +350,29 @@ class AdminPoller:
                     self._skip("fetch_without_leader_offsets")
                     continue
                 for follower in info.replicas:
-                    fetch_offset = leos.get((topic, partition, follower))
-                    if follower == leader or fetch_offset is None:
+                    if follower == leader:
                         continue
-                    rows.append(
-                        (topic, partition, leader, follower, epoch, fetch_offset, leader_leo, hw)
-                    )
-        if not rows:
-            return FetchRows.empty()
-        columns: list[Sequence[Any]] = list(zip(*rows, strict=True))
-        topic_of, partition_of, leader_of, follower_of, epoch_of, offset_of, leo_of, hw_of = columns
+                    fetch_offset = leos.get((topic, partition, follower))
+                    if fetch_offset is None:
+                        continue
+                    topics.append(topic)
+                    partitions.append(partition)
+                    leaders.append(leader)
+                    followers.append(follower)
+                    epochs.append(epoch)
+                    offsets.append(fetch_offset)
+                    leader_leos.append(leader_leo)
+                    watermarks.append(hw)
         return FetchRows.of_columns(
-            ts=[snapshot.offsets_ts] * len(rows),
-            topic=topic_of,
-            partition=partition_of,
-            leader=leader_of,
-            follower=follower_of,
-            leader_epoch=epoch_of,
-            fetch_offset=offset_of,
-            leader_leo=leo_of,
-            high_watermark=hw_of,
+            ts=[snapshot.offsets_ts] * len(topics),
+            topic=topics,
+            partition=partitions,
+            leader=leaders,
+            follower=followers,
+            leader_epoch=epochs,
+            fetch_offset=offsets,
+            leader_leo=leader_leos,
+            high_watermark=watermarks,
         )
 
     def _skip(self, reason: str) -> None:
