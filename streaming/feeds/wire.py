@@ -14,7 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from state.events import MOST_ROWS_PER_PACK, Source
+from state.events import MOST_ROWS_PER_PACK, FetchResponse, Source
 from streaming.config import FetchResponsesForm
 
 if TYPE_CHECKING:  # Arrow and numpy only in a producer that packs (kafka_records)
@@ -51,7 +51,7 @@ class InputRecord:
     def event_type(self) -> str:
         """The controller event's ``type``, or ``FetchResponse``."""
         if self.source is Source.FETCH_RESPONSES:
-            return "FetchResponse"
+            return FetchResponse.__name__
         return str(self.value.get("type", ""))
 
     def envelope(self) -> dict[str, Any]:

@@ -168,10 +168,10 @@ class AdminPoller:
             raise ValueError(f"unknown admin collector state version {state.get('version')!r}")
         previous = state.get("snapshot")
         self._previous = ClusterSnapshot.from_json(previous) if previous else None
+        # self._previous.partitions_json(), once made: kept while the partitions do not
+        # change (every poll of a quiet cluster), since making it for 100,000 partitions
+        # cost more than the rest of the poll once its fetches were columns.
         self._partitions_json: dict[str, Any] | None = None
-        """``self._previous.partitions_json()``, once made: kept while the partitions do
-        not change (every poll of a quiet cluster), since making it for 100,000
-        partitions costs more than the rest of the poll's state."""
         self._epochs: dict[int, int] = {int(b): e for b, e in state.get("epochs", {}).items()}
         self._fetch_responses = fetch_responses
         self._broker_changes = broker_changes

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from state import parse_json_line
-from state.events import DeadLetter, Event, Source
+from state.events import DeadLetter, Event, FetchResponse, Source
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputBatch, InputRecord
 
@@ -77,7 +77,7 @@ def count_published(events: Sequence[InputRecord], metrics: CollectorMetrics) ->
     if isinstance(events, InputBatch):  # its fetch responses counted as columns
         kinds = Counter((event.source.value, event.event_type) for event in events.records)
         if events.fetches:
-            kinds[(Source.FETCH_RESPONSES.value, "FetchResponse")] += len(events.fetches)
+            kinds[(Source.FETCH_RESPONSES.value, FetchResponse.__name__)] += len(events.fetches)
     else:
         kinds = Counter((event.source.value, event.event_type) for event in events)
     for (source, event_type), count in kinds.items():
