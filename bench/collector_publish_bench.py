@@ -4,7 +4,7 @@ reaches: a snapshot of N partitions x 3 replicas on 6 brokers, made up here, pub
 the embedded broker.
 
     python bench/collector_publish_bench.py [--partitions 100000] [--polls 5]
-        [--forms packed json]
+        [--forms packed json] [--state-file]
 
 For each form, a collector as ``isrwatch collect admin`` runs it (``AdminCollector``
 with the ``KafkaPublisher`` of the shipped configuration but for the form), fed by a
@@ -15,6 +15,10 @@ source that answers a new snapshot at each poll instead of asking a cluster:
 * then ``--polls`` **steady polls**: every log end offset moved by 10, nothing else
   changed: one fetch response per follower (2 N events), as every poll of a quiet
   cluster sends.
+
+With ``--state-file`` the collector also writes its state file after each poll, as
+``isrwatch collect admin`` does (in a temporary directory; without it, as ``--dry-run``,
+it keeps none).
 
 Printed per form and kind of poll: wall time and this process's CPU (median and max over
 the polls), events, Kafka records and bytes sent, and the steady poll's CPU per event.
@@ -29,9 +33,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from prometheus_client import CollectorRegistry
@@ -123,7 +129,11 @@ class Poll:
 
 
 def run_form(
-    broker: EmbeddedBroker, form: FetchResponsesForm, partitions: int, polls: int
+    broker: EmbeddedBroker,
+    form: FetchResponsesForm,
+    partitions: int,
+    polls: int,
+    state_file: Path | None = None,
 ) -> list[Poll]:
     """The first poll and ``polls`` steady ones of a collector writing ``form``."""
     suffix = f"{form.value}-{os.getpid()}-{time.monotonic_ns() % 100_000}"
@@ -150,7 +160,7 @@ def run_form(
         PreparedPolls(snapshots),
         KafkaPublisher(config, producer=producer),
         CollectorMetrics("admin", CollectorRegistry()),
-        None,
+        state_file,
     )
     measured = []
     try:
@@ -205,10 +215,22 @@ def main(argv: list[str] | None = None) -> None:
         choices=[form.value for form in FetchResponsesForm],
         default=[FetchResponsesForm.PACKED.value, FetchResponsesForm.JSON.value],
     )
+    parser.add_argument(
+        "--state-file",
+        action="store_true",
+        help="write the collector's state file after each poll (collect admin does)",
+    )
     args = parser.parse_args(argv)
+    from kafka.record import util as kafka_record_util
+
+    # kafka-python's CRC-32C of each record batch: in C with the crc32c package, else in
+    # Python (80 ms a megabyte, most of a packed poll's CPU): say which this run had
+    crc = "C (crc32c)" if kafka_record_util.crc32c_c is not None else "Python"
     print(
         f"collect admin, encoding and publishing: {args.partitions:,} partitions x 3 replicas "
-        f"on {BROKERS} brokers, the embedded broker; load average {os.getloadavg()}",
+        f"on {BROKERS} brokers, the embedded broker; kafka-python's CRC-32C in {crc}; "
+        f"state file {'written each poll' if args.state_file else 'none'}; "
+        f"load average {os.getloadavg()}",
         flush=True,
     )
     results = {}
@@ -216,7 +238,10 @@ def main(argv: list[str] | None = None) -> None:
         broker.start()
         for name in args.forms:
             form = FetchResponsesForm(name)
-            results[form] = report(form, run_form(broker, form, args.partitions, args.polls))
+            with tempfile.TemporaryDirectory() as work:
+                state = Path(work) / "collect-admin.json" if args.state_file else None
+                polls = run_form(broker, form, args.partitions, args.polls, state)
+            results[form] = report(form, polls)
     packed, json_form = results.get(FetchResponsesForm.PACKED), results.get(FetchResponsesForm.JSON)
     if packed and json_form:
         print(

@@ -1,7 +1,8 @@
 """The packed form of fetch-responses: one Kafka record carrying many fetch responses as
 columns (docs/event-contract.md#fetch-packs). Its one definition: the writer
-(:func:`encode_fetch_pack`), the reader (:func:`decode_fetch_pack`) and how a reader tells
-a pack from a JSON record (:func:`is_fetch_pack`).
+(:func:`encode_fetch_pack`, :class:`FetchRows`, a producer's fetch responses as the pack's
+columns), the reader (:func:`decode_fetch_pack`) and how a reader tells a pack from a JSON
+record (:func:`is_fetch_pack`).
 
 Version 1 is ``PACK_MAGIC``, the version byte, then an Arrow IPC stream whose columns are
 the fields of ``conf/schemas/fetch-responses.schema.json`` by their wire names. A row is
@@ -21,7 +22,7 @@ docs/event-contract.md#fetch-packs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
@@ -69,6 +70,9 @@ PACK_SCHEMA = pa.schema(
 """The columns the writer writes, those of ``WireFetch`` (an optional one only when some
 row holds it)."""
 _OPTIONAL = frozenset(name for name, (_, required) in _RULES.items() if not required)
+_REQUIRED_SCHEMA = pa.schema([field for field in PACK_SCHEMA if field.name not in _OPTIONAL])
+"""The columns of a poll's fetch responses (``FetchRows.of_columns``): every field a row
+must hold."""
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 """Arrow's end-of-stream marker: a stream cut at a message boundary still reads, so
 the reader asks for the marker to tell a whole pack from a truncated one."""
@@ -84,24 +88,7 @@ def encode_fetch_pack(values: Sequence[Mapping[str, Any]]) -> bytes:
     pack, rows in the order of ``values``; fields the contract does not name are left
     out. Raises what Arrow raises on a value no column type holds without loss (text
     and numbers in one field, an integer past int64)."""
-    try:  # the values a producer makes: every one typed and valid (WireFetch)
-        msgspec.convert(values, list[WireFetch])
-        full = pa.RecordBatch.from_pylist(values, schema=PACK_SCHEMA)  # Arrow's loop
-    except msgspec.ValidationError:
-        # Given the schema, Arrow would write 1.5 as 1: each column takes the type of
-        # its values instead, and the reader judges them (docs/event-contract.md).
-        full = pa.RecordBatch.from_arrays(
-            [pa.array([value.get(name) for value in values]) for name in PACK_SCHEMA.names],
-            names=PACK_SCHEMA.names,
-        )
-    # An optional column no row holds is left out: absent, it costs nothing; all null,
-    # 8 bytes a row. (A required one stays: its rows are then missing the field.)
-    keep = [
-        name
-        for name, column in zip(full.schema.names, full.columns, strict=True)
-        if name not in _OPTIONAL or column.null_count < full.num_rows or not full.num_rows
-    ]
-    return framed_pack(full.select(keep))
+    return FetchRows.of_values(values).pack()
 
 
 def framed_pack(batch: pa.RecordBatch) -> bytes:
@@ -115,44 +102,172 @@ def framed_pack(batch: pa.RecordBatch) -> bytes:
     return bytes(sink.getvalue().to_pybytes())
 
 
+@dataclass(frozen=True)
+class FetchRows:
+    """Fetch responses as the pack's columns, rows in order: a producer's batch (a poll of
+    ``collect admin``) as it is checked (:meth:`checked`), then written as packs
+    (:meth:`packs`) or as one JSON value a row (:meth:`values`), without a Python object
+    per row on the packed way. A null cell is an absent field, as in a pack."""
+
+    table: pa.Table
+
+    @staticmethod
+    def of_columns(
+        *,
+        ts: Sequence[int],
+        topic: Sequence[str],
+        partition: Sequence[int],
+        leader: Sequence[int],
+        follower: Sequence[int],
+        leader_epoch: Sequence[int],
+        fetch_offset: Sequence[int],
+        leader_leo: Sequence[int],
+        high_watermark: Sequence[int],
+    ) -> FetchRows:
+        """Rows of the contract's required fields, a column each (of equal lengths): fetch
+        responses without error, log start offset or bytes, as a poll observes them."""
+        given = {
+            "ts": ts,
+            "topic": topic,
+            "partition": partition,
+            "leader": leader,
+            "follower": follower,
+            "leader_epoch": leader_epoch,
+            "fetch_offset": fetch_offset,
+            "leader_leo": leader_leo,
+            "high_watermark": high_watermark,
+        }
+        arrays = [pa.array(given[field.name], field.type) for field in _REQUIRED_SCHEMA]
+        return FetchRows(pa.Table.from_arrays(arrays, schema=_REQUIRED_SCHEMA))
+
+    @staticmethod
+    def empty() -> FetchRows:
+        """No rows."""
+        return FetchRows(_REQUIRED_SCHEMA.empty_table())
+
+    @staticmethod
+    def of_values(values: Sequence[Mapping[str, Any]]) -> FetchRows:
+        """Fetch-responses values (JSON-ready) as rows, as :func:`encode_fetch_pack` packs
+        them: fields the contract does not name left out, a value no column type holds
+        without loss raising what Arrow raises."""
+        try:  # the values a producer makes: every one typed and valid (WireFetch)
+            msgspec.convert(values, list[WireFetch])
+            batch = pa.RecordBatch.from_pylist(values, schema=PACK_SCHEMA)  # Arrow's loop
+        except msgspec.ValidationError:
+            # Given the schema, Arrow would write 1.5 as 1: each column takes the type of
+            # its values instead, and the reader judges them (docs/event-contract.md).
+            batch = pa.RecordBatch.from_arrays(
+                [pa.array([value.get(name) for value in values]) for name in PACK_SCHEMA.names],
+                names=PACK_SCHEMA.names,
+            )
+        return FetchRows(pa.Table.from_batches([batch]))
+
+    def __len__(self) -> int:
+        return int(self.table.num_rows)
+
+    def values(self) -> list[dict[str, Any]]:
+        """Each row as its fetch-responses value (JSON-ready: the per-record form), the
+        fields in the contract's order, a null cell left out."""
+        names = self.table.column_names
+        columns = [column.to_pylist() for column in self.table.columns]
+        if not any(column.null_count for column in self.table.columns):
+            return [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
+        return [
+            {name: cell for name, cell in zip(names, row, strict=True) if cell is not None}
+            for row in zip(*columns, strict=True)
+        ]
+
+    def pack(self) -> bytes:
+        """The rows as one pack. An optional column no row holds is left out: absent, it
+        costs nothing; all null, 8 bytes a row. (A required one stays: its rows are then
+        missing the field.)"""
+        table = self.table
+        keep = [
+            name
+            for name, column in zip(table.column_names, table.columns, strict=True)
+            if name not in _OPTIONAL or column.null_count < table.num_rows or not table.num_rows
+        ]
+        table = table.select(keep).combine_chunks()
+        batches = table.to_batches()
+        if not batches:  # no rows: still one (empty) batch, as a reader expects one
+            batches = [pa.RecordBatch.from_pylist([], schema=table.schema)]
+        return framed_pack(batches[0])
+
+    def packs(self, most_rows: int, most_bytes: int) -> list[tuple[int, bytes]]:
+        """The rows as packs of one leader's fetches each, with that leader's id (a
+        pack's key: docs/event-contract.md#fetch-packs): leaders in the order of their
+        first row, each one's rows in order, ``most_rows`` at the most in a pack, and a
+        pack longer than ``most_bytes`` halved until it is not (or is one row)."""
+        leaders = self._leaders()
+        order = np.argsort(leaders, kind="stable")
+        ranked = leaders[order]
+        starts = np.flatnonzero(ranked[1:] != ranked[:-1]) + 1
+        groups = sorted(np.split(order, starts) if len(order) else [], key=lambda rows: rows[0])
+        out: list[tuple[int, bytes]] = []
+        for rows in groups:
+            leader = int(leaders[rows[0]])
+            for start in range(0, len(rows), most_rows):
+                part = FetchRows(self.table.take(rows[start : start + most_rows]))
+                out += [(leader, pack) for pack in part._halved(most_bytes)]
+        return out
+
+    def checked(self) -> tuple[FetchRows, list[tuple[int, DeadLetter]]]:
+        """The rows the contract accepts, and a dead letter for each other, by row: the
+        verdicts and reasons a pack of these rows gets (:func:`decode_fetch_pack`), which
+        are those of the per-record path. Raises ValueError on a row with no JSON form
+        (a column of a type JSON has not: no producer's values make one)."""
+        verdicts = _judged(self.table)
+        if isinstance(verdicts, str):
+            raise ValueError(verdicts)
+        if not verdicts.dead:
+            return self, []
+        return FetchRows(self.table.filter(pa.array(verdicts.ok))), verdicts.dead
+
+    def _leaders(self) -> npt.NDArray[np.int64]:
+        """Each row's leader, the key of its pack."""
+        column = self.table.column("leader")
+        if column.type == pa.int64() and not column.null_count:
+            return np.asarray(column.to_numpy(), np.int64)
+        # the type of its values (1.0: a valid integer): as the JSON form reads it
+        return np.array([int(cell) for cell in column.to_pylist()], np.int64)
+
+    def _halved(self, most_bytes: int) -> list[bytes]:
+        """The rows as one pack, or halved until each is at most ``most_bytes``."""
+        pack = self.pack()
+        if len(pack) <= most_bytes or len(self) <= 1:
+            return [pack]
+        half = len(self) // 2
+        first, second = FetchRows(self.table.slice(0, half)), FetchRows(self.table.slice(half))
+        return first._halved(most_bytes) + second._halved(most_bytes)
+
+
 def decode_fetch_pack(value: bytes) -> DecodedFetches | DeadLetter:
     """The rows of one pack, validated: ``position`` and the dead letters' indexes are
     rows of the pack. A pack that cannot be read is one ``invalid_pack`` dead letter."""
     table = _read(value)
     if isinstance(table, str):
         return DeadLetter(Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, table)
+    verdicts = _judged(table)
+    if isinstance(verdicts, str):
+        return DeadLetter(
+            Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, verdicts
+        )
     count = table.num_rows
-    ok = _typed_rows(table) if bundled_schema_in_use() else np.zeros(count, np.bool_)
     ints = {name: _int_cells(table, name, count) for name in INT_COLUMNS}
     topic = _string_cells(table, "topic", count, "")
     error = _string_cells(table, "error", count, FETCH_ERROR_NONE)
-    dead: list[tuple[int, DeadLetter]] = []
-    slow = np.flatnonzero(~ok).tolist()
-    try:  # the rows the typed check refused, as Python values
-        objs = table.take(slow).to_pylist() if slow else []
-    except (pa.ArrowException, ValueError, OverflowError) as refusal:  # no JSON form
-        detail = clip_detail(f"corrupt fetch pack: a row has no JSON form: {refusal}")
-        return DeadLetter(
-            Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, detail
-        )
-    for row, obj in zip(slow, objs, strict=True):
-        parsed = parse_json_line(Source.FETCH_RESPONSES, _present(obj))
-        if isinstance(parsed, DeadLetter):
-            dead.append((row, parsed))
-            continue
-        assert isinstance(parsed, FetchResponse)
-        ok[row] = True
+    for row, parsed in verdicts.explained.items():  # as the validator read them (5.0: 5)
         for name in INT_COLUMNS:
             ints[name][row] = getattr(parsed, name)
         topic[row], error[row] = parsed.topic, parsed.error
-    position = np.flatnonzero(ok).astype(np.int64)
+    position = np.flatnonzero(verdicts.ok).astype(np.int64)
     everyone = len(position) == count
     return DecodedFetches(
         position=position,
         ints={name: column if everyone else column[position] for name, column in ints.items()},
         topic=topic if everyone else [topic[i] for i in position.tolist()],
         error=error if everyone else [error[i] for i in position.tolist()],
-        dead=dead,
+        dead=verdicts.dead,
     )
 
 
@@ -258,6 +373,43 @@ def _read(value: bytes) -> pa.Table | str:
     if len(set(names)) != len(names):
         return "corrupt fetch pack: a column name appears twice"
     return table
+
+
+@dataclass(frozen=True)
+class _Verdicts:
+    """The contract's verdict on each row of a table of fetch responses."""
+
+    ok: npt.NDArray[np.bool_]
+    """The rows it accepts."""
+    dead: list[tuple[int, DeadLetter]]
+    """The others, by row, in row order."""
+    explained: dict[int, FetchResponse]
+    """The rows the typed check left to the explaining validator and it accepted, as it
+    reads them (``5.0`` is ``5``)."""
+
+
+def _judged(table: pa.Table) -> _Verdicts | str:
+    """Every row judged: the typed check in bulk, and ``parse_json_line`` on the JSON
+    object of each row it refuses (the validator that explains, the per-record path's).
+    A string: why a row has no JSON form (a column of a type JSON has not)."""
+    count = table.num_rows
+    ok = _typed_rows(table) if bundled_schema_in_use() else np.zeros(count, np.bool_)
+    slow = np.flatnonzero(~ok).tolist()
+    try:  # the rows the typed check refused, as Python values
+        objs = table.take(slow).to_pylist() if slow else []
+    except (pa.ArrowException, ValueError, OverflowError) as refusal:  # no JSON form
+        return clip_detail(f"corrupt fetch pack: a row has no JSON form: {refusal}")
+    dead: list[tuple[int, DeadLetter]] = []
+    explained: dict[int, FetchResponse] = {}
+    for row, obj in zip(slow, objs, strict=True):
+        parsed = parse_json_line(Source.FETCH_RESPONSES, _present(obj))
+        if isinstance(parsed, DeadLetter):
+            dead.append((row, parsed))
+            continue
+        assert isinstance(parsed, FetchResponse)
+        ok[row] = True
+        explained[row] = parsed
+    return _Verdicts(ok, dead, explained)
 
 
 def _typed_rows(table: pa.Table) -> npt.NDArray[np.bool_]:

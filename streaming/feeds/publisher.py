@@ -26,7 +26,10 @@ PACKED_RECORDS_PER_PUBLISH = 25_000
 
 class Publisher(Protocol):
     def publish(self, events: Sequence[InputRecord]) -> None:
-        """Write ``events`` in order and return once all are acknowledged, or raise."""
+        """Write ``events`` in order and return once all are acknowledged, or raise.
+        ``events`` may be an ``InputBatch`` (a poll of ``collect admin``): read one by
+        one, its fetch responses are records like any other; ``KafkaPublisher`` packs
+        them from their columns."""
 
     def close(self) -> None: ...
 

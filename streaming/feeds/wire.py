@@ -1,7 +1,8 @@
 """The wire form of the job's input: records for its two input topics, with their Kafka
 keys (docs/event-contract.md), and the replay file's line.
 
-The collectors and the simulator make ``InputRecord`` values; ``streaming.feeds.publisher``
+The collectors and the simulator make ``InputRecord`` values, and ``collect admin`` an
+``InputBatch`` of them whose fetch responses are columns; ``streaming.feeds.publisher``
 sends them as :func:`kafka_records`: one JSON value each, or their fetch responses in fetch
 packs (``state.fetch_pack``, the packed form's one definition).
 """
@@ -9,12 +10,15 @@ packs (``state.fetch_pack``, the packed form's one definition).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
-from state.events import MOST_ROWS_PER_PACK, Source
+from state.events import MOST_ROWS_PER_PACK, FetchResponse, Source
 from streaming.config import FetchResponsesForm
+
+if TYPE_CHECKING:  # Arrow and numpy only in a producer that packs (kafka_records)
+    from state.fetch_pack import FetchRows
 
 MAX_PARTITIONS_PER_EVENT = 1000
 """Events that list partitions (UpdateMetadata, TopicChange) are split to stay well under
@@ -47,7 +51,7 @@ class InputRecord:
     def event_type(self) -> str:
         """The controller event's ``type``, or ``FetchResponse``."""
         if self.source is Source.FETCH_RESPONSES:
-            return "FetchResponse"
+            return FetchResponse.__name__
         return str(self.value.get("type", ""))
 
     def envelope(self) -> dict[str, Any]:
@@ -98,40 +102,81 @@ class KafkaRecord:
     value: bytes
 
 
+class InputBatch(Sequence[InputRecord]):
+    """Records whose fetch responses are columns: ``records`` in order, then the rows of
+    ``fetches`` (a poll of ``collect admin``: its controller events, then one fetch
+    response per follower). Read as a sequence, it is every one as a record of its own
+    (:func:`fetch_records`), made when first asked for; a publisher that packs reads
+    ``fetches`` instead (:func:`kafka_records`), with no Python object per row."""
+
+    __slots__ = ("_each", "fetches", "records")
+
+    def __init__(self, records: Sequence[InputRecord], fetches: FetchRows) -> None:
+        self.records = records
+        self.fetches = fetches
+        self._each: list[InputRecord] | None = None
+
+    def __len__(self) -> int:
+        return len(self.records) + len(self.fetches)
+
+    @overload
+    def __getitem__(self, index: int) -> InputRecord: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[InputRecord]: ...
+
+    def __getitem__(self, index: int | slice) -> InputRecord | Sequence[InputRecord]:
+        return self._one_by_one()[index]
+
+    def __iter__(self) -> Iterator[InputRecord]:
+        return iter(self._one_by_one())
+
+    def _one_by_one(self) -> list[InputRecord]:
+        if self._each is None:
+            self._each = [*self.records, *fetch_records(self.fetches)]
+        return self._each
+
+
+def fetch_records(rows: FetchRows) -> list[InputRecord]:
+    """Each row as a fetch-responses record, keyed by its partition."""
+    return [
+        InputRecord(
+            Source.FETCH_RESPONSES, partition_key(value["topic"], value["partition"]), value
+        )
+        for value in rows.values()
+    ]
+
+
 def kafka_records(
     records: Sequence[InputRecord], form: FetchResponsesForm = FetchResponsesForm.JSON
 ) -> list[KafkaRecord]:
     """``records`` as Kafka records: each a JSON value, or with ``form`` packed, the fetch
     responses in packs of one leader's fetches each (in their order, keyed by the
-    leader's id: docs/event-contract.md#fetch-packs) after the controller events."""
+    leader's id: docs/event-contract.md#fetch-packs) after the other records. An
+    ``InputBatch``'s fetch responses are packed from its columns, after those of its
+    ``records``."""
     if form is FetchResponsesForm.JSON:
         return [KafkaRecord(r.source, r.key, encode(r.value)) for r in records]
+    # Imported here: Arrow and numpy only in a producer that packs (a collector that
+    # writes JSON stays light).
+    from state.fetch_pack import FetchRows
+
+    columns: FetchRows | None = None
+    if isinstance(records, InputBatch):
+        columns = records.fetches
+        records = records.records
     out = [
         KafkaRecord(r.source, r.key, encode(r.value))
         for r in records
         if r.source is not Source.FETCH_RESPONSES
     ]
-    by_leader: dict[int, list[Mapping[str, Any]]] = {}
-    for record in records:
-        if record.source is Source.FETCH_RESPONSES:
-            by_leader.setdefault(int(record.value["leader"]), []).append(record.value)
-    for leader, values in by_leader.items():
+    values = [r.value for r in records if r.source is Source.FETCH_RESPONSES]
+    parts = [FetchRows.of_values(values)] if values else []
+    if columns is not None:
+        parts.append(columns)
+    for rows in parts:
         out += [
             KafkaRecord(Source.FETCH_RESPONSES, str(leader), pack)
-            for part in chunks(values, MOST_ROWS_PER_PACK)
-            for pack in _packs(part)
+            for leader, pack in rows.packs(MOST_ROWS_PER_PACK, MAX_PACK_BYTES)
         ]
     return out
-
-
-def _packs(values: Sequence[Mapping[str, Any]]) -> list[bytes]:
-    """``values`` as one pack, or halved until each is at most ``MAX_PACK_BYTES``."""
-    # Imported here: Arrow and numpy only in a producer that packs (a collector that
-    # writes JSON stays light).
-    from state.fetch_pack import encode_fetch_pack
-
-    pack = encode_fetch_pack(values)
-    if len(pack) <= MAX_PACK_BYTES or len(values) == 1:
-        return [pack]
-    half = len(values) // 2
-    return _packs(values[:half]) + _packs(values[half:])

@@ -8,9 +8,11 @@ A fake Kafka producer stands in for the broker (no cluster in unit tests)."""
 
 from __future__ import annotations
 
+import io
 import itertools
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
@@ -19,8 +21,9 @@ from prometheus_client import CollectorRegistry
 
 from state import parse_json_line
 from state.events import ControllerChange, DeadLetter, FetchResponse, Source
-from state.fetch_decoder import DecodedFetches
+from state.fetch_decoder import DecodedFetches, refused_fetch_values
 from state.fetch_pack import (
+    FetchRows,
     decode_fetch_pack,
     encode_fetch_pack,
     framed_pack,
@@ -30,12 +33,12 @@ from state.fetch_pack import (
 from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds import wire
 from streaming.feeds.collectors.admin_collector import AdminCollector
-from streaming.feeds.collectors.admin_poller import ClusterSnapshot, PartitionInfo
+from streaming.feeds.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.collectors.sending import checked
-from streaming.feeds.publisher import KafkaPublisher, publish_all
+from streaming.feeds.publisher import JsonLinesPublisher, KafkaPublisher, publish_all
 from streaming.feeds.simulator import ClusterSimulator, load_scenario
-from streaming.feeds.wire import InputRecord, kafka_records
+from streaming.feeds.wire import InputBatch, InputRecord, kafka_records
 from streaming.feeds.wire_encoding import input_record
 from tests.simulation import START_MS
 
@@ -280,3 +283,220 @@ def test_the_writer_never_changes_a_value_to_fit_a_column() -> None:
     decoded = decode_fetch_pack(encode_fetch_pack(error_later))
     assert isinstance(decoded, DecodedFetches)
     assert decoded.error == ["NONE", "NOT_LEADER_OR_FOLLOWER"]
+
+
+# ------------------------------------------------ a poll's fetch responses as columns
+#
+# ``collect admin`` holds a poll's fetch responses as columns (``FetchRows``) from the
+# snapshot to the packs: the same records, packs and verdicts as one record a fetch.
+
+
+class PollOutcome:
+    """What one poll of ``collect admin`` published: its count, the fetch-responses
+    records (key, value) and the collector's metrics."""
+
+    def __init__(
+        self, count: int, sent: list[tuple[str, str, bytes]], registry: CollectorRegistry
+    ) -> None:
+        self.count = count
+        self.fetches = [(key, value) for topic, key, value in sent if topic == "fetch-responses"]
+        self.registry = registry
+
+    def counted(self, metric: str, **labels: str) -> float | None:
+        value = self.registry.get_sample_value(metric, {"collector": "admin", **labels})
+        return None if value is None else float(value)
+
+
+def published(form: FetchResponsesForm, snapshot: ClusterSnapshot) -> PollOutcome:
+    producer = FakeProducer()
+    registry = CollectorRegistry()
+    metrics = CollectorMetrics("admin", registry)
+    collector = AdminCollector(
+        OneSnapshot(snapshot), KafkaPublisher(config(form), producer=producer), metrics, None
+    )
+    count = collector.poll_once()
+    return PollOutcome(count, producer.sent, registry)
+
+
+def value_of(row: tuple[Any, ...], high_watermark: int) -> dict[str, Any]:
+    """The JSON value of a row of LED_BY_1 / LED_BY_2 (the contract's field order)."""
+    topic, partition, leader, follower, epoch, offset, leader_leo = row
+    return {
+        "ts": 1_500,
+        "topic": topic,
+        "partition": partition,
+        "leader": leader,
+        "follower": follower,
+        "leader_epoch": epoch,
+        "fetch_offset": offset,
+        "leader_leo": leader_leo,
+        "high_watermark": high_watermark,
+    }
+
+
+# The poll's high watermarks (poll()), and its fetches in the poller's order: partitions
+# by topic and number, followers in replica order.
+WATERMARKS = {("t", 0): 48, ("t", 1): 0, ("u", 0): 4}
+IN_POLL_ORDER = [*LED_BY_1[:2], *LED_BY_2, *LED_BY_1[2:]]
+
+
+def test_the_json_form_of_a_poll_is_its_fetches_in_order_as_before() -> None:
+    outcome = published(FetchResponsesForm.JSON, poll())
+    expected = [
+        (f"{row[0]}:{row[1]}", value_of(row, WATERMARKS[(row[0], row[1])])) for row in IN_POLL_ORDER
+    ]
+    assert [(key, json.loads(value)) for key, value in outcome.fetches] == expected
+    # the bytes of wire.encode: compact, the fields in the contract's order
+    assert outcome.fetches[0][1] == (
+        b'{"ts":1500,"topic":"t","partition":0,"leader":1,"follower":2,"leader_epoch":4,'
+        b'"fetch_offset":48,"leader_leo":50,"high_watermark":48}'
+    )
+    counted = outcome.counted(
+        "isrwatch_collect_events_total", source="fetch-responses", type="FetchResponse"
+    )
+    assert counted == 6
+    assert outcome.count == len(AdminPoller().diff(poll()))  # its controller events too
+
+
+def test_the_dry_run_writes_a_polls_fetches_one_line_each() -> None:
+    out = io.StringIO()
+    metrics = CollectorMetrics("admin", CollectorRegistry())
+    AdminCollector(OneSnapshot(poll()), JsonLinesPublisher(out), metrics, None).poll_once()
+    lines = [json.loads(line) for line in out.getvalue().splitlines()]
+    fetches = [line for line in lines if line["source"] == "fetch-responses"]
+    assert fetches == [
+        {
+            "source": "fetch-responses",
+            "key": f"{row[0]}:{row[1]}",
+            "value": value_of(row, WATERMARKS[(row[0], row[1])]),
+        }
+        for row in IN_POLL_ORDER
+    ]
+    assert lines[: len(lines) - 6] == [line for line in lines if line not in fetches]
+
+
+def test_the_poller_diff_is_its_poll_one_record_each() -> None:
+    batch = AdminPoller().poll(poll())
+    assert isinstance(batch, InputBatch)
+    assert len(batch.fetches) == 6
+    assert all(record.source is Source.CONTROLLER_EVENTS for record in batch.records)
+    assert list(batch) == AdminPoller().diff(poll())
+    assert [(r.key, dict(r.value)) for r in batch[len(batch.records) :]] == [
+        (f"{row[0]}:{row[1]}", value_of(row, WATERMARKS[(row[0], row[1])])) for row in IN_POLL_ORDER
+    ]
+
+
+def test_a_polls_columns_are_packed_by_leader_as_its_records_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wire, "MOST_ROWS_PER_PACK", 3)
+    batch = AdminPoller().poll(poll())
+    packs = kafka_records(InputBatch([], batch.fetches), FetchResponsesForm.PACKED)
+    got = []
+    for pack in packs:
+        decoded = decode_fetch_pack(pack.value)
+        assert isinstance(decoded, DecodedFetches)
+        got.append((pack.key, rows(decoded)))
+    # leader 1 first (its first row comes first), at most 3 rows a pack, rows in order
+    assert got == [("1", LED_BY_1[:3]), ("1", LED_BY_1[3:]), ("2", LED_BY_2)]
+    # the same bytes as the same fetches one record each (the simulator's way)
+    each = [r for r in batch if r.source is Source.FETCH_RESPONSES]
+    one_by_one = kafka_records(each, FetchResponsesForm.PACKED)
+    assert [p.value for p in packs] == [p.value for p in one_by_one]
+
+
+def with_offset(
+    snapshot: ClusterSnapshot, replica: tuple[str, int, int], leo: int
+) -> ClusterSnapshot:
+    return replace(snapshot, log_end_offsets={**snapshot.log_end_offsets, replica: leo})
+
+
+@pytest.mark.parametrize("form", list(FetchResponsesForm))
+def test_an_invalid_row_is_refused_with_its_reason_and_the_rest_published(
+    form: FetchResponsesForm, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = with_offset(poll(), ("t", 0, 3), -1)  # a follower's log end offset: -1
+    outcome = published(form, broken)
+    invalid = outcome.counted("isrwatch_collect_invalid_events_total", reason="invalid_value")
+    assert invalid == 1
+    refused = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
+    assert len(refused) == 1
+    assert refused[0].startswith(
+        "not sending an event that breaks the contract (invalid_value: fetch_offset must be >= 0): "
+    )
+    assert json.loads(refused[0].split("): ", 1)[1]) == {
+        **value_of(LED_BY_1[1], 48),
+        "fetch_offset": -1,
+    }
+    kept = [row for row in IN_POLL_ORDER if row != LED_BY_1[1]]
+    if form is FetchResponsesForm.JSON:
+        got = [json.loads(value) for _, value in outcome.fetches]
+        assert got == [value_of(row, WATERMARKS[(row[0], row[1])]) for row in kept]
+    else:
+        by_leader = {}
+        for key, value in outcome.fetches:
+            decoded = decode_fetch_pack(value)
+            assert isinstance(decoded, DecodedFetches)
+            assert not decoded.dead
+            by_leader[key] = rows(decoded)
+        assert by_leader == {"1": [LED_BY_1[0], *LED_BY_1[2:]], "2": LED_BY_2}
+    counted = outcome.counted(
+        "isrwatch_collect_events_total", source="fetch-responses", type="FetchResponse"
+    )
+    assert counted == 5
+
+
+def test_the_columns_check_gives_the_verdicts_of_the_values_check() -> None:
+    """``FetchRows.checked`` (a pack's check, on a poll's columns) and the check of the
+    same values one record each (``refused_fetch_values``): the same dead letters."""
+    good = [value_of(row, 5) for row in IN_POLL_ORDER]
+    values = [
+        good[0],
+        {**good[1], "leader_leo": -3},
+        good[2],
+        {**good[3], "topic": ""},
+        {**good[4], "partition": 1_000_000},
+        {**good[5], "ts": 9_000_000_000_000},
+    ]
+    columns = FetchRows.of_columns(
+        **{name: [value[name] for value in values] for name in values[0]}
+    )
+    kept, dead = columns.checked()
+    assert kept.values() == [good[0], good[2]]
+    assert dead == sorted(refused_fetch_values(values).items())
+    assert [(row, letter.reason.value, letter.detail) for row, letter in dead] == [
+        (1, "invalid_value", "leader_leo must be >= 0"),
+        (3, "invalid_value", "topic must not be empty"),
+        (4, "invalid_value", "partition must be <= 999999"),
+        (5, "invalid_value", "ts must be <= 7258118399999"),
+    ]
+    everyone, none = FetchRows.of_columns(
+        **{name: [value[name] for value in good] for name in good[0]}
+    ).checked()
+    assert (everyone.values(), none) == (good, [])
+
+
+def test_the_state_keeps_its_partitions_while_only_offsets_move() -> None:
+    """The state a restarted collector diffs against: the last snapshot's, whether its
+    partitions were made again or kept from the poll before."""
+    poller = AdminPoller()
+    first = poll()
+    poller.diff(first)
+    assert poller.state()["snapshot"] == first.to_json()
+    moved = replace(with_offset(first, ("t", 0, 2), 50), ts=2_000, offsets_ts=2_500, brokers=(1, 2))
+    poller.diff(moved)
+    saved = poller.state()
+    assert saved["snapshot"] == moved.to_json()
+    assert saved["snapshot"]["ts"] == 2_000
+    assert saved["snapshot"]["brokers"] == [1, 2]
+    shrunk = dict(first.partitions["t"]) | {0: PartitionInfo(1, 4, (1, 2, 3), (1, 2))}
+    changed = replace(moved, ts=3_000, partitions={**first.partitions, "t": shrunk})
+    events = poller.diff(changed)
+    assert [e.event_type for e in events if e.source is Source.CONTROLLER_EVENTS] == ["IsrChange"]
+    assert poller.state()["snapshot"]["partitions"] == {
+        "t": {"0": [1, 4, [1, 2, 3], [1, 2]], "1": [2, 7, [2, 3, 1], [2]]},
+        "u": {"0": [1, 0, [1, 2, 3], [1, 2, 3]]},
+    }
+    # and a poller started from it diffs on from there
+    again = AdminPoller(poller.state())
+    assert [e.event_type for e in again.diff(changed) if e.source is Source.CONTROLLER_EVENTS] == []

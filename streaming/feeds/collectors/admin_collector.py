@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from streaming.feeds.collectors.admin_poller import AdminPoller, ClusterSnapshot
 from streaming.feeds.collectors.metrics import CollectorMetrics
-from streaming.feeds.collectors.sending import checked, count_published
+from streaming.feeds.collectors.sending import checked_batch, count_published
 from streaming.feeds.collectors.state_file import load_state, save_state
 from streaming.feeds.publisher import Publisher
 
@@ -67,7 +67,7 @@ class AdminCollector:
             self._metrics.failed("snapshot")
             raise
         skipped_before = dict(self._poller.skipped)
-        events = checked(self._poller.diff(snapshot), self._metrics)
+        events = checked_batch(self._poller.poll(snapshot), self._metrics)
         try:
             if events:
                 self._publisher.publish(events)

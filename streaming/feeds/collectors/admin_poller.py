@@ -1,7 +1,8 @@
 """Two snapshots of a cluster -> the controller events and fetch responses between them.
 
 Pure: a ``ClusterSnapshot`` is what one poll of the admin API saw (``admin_source`` takes
-it); ``AdminPoller.diff`` compares it with the previous one and returns the events. Its
+it); ``AdminPoller.poll`` compares it with the previous one and returns the events, the
+fetch responses as columns (``diff``: each event a record of its own). Its
 memory (the previous snapshot and the brokers' epochs) is plain JSON, saved after each
 published poll, so that a restarted collector goes on diffing instead of starting over.
 
@@ -47,7 +48,6 @@ from state.events import (
     BrokerRegistration,
     ControllerChange,
     ControllerEvent,
-    FetchResponse,
     IsrChange,
     LeaderAndIsr,
     MetadataLogProgress,
@@ -55,7 +55,8 @@ from state.events import (
     TopicChange,
     TopicConfig,
 )
-from streaming.feeds.wire import InputRecord, split_created
+from state.fetch_pack import FetchRows
+from streaming.feeds.wire import InputBatch, InputRecord, split_created
 from streaming.feeds.wire_encoding import input_record
 
 STATE_VERSION = 1
@@ -104,24 +105,30 @@ class ClusterSnapshot:
     offsets_ts: int | None = None
     quorum: QuorumSnapshot | None = None  # KRaft (not compared between polls)
 
-    def to_json(self) -> dict[str, Any]:
-        """The part a later diff compares (offsets are not compared, only reported)."""
+    def to_json(self, partitions: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The part a later diff compares (offsets are not compared, only reported).
+        ``partitions``: the JSON of the partitions if already made (``partitions_json``
+        of a snapshot with the same partitions)."""
         return {
             "ts": self.ts,
             "controller_id": self.controller_id,
             "controller_epoch": self.controller_epoch,
             "brokers": list(self.brokers),
-            "partitions": {
-                topic: {
-                    str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
-                    for p, i in sorted(parts.items())
-                }
-                for topic, parts in sorted(self.partitions.items())
-            },
+            "partitions": self.partitions_json() if partitions is None else partitions,
             "min_insync_replicas": dict(sorted(self.min_insync_replicas.items())),
             "replica_lag_time_max_ms": {
                 str(b): v for b, v in sorted(self.replica_lag_time_max_ms.items())
             },
+        }
+
+    def partitions_json(self) -> dict[str, dict[str, list[Any]]]:
+        """Each partition's leader, leader epoch, replicas and ISR, by topic."""
+        return {
+            topic: {
+                str(p): [i.leader, i.leader_epoch, list(i.replicas), list(i.isr)]
+                for p, i in sorted(parts.items())
+            }
+            for topic, parts in sorted(self.partitions.items())
         }
 
     @staticmethod
@@ -161,6 +168,10 @@ class AdminPoller:
             raise ValueError(f"unknown admin collector state version {state.get('version')!r}")
         previous = state.get("snapshot")
         self._previous = ClusterSnapshot.from_json(previous) if previous else None
+        # self._previous.partitions_json(), once made: kept while the partitions do not
+        # change (every poll of a quiet cluster), since making it for 100,000 partitions
+        # cost more than the rest of the poll once its fetches were columns.
+        self._partitions_json: dict[str, Any] | None = None
         self._epochs: dict[int, int] = {int(b): e for b, e in state.get("epochs", {}).items()}
         self._fetch_responses = fetch_responses
         self._broker_changes = broker_changes
@@ -171,12 +182,21 @@ class AdminPoller:
     def state(self) -> dict[str, Any]:
         return {
             "version": STATE_VERSION,
-            "snapshot": self._previous.to_json() if self._previous else None,
+            "snapshot": self._snapshot_json(),
             "epochs": {str(b): e for b, e in sorted(self._epochs.items())},
         }
 
     def diff(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
+        """The events since the previous snapshot, each a record of its own."""
+        return list(self.poll(snapshot))
+
+    def poll(self, snapshot: ClusterSnapshot) -> InputBatch:
+        """The events since the previous snapshot: the controller events, then the fetch
+        responses as columns."""
         previous = self._previous
+        # Most polls: no partition changed (only offsets moved, which are not compared):
+        # no partition or topic to diff, and the state's partitions as they were.
+        unchanged = previous is not None and previous.partitions == snapshot.partitions
         out: list[InputRecord] = []
         controller = snapshot.controller_id
         if controller is not None and controller < 0:
@@ -208,7 +228,7 @@ class AdminPoller:
             live = self._live(previous, snapshot)
             if self._broker_changes:
                 event(BrokerChange, live=live)
-        if self._partition_events:
+        if self._partition_events and not unchanged:
             created, deleted = _topic_changes(previous, snapshot)
             for part in split_created(created):
                 event(TopicChange, created=part)
@@ -230,10 +250,18 @@ class AdminPoller:
                 event(BrokerConfig, broker=broker, replica_lag_time_max_ms=value)
         if snapshot.quorum is not None:
             event(MetadataLogProgress, **self._quorum_progress(snapshot.quorum))
-        if self._fetch_responses:
-            out += self._fetches(snapshot)
+        fetches = self._fetches(snapshot) if self._fetch_responses else FetchRows.empty()
+        if not unchanged:
+            self._partitions_json = None
         self._previous = snapshot
-        return out
+        return InputBatch(out, fetches)
+
+    def _snapshot_json(self) -> dict[str, Any] | None:
+        if self._previous is None:
+            return None
+        if self._partitions_json is None:
+            self._partitions_json = self._previous.partitions_json()
+        return self._previous.to_json(self._partitions_json)
 
     def _partition_event(
         self, topic: str, partition: int, before: PartitionInfo | None, info: PartitionInfo
@@ -294,40 +322,58 @@ class AdminPoller:
             live.append(BrokerRegistration(id=broker, epoch=self._epochs[broker]))
         return tuple(live)
 
-    def _fetches(self, snapshot: ClusterSnapshot) -> list[InputRecord]:
+    def _fetches(self, snapshot: ClusterSnapshot) -> FetchRows:
+        """One fetch response per follower that answered, partitions in order and each
+        one's followers in replica order, as columns: no object per follower (a poll of
+        100,000 partitions has 200,000)."""
         if snapshot.offsets_ts is None:
-            return []
-        out = []
+            return FetchRows.empty()
+        # A list a column, appended in the loop: no tuple a follower to transpose after
+        # (zip(*rows) of 200,000 rows costs more than the loop).
+        topics: list[str] = []
+        partitions: list[int] = []
+        leaders: list[int] = []
+        followers: list[int] = []
+        epochs: list[int] = []
+        offsets: list[int] = []
+        leader_leos: list[int] = []
+        watermarks: list[int] = []
         leos, hws = snapshot.log_end_offsets, snapshot.high_watermarks
         for topic, parts in sorted(snapshot.partitions.items()):
             for partition, info in sorted(parts.items()):
-                leader_leo = leos.get((topic, partition, info.leader))
-                hw = hws.get((topic, partition))
-                if info.leader < 0 or info.leader_epoch is None:
+                leader, epoch = info.leader, info.leader_epoch
+                if leader < 0 or epoch is None:
                     continue
+                leader_leo = leos.get((topic, partition, leader))
+                hw = hws.get((topic, partition))
                 if leader_leo is None or hw is None:
                     self._skip("fetch_without_leader_offsets")
                     continue
                 for follower in info.replicas:
-                    fetch_offset = leos.get((topic, partition, follower))
-                    if follower == info.leader or fetch_offset is None:
+                    if follower == leader:
                         continue
-                    out.append(
-                        input_record(
-                            FetchResponse(
-                                ts=snapshot.offsets_ts,
-                                topic=topic,
-                                partition=partition,
-                                leader=info.leader,
-                                follower=follower,
-                                leader_epoch=info.leader_epoch,
-                                fetch_offset=fetch_offset,
-                                leader_leo=leader_leo,
-                                high_watermark=hw,
-                            )
-                        )
-                    )
-        return out
+                    fetch_offset = leos.get((topic, partition, follower))
+                    if fetch_offset is None:
+                        continue
+                    topics.append(topic)
+                    partitions.append(partition)
+                    leaders.append(leader)
+                    followers.append(follower)
+                    epochs.append(epoch)
+                    offsets.append(fetch_offset)
+                    leader_leos.append(leader_leo)
+                    watermarks.append(hw)
+        return FetchRows.of_columns(
+            ts=[snapshot.offsets_ts] * len(topics),
+            topic=topics,
+            partition=partitions,
+            leader=leaders,
+            follower=followers,
+            leader_epoch=epochs,
+            fetch_offset=offsets,
+            leader_leo=leader_leos,
+            high_watermark=watermarks,
+        )
 
     def _skip(self, reason: str) -> None:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
