@@ -3,8 +3,10 @@
     python bench/admin_poll_bench.py                       # 1,000 and 10,000 partitions x 3
     python bench/admin_poll_bench.py --partitions 1000 --polls 20
 
-For each size, a 3-broker cluster (the lab's, from the Maven jars) gets one topic of that
-many partitions, replication factor 3, with a few records in each. Then, alternately:
+For each size, a 3-broker cluster (the lab's, from the Maven jars) gets that many
+partitions, replication factor 3, with one record in each: one topic up to 10,000, past
+that topics of at most 10,000 (the most one CreateTopics request may create). Then, one
+after the other, ``--polls`` of each:
 
 * **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
@@ -50,21 +52,38 @@ def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]
     return walls, cpus
 
 
+# Kafka's KRaft controller refuses a CreateTopics request of more than 10,000 partitions
+# (PolicyViolationException "Excessively large number of partitions per request", its
+# MAX_RECORDS_PER_USER_OP): larger sizes are topics of at most that many, one request each
+PARTITIONS_PER_REQUEST = 10_000
+
+
+def topic_sizes(partitions: int) -> list[tuple[str, int]]:
+    """The topics that make ``partitions``: ``wide``, then ``wide-1``, ``wide-2``..."""
+    sizes: list[tuple[str, int]] = []
+    while partitions > 0:
+        size = min(partitions, PARTITIONS_PER_REQUEST)
+        sizes.append((f"wide-{len(sizes)}" if sizes else "wide", size))
+        partitions -= size
+    return sizes
+
+
 def create_topic(bootstrap: str, partitions: int) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics(
-        [NewTopic("wide", num_partitions=partitions, replication_factor=3)],
-        operation_timeout=600,
-    ).values():
-        future.result(timeout=900)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50})
-    for partition in range(partitions):
-        producer.produce("wide", value=b"x", partition=partition)
-        producer.poll(0)
-    producer.flush(300)
+    for name, size in topic_sizes(partitions):
+        for future in admin.create_topics(
+            [NewTopic(name, num_partitions=size, replication_factor=3)],
+            operation_timeout=600,
+        ).values():
+            future.result(timeout=900)
+        for partition in range(size):
+            producer.produce(name, value=b"x", partition=partition)
+            producer.poll(0)
+        producer.flush(300)
 
 
 def main() -> int:
