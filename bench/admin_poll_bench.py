@@ -2,9 +2,10 @@
 
     python bench/admin_poll_bench.py                       # 1,000 and 10,000 partitions x 3
     python bench/admin_poll_bench.py --partitions 1000 --polls 20
+    python bench/admin_poll_bench.py --partitions 30000 --brokers 6
 
-For each size, a 3-broker cluster (the lab's, from the Maven jars) gets that many
-partitions, replication factor 3, with one record in each: one topic up to 10,000, past
+For each size, a cluster of ``--brokers`` (3; the lab's, from the Maven jars) gets that
+many partitions, replication factor 3, with one record in each: one topic up to 10,000, past
 that topics of at most 10,000 (the most one CreateTopics request may create). Then, one
 after the other, ``--polls`` of each:
 
@@ -16,9 +17,14 @@ after the other, ``--polls`` of each:
   DescribeQuorum, DescribeConfigs, ListOffsets per broker) and their answers as a
   snapshot, but no diff or event: what asking costs.
 
+A broker keeps a file open for each replica it holds (its log segment): at 3 brokers,
+30,000 partitions are 30,000 open files in each JVM, past a 20,000 open-file limit, where
+more brokers share them.
+
 It prints per poll: wall time (median, max), this process's CPU, and the requests sent
-per broker; then the cost per partition, and the partitions one core keeps at a 1 s poll,
-extrapolated linearly from the largest size (the collector is one Python thread).
+per node (counted at kafka-python's connections) and per API; then the cost per
+partition, and the partitions one core keeps at a 1 s poll, extrapolated linearly from
+the largest size (the collector is one Python thread).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +47,34 @@ from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.publisher import JsonLinesPublisher
 from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
+
+
+def count_requests() -> Counter[tuple[str, str]]:
+    """Every request kafka-python sends from now on, by (node, API): its connections'
+    ``send_request``, wrapped (the client's own metadata refreshes included)."""
+    from kafka.net.connection import KafkaConnection
+
+    counts: Counter[tuple[str, str]] = Counter()
+    send = KafkaConnection.send_request
+
+    def counted(self: Any, request: Any, request_timeout_ms: Any = None) -> Any:
+        counts[(str(self.node_id), type(request).__name__.split("_v")[0])] += 1
+        return send(self, request, request_timeout_ms=request_timeout_ms)
+
+    KafkaConnection.send_request = counted
+    return counts
+
+
+def per_poll(counts: Counter[tuple[str, str]], polls: int) -> str:
+    """The requests of ``polls`` polls, per poll: by node, then by API."""
+    nodes: Counter[str] = Counter()
+    apis: Counter[str] = Counter()
+    for (node, api), n in counts.items():
+        nodes[node] += n
+        apis[api] += n
+    by_node = ", ".join(f"{node}: {n / polls:g}" for node, n in sorted(nodes.items()))
+    by_api = ", ".join(f"{api} {n / polls:g}" for api, n in sorted(apis.items()))
+    return f"by node {by_node}; by API {by_api}"
 
 
 def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]]:
@@ -90,11 +125,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="1000,10000")
     parser.add_argument("--polls", type=int, default=10)
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=3,
+        help="each holds every partition's replica at 3 brokers: one open file each",
+    )
     options = parser.parse_args()
     rows = []
     for size in [int(p) for p in options.partitions.split(",")]:
         with tempfile.TemporaryDirectory(prefix="admin-bench-") as work:
-            cluster = LabCluster(LINES["4.1"], 3, Path(work))
+            cluster = LabCluster(LINES["4.1"], options.brokers, Path(work))
             with cluster:
                 cluster.start()
                 started = time.monotonic()
@@ -108,15 +149,20 @@ def main() -> int:
                     source, JsonLinesPublisher(io.StringIO()), CollectorMetrics("admin"), None
                 )
                 collector.poll_once()  # the first poll sends every partition: not steady
+                counts = count_requests()
                 c_wall, c_cpu = timed(collector.poll_once, options.polls)
+                c_requests = per_poll(counts, options.polls)
+                counts.clear()
                 b_wall, b_cpu = timed(source.snapshot, options.polls)
+                b_requests = per_poll(counts, options.polls)
                 source.close()
             rows.append((size, c_wall, c_cpu, b_wall, b_cpu))
             print(
                 f"{size:>7} partitions: collector wall p50 {statistics.median(c_wall):.3f} s "
                 f"max {max(c_wall):.3f} s, CPU {statistics.median(c_cpu):.3f} s | source alone "
                 f"wall p50 {statistics.median(b_wall):.3f} s, CPU {statistics.median(b_cpu):.3f} s"
-                f" | requests per broker per poll: 4",
+                f"\n  requests per poll, collector: {c_requests}"
+                f"\n  requests per poll, source alone: {b_requests}",
                 flush=True,
             )
     size, _, c_cpu, _, _ = rows[-1]
