@@ -5,9 +5,9 @@
     python bench/admin_poll_bench.py --partitions 30000 --brokers 6
 
 For each size, a cluster of ``--brokers`` (3; the lab's, from the Maven jars) gets that
-many partitions, replication factor 3, with one record in each: one topic up to 10,000, past
-that topics of at most 10,000 (the most one CreateTopics request may create). Then, one
-after the other, ``--polls`` of each:
+many partitions, replication factor 3, with one record in each: one topic up to 5,000, past
+that topics of at most 5,000 (a topic of 10,000 is more metadata records than the KRaft
+controller takes in one operation). Then, one after the other, ``--polls`` of each:
 
 * **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
@@ -87,10 +87,13 @@ def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]
     return walls, cpus
 
 
-# Kafka's KRaft controller refuses a CreateTopics request of more than 10,000 partitions
-# (PolicyViolationException "Excessively large number of partitions per request", its
-# MAX_RECORDS_PER_USER_OP): larger sizes are topics of at most that many, one request each
-PARTITIONS_PER_REQUEST = 10_000
+# Kafka 4.1's KRaft controller refuses a CreateTopics request of more than 10,000
+# partitions ("Excessively large number of partitions per request") and an operation of
+# more than 10,000 metadata records (MAX_RECORDS_PER_USER_OP: "Unable to perform
+# excessively large batch operation", which a topic of 10,000 partitions, one
+# PartitionRecord each and its TopicRecord, got here): topics of at most 5,000, one request
+# each
+PARTITIONS_PER_REQUEST = 5_000
 
 
 def topic_sizes(partitions: int) -> list[tuple[str, int]]:
