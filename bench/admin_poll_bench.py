@@ -5,9 +5,10 @@
     python bench/admin_poll_bench.py --partitions 30000 --brokers 6
 
 For each size, a cluster of ``--brokers`` (3; the lab's, from the Maven jars) gets that
-many partitions, replication factor 3, with one record in each: one topic up to 5,000, past
-that topics of at most 5,000 (a topic of 10,000 is more metadata records than the KRaft
-controller takes in one operation). Then, one after the other, ``--polls`` of each:
+many partitions, replication factor 3, with one record in each (none with
+``--no-records``): one topic up to 5,000, past that topics of at most 5,000 (a topic of
+10,000 is more metadata records than the KRaft controller takes in one operation).
+Then, one after the other, ``--polls`` of each:
 
 * **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
@@ -106,7 +107,7 @@ def topic_sizes(partitions: int) -> list[tuple[str, int]]:
     return sizes
 
 
-def create_topic(bootstrap: str, partitions: int) -> None:
+def create_topic(bootstrap: str, partitions: int, records: bool) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
@@ -118,6 +119,8 @@ def create_topic(bootstrap: str, partitions: int) -> None:
             operation_timeout=600,
         ).values():
             future.result(timeout=900)
+        if not records:
+            continue
         for partition in range(size):
             producer.produce(name, value=b"x", partition=partition)
             producer.poll(0)
@@ -128,6 +131,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="1000,10000")
     parser.add_argument("--polls", type=int, default=10)
+    parser.add_argument(
+        "--no-records",
+        action="store_true",
+        help="leave the partitions empty (writing one record to each, acks=all, took most of"
+        " the setup at 10,000 partitions on a busy 2-core machine)",
+    )
     parser.add_argument(
         "--brokers",
         type=int,
@@ -142,7 +151,7 @@ def main() -> int:
             with cluster:
                 cluster.start()
                 started = time.monotonic()
-                create_topic(cluster.bootstrap_servers, size)
+                create_topic(cluster.bootstrap_servers, size, not options.no_records)
                 print(f"{size} partitions x 3 created in {time.monotonic() - started:.0f} s")
                 config = IsrwatchConfig.model_validate(
                     {"kafka": {"bootstrap_servers": cluster.bootstrap_servers}}
