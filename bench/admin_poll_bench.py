@@ -8,7 +8,7 @@ For each size, a cluster of ``--brokers`` (3; the lab's, from the Maven jars) ge
 many partitions, replication factor 3, with one record in each (none with
 ``--no-records``): one topic up to 5,000, past that topics of at most 5,000 (a topic of
 10,000 is more metadata records than the KRaft controller takes in one operation).
-Then, one after the other, ``--polls`` of each:
+Once every replica answers its log end offset, one after the other, ``--polls`` of each:
 
 * **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
@@ -76,6 +76,17 @@ def per_poll(counts: Counter[tuple[str, str]], polls: int) -> str:
     by_node = ", ".join(f"{node}: {n / polls:g}" for node, n in sorted(nodes.items()))
     by_api = ", ".join(f"{api} {n / polls:g}" for api, n in sorted(apis.items()))
     return f"by node {by_node}; by API {by_api}"
+
+
+def settle(source: KafkaAdminSource, replicas: int, timeout_s: float = 1800) -> float:
+    """Seconds until every replica answers its log end offset: Kafka acknowledges a
+    CreateTopics once the controller committed it, and the brokers create the logs after."""
+    started = time.monotonic()
+    while len(source.snapshot().log_end_offsets) < replicas:
+        if time.monotonic() - started > timeout_s:
+            raise SystemExit(f"the brokers had not created {replicas} logs in {timeout_s:.0f} s")
+        time.sleep(5)
+    return time.monotonic() - started
 
 
 def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]]:
@@ -160,6 +171,7 @@ def main() -> int:
                 collector = AdminCollector(
                     source, JsonLinesPublisher(io.StringIO()), CollectorMetrics("admin"), None
                 )
+                print(f"every replica's log end answered after {settle(source, size * 3):.0f} s")
                 collector.poll_once()  # the first poll sends every partition: not steady
                 counts = count_requests()
                 c_wall, c_cpu = timed(collector.poll_once, options.polls)
