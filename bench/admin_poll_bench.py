@@ -2,9 +2,13 @@
 
     python bench/admin_poll_bench.py                       # 1,000 and 10,000 partitions x 3
     python bench/admin_poll_bench.py --partitions 1000 --polls 20
+    python bench/admin_poll_bench.py --partitions 30000 --brokers 6
 
-For each size, a 3-broker cluster (the lab's, from the Maven jars) gets one topic of that
-many partitions, replication factor 3, with a few records in each. Then, alternately:
+For each size, a cluster of ``--brokers`` (3; the lab's, from the Maven jars) gets that
+many partitions, replication factor 3, with one record in each (none with
+``--no-records``): one topic up to 5,000, past that topics of at most 5,000 (a topic of
+10,000 is more metadata records than the KRaft controller takes in one operation).
+Once every replica answers its log end offset, one after the other, ``--polls`` of each:
 
 * **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
   publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
@@ -14,9 +18,14 @@ many partitions, replication factor 3, with a few records in each. Then, alterna
   DescribeQuorum, DescribeConfigs, ListOffsets per broker) and their answers as a
   snapshot, but no diff or event: what asking costs.
 
+A broker keeps a file open for each replica it holds (its log segment): at 3 brokers,
+30,000 partitions are 30,000 open files in each JVM, past a 20,000 open-file limit, where
+more brokers share them.
+
 It prints per poll: wall time (median, max), this process's CPU, and the requests sent
-per broker; then the cost per partition, and the partitions one core keeps at a 1 s poll,
-extrapolated linearly from the largest size (the collector is one Python thread).
+per node (counted at kafka-python's connections) and per API; then the cost per
+partition, and the partitions one core keeps at a 1 s poll, extrapolated linearly from
+the largest size (the collector is one Python thread).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import statistics
 import sys
 import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -40,6 +50,45 @@ from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
 
 
+def count_requests() -> Counter[tuple[str, str]]:
+    """Every request kafka-python sends from now on, by (node, API): its connections'
+    ``send_request``, wrapped (the client's own metadata refreshes included)."""
+    from kafka.net.connection import KafkaConnection
+
+    counts: Counter[tuple[str, str]] = Counter()
+    send = KafkaConnection.send_request
+
+    def counted(self: Any, request: Any, request_timeout_ms: Any = None) -> Any:
+        counts[(str(self.node_id), type(request).__name__.split("_v")[0])] += 1
+        return send(self, request, request_timeout_ms=request_timeout_ms)
+
+    KafkaConnection.send_request = counted
+    return counts
+
+
+def per_poll(counts: Counter[tuple[str, str]], polls: int) -> str:
+    """The requests of ``polls`` polls, per poll: by node, then by API."""
+    nodes: Counter[str] = Counter()
+    apis: Counter[str] = Counter()
+    for (node, api), n in counts.items():
+        nodes[node] += n
+        apis[api] += n
+    by_node = ", ".join(f"{node}: {n / polls:g}" for node, n in sorted(nodes.items()))
+    by_api = ", ".join(f"{api} {n / polls:g}" for api, n in sorted(apis.items()))
+    return f"by node {by_node}; by API {by_api}"
+
+
+def settle(source: KafkaAdminSource, replicas: int, timeout_s: float = 1800) -> float:
+    """Seconds until every replica answers its log end offset: Kafka acknowledges a
+    CreateTopics once the controller committed it, and the brokers create the logs after."""
+    started = time.monotonic()
+    while len(source.snapshot().log_end_offsets) < replicas:
+        if time.monotonic() - started > timeout_s:
+            raise SystemExit(f"the brokers had not created {replicas} logs in {timeout_s:.0f} s")
+        time.sleep(5)
+    return time.monotonic() - started
+
+
 def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]]:
     walls, cpus = [], []
     for _ in range(polls):
@@ -50,36 +99,70 @@ def timed(call: Callable[[], Any], polls: int) -> tuple[list[float], list[float]
     return walls, cpus
 
 
-def create_topic(bootstrap: str, partitions: int) -> None:
+# Kafka 4.1's KRaft controller refuses a CreateTopics request of more than 10,000
+# partitions ("Excessively large number of partitions per request") and an operation of
+# more than 10,000 metadata records (MAX_RECORDS_PER_USER_OP: "Unable to perform
+# excessively large batch operation", which a topic of 10,000 partitions, one
+# PartitionRecord each and its TopicRecord, got here): topics of at most 5,000, one request
+# each
+PARTITIONS_PER_REQUEST = 5_000
+
+
+def topic_sizes(partitions: int) -> list[tuple[str, int]]:
+    """The topics that make ``partitions``: ``wide``, then ``wide-1``, ``wide-2``..."""
+    sizes: list[tuple[str, int]] = []
+    while partitions > 0:
+        size = min(partitions, PARTITIONS_PER_REQUEST)
+        sizes.append((f"wide-{len(sizes)}" if sizes else "wide", size))
+        partitions -= size
+    return sizes
+
+
+def create_topic(bootstrap: str, partitions: int, records: bool) -> None:
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    for future in admin.create_topics(
-        [NewTopic("wide", num_partitions=partitions, replication_factor=3)],
-        operation_timeout=600,
-    ).values():
-        future.result(timeout=900)
     producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "linger.ms": 50})
-    for partition in range(partitions):
-        producer.produce("wide", value=b"x", partition=partition)
-        producer.poll(0)
-    producer.flush(300)
+    for name, size in topic_sizes(partitions):
+        for future in admin.create_topics(
+            [NewTopic(name, num_partitions=size, replication_factor=3)],
+            operation_timeout=600,
+        ).values():
+            future.result(timeout=900)
+        if not records:
+            continue
+        for partition in range(size):
+            producer.produce(name, value=b"x", partition=partition)
+            producer.poll(0)
+        producer.flush(300)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="1000,10000")
     parser.add_argument("--polls", type=int, default=10)
+    parser.add_argument(
+        "--no-records",
+        action="store_true",
+        help="leave the partitions empty (writing one record to each, acks=all, took most of"
+        " the setup at 10,000 partitions on a busy 2-core machine)",
+    )
+    parser.add_argument(
+        "--brokers",
+        type=int,
+        default=3,
+        help="each holds every partition's replica at 3 brokers: one open file each",
+    )
     options = parser.parse_args()
     rows = []
     for size in [int(p) for p in options.partitions.split(",")]:
         with tempfile.TemporaryDirectory(prefix="admin-bench-") as work:
-            cluster = LabCluster(LINES["4.1"], 3, Path(work))
+            cluster = LabCluster(LINES["4.1"], options.brokers, Path(work))
             with cluster:
                 cluster.start()
                 started = time.monotonic()
-                create_topic(cluster.bootstrap_servers, size)
+                create_topic(cluster.bootstrap_servers, size, not options.no_records)
                 print(f"{size} partitions x 3 created in {time.monotonic() - started:.0f} s")
                 config = IsrwatchConfig.model_validate(
                     {"kafka": {"bootstrap_servers": cluster.bootstrap_servers}}
@@ -88,16 +171,22 @@ def main() -> int:
                 collector = AdminCollector(
                     source, JsonLinesPublisher(io.StringIO()), CollectorMetrics("admin"), None
                 )
+                print(f"every replica's log end answered after {settle(source, size * 3):.0f} s")
                 collector.poll_once()  # the first poll sends every partition: not steady
+                counts = count_requests()
                 c_wall, c_cpu = timed(collector.poll_once, options.polls)
+                c_requests = per_poll(counts, options.polls)
+                counts.clear()
                 b_wall, b_cpu = timed(source.snapshot, options.polls)
+                b_requests = per_poll(counts, options.polls)
                 source.close()
             rows.append((size, c_wall, c_cpu, b_wall, b_cpu))
             print(
                 f"{size:>7} partitions: collector wall p50 {statistics.median(c_wall):.3f} s "
                 f"max {max(c_wall):.3f} s, CPU {statistics.median(c_cpu):.3f} s | source alone "
                 f"wall p50 {statistics.median(b_wall):.3f} s, CPU {statistics.median(b_cpu):.3f} s"
-                f" | requests per broker per poll: 4",
+                f"\n  requests per poll, collector: {c_requests}"
+                f"\n  requests per poll, source alone: {b_requests}",
                 flush=True,
             )
     size, _, c_cpu, _, _ = rows[-1]

@@ -135,6 +135,25 @@ def test_a_change_no_record_shows_is_unseen_and_the_final_state_differs() -> Non
 
 
 @pytest.mark.parametrize(
+    ("deleted_ms", "unseen"),
+    [
+        (COMMIT + 91, False),  # ZooKeeper mode: the partition written offline, then deleted
+        (COMMIT + 5_000, False),
+        (COMMIT + 5_001, True),  # a state Kafka kept: a record should have shown it
+        (COMMIT - 1, True),  # a deletion before it does not replace it
+    ],
+)
+def test_a_change_its_topics_deletion_replaces_at_once_is_not_unseen(
+    deleted_ms: int, unseen: bool
+) -> None:
+    offline = change(COMMIT, (3,), removed=(1, 2), leader=-1)
+    records = [seen(20_000, "IN_SYNC")]
+    kafka = MetadataTruth([CREATED, offline], deleted_topics={"orders": deleted_ms})
+    result = score(kafka, [], records, T, ["orders"])
+    assert result.unseen_changes == ([offline] if unseen else [])
+
+
+@pytest.mark.parametrize(
     ("elr", "last_known_elr", "differs"),
     [
         (None, None, "elr None (Kafka: [3]), last_known_elr None (Kafka: [2])"),

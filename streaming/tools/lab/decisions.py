@@ -71,14 +71,14 @@ class Fence:
 class MetadataTruth:
     changes: list[IsrChange] = field(default_factory=list)
     fences: list[Fence] = field(default_factory=list)
-    deleted_topics: set[str] = field(default_factory=set)
+    deleted_topics: dict[str, int] = field(default_factory=dict)  # topic -> when deleted
 
     def until(self, ts_ms: int) -> MetadataTruth:
         """What Kafka had decided by ``ts_ms``."""
         return MetadataTruth(
             [change for change in self.changes if change.ts_ms <= ts_ms],
             [fence for fence in self.fences if fence.ts_ms <= ts_ms],
-            set(self.deleted_topics),
+            dict(self.deleted_topics),
         )
 
     def final_state(self) -> dict[tuple[str, int], IsrChange]:
@@ -134,7 +134,7 @@ def read_metadata_log(records: Iterable[tuple[int, int, Any]]) -> MetadataTruth:
         elif kind == "REMOVE_TOPIC_RECORD":
             name = topics.get(data["topicId"])
             if name is not None:
-                truth.deleted_topics.add(name)
+                truth.deleted_topics[name] = ts
         elif kind in ("PARTITION_RECORD", "PARTITION_CHANGE_RECORD"):
             name = topics.get(data["topicId"], data["topicId"])
             key = (name, int(data["partitionId"]))
@@ -269,5 +269,5 @@ def from_zookeeper(truth: GroundTruth) -> MetadataTruth:
         if registration.ended is not None:
             result.fences.append(Fence(registration.ended, registration.broker, True))
     result.fences.sort(key=lambda fence: fence.ts_ms)
-    result.deleted_topics = {deletion.topic for deletion in truth.deletions}
+    result.deleted_topics = {deletion.topic: deletion.ts for deletion in truth.deletions}
     return result

@@ -256,7 +256,9 @@ def score(
             )
             if shown is None:
                 later = [c for c in changes if c.topic == change.topic and c.ts_ms > change.ts_ms]
-                if not any(c.partition == change.partition for c in later):
+                if not any(c.partition == change.partition for c in later) and not _deleting(
+                    truth, change
+                ):
                     result.unseen_changes.append(change)
             else:
                 result.latencies_ms.append(shown.seen_ms - change.ts_ms)
@@ -283,6 +285,15 @@ def score(
         else:
             result.final_equal.append(key)
     return result
+
+
+def _deleting(truth: MetadataTruth, change: IsrChange) -> bool:
+    """Whether ``change`` is part of its topic's deletion, which replaces it: ZooKeeper
+    mode's controller writes a deleted topic's partitions offline (leader -1, the ISR one
+    replica less at a time) ms before it removes the topic. Whether the job deleted those
+    partitions too is checked apart (``score_workdir``)."""
+    deleted_ms = truth.deleted_topics.get(change.topic)
+    return deleted_ms is not None and 0 <= deleted_ms - change.ts_ms <= MARGIN_MS
 
 
 def _leader_line(
