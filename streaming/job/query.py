@@ -33,9 +33,9 @@ from typing import Any
 
 import pandas as pd
 
-from state.events import MOST_ROWS_PER_PACK, Source
+from state.events import Source
 from streaming.acl_denial import Denial, undescribable_topics
-from streaming.config import FetchResponsesForm, IsrwatchConfig, SourceFormat, StateStore
+from streaming.config import IsrwatchConfig, SourceFormat, StateStore
 from streaming.job.connection_errors import (
     ConnectionFailure,
     ConnectionProblem,
@@ -208,15 +208,17 @@ def guard_checkpoint(config: IsrwatchConfig) -> None:
 
 
 def jvm_records_per_trigger(config: IsrwatchConfig) -> int:
-    """Spark's connector caps records, not events: ``kafka.max_records_per_batch`` if set,
-    else the events cap, in packs of the most rows when fetch responses are packed."""
+    """Spark's connector caps records over all partitions (``maxOffsetsPerTrigger``) and
+    cannot look into them: ``kafka.max_records_per_batch`` if set, else the events cap
+    taken as records. Dividing it by a pack's most rows would starve the controller
+    events, one record each, and packs of fewer rows (a cold start of 100,000
+    LeaderAndIsr in 410 triggers): with packs a catch-up batch may then hold up to
+    4,096 (``MOST_ROWS_PER_PACK``) times the cap in events, which ``kafka.max_records_per_batch``
+    bounds (docs/pipeline.md#sizing-a-micro-batch)."""
     kafka = config.kafka
     if kafka.max_records_per_batch is not None:
         return kafka.max_records_per_batch
-    cap = kafka.max_events_per_partition_per_batch
-    if config.topics.fetch_responses_form is FetchResponsesForm.PACKED:
-        return max(1, cap // MOST_ROWS_PER_PACK)
-    return cap
+    return kafka.max_events_per_partition_per_batch
 
 
 def jvm_kafka_options(config: IsrwatchConfig) -> dict[str, str]:

@@ -494,15 +494,9 @@ def test_the_cap_read_under_its_name_before_it_counted_events(
     ("overrides", "expected"),
     [
         ({"topics.fetch_responses_form": "json"}, 1_000_000),  # one event a record
-        ({}, 244),  # packed, the default: 1,000,000 // 4,096
+        ({}, 1_000_000),  # packed, the default: records, the connector cannot count rows
         ({"topics.fetch_responses_form": "packed", "kafka.max_records_per_batch": 9}, 9),
-        (
-            {
-                "kafka.max_events_per_partition_per_batch": 4095,
-                "topics.fetch_responses_form": "packed",
-            },
-            1,
-        ),
+        ({"kafka.max_events_per_partition_per_batch": 4095}, 4095),
     ],
 )
 def test_spark_connectors_records_per_trigger(overrides: dict[str, Any], expected: int) -> None:
