@@ -1034,6 +1034,25 @@ def capacity(
         )
 
 
+def drop_topics(config: IsrwatchConfig) -> None:
+    """Delete a finished run's topics: what the broker holds of them (the embedded
+    broker's memory, Kafka's disk) is room for the next run. A broker that refuses keeps
+    them; the room checks before a phase then say what does not fit."""
+    from kafka.admin import KafkaAdminClient
+
+    topics = config.topics
+    names = [topics.controller_events, topics.fetch_responses]
+    names += [topics.partition_health, topics.dead_letters]
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=config.kafka.bootstrap_servers)
+        try:
+            admin.delete_topics(names)
+        finally:
+            admin.close()
+    except Exception as error:  # any refusal: the run goes on without the room
+        print(f"  (the run's topics were not deleted: {error})", flush=True)
+
+
 def seed(config: IsrwatchConfig, partitions: int, ts_ms: int) -> None:
     """T on every broker, then one LeaderAndIsr per partition (``controller_values``)."""
     prod = producer(config.kafka.bootstrap_servers)
@@ -1113,6 +1132,7 @@ def sustained(
     )
     query.stop()
     sink.close()
+    drop_topics(config)
     return results
 
 
@@ -1408,9 +1428,9 @@ def catchup(
     """Section ``catchup``: the drain after an outage, and a cold start on a busy topic."""
     rate, partitions, outage = args.catchup_rate, args.partitions, args.outage_seconds
     per_event = stored_bytes_per_event(args.wire)
-    # The outage's backlog twice (on the restarted query's topic and on the busy topic),
-    # the live phase, and a drain as long as the outage (at twice R) while R goes on.
-    events = rate * (args.seconds + 3 * outage)
+    # The live phase, the outage's backlog and a drain as long as the outage (at twice R)
+    # while R goes on; the busy topic (the outage's backlog) comes after those are deleted.
+    events = rate * (args.seconds + 2 * outage)
     room, of_what = broker_room(args.broker, workdir)
     print(
         f"\ncatch-up on the {args.wire} wire at {partitions:,} partitions, R = {rate:,}/s, "
@@ -1419,7 +1439,7 @@ def catchup(
         flush=True,
     )
     if events * per_event > room:
-        fits = max(0.0, (room / per_event / rate - args.seconds) / 3)
+        fits = max(0.0, (room / per_event / rate - args.seconds) / 2)
         said = (
             f"not run: {outage:.0f} s x {rate:,}/s does not fit the broker's {of_what} "
             f"({events * per_event / 2**30:,.1f} GiB needed, {room / 2**30:,.1f} GiB free); "
@@ -1450,6 +1470,7 @@ def outage_drain(
         summary.add("catch-up after an outage", "not run: the cold start did not finish")
         query.stop()
         sink.close()
+        drop_topics(config)
         return
     warm_up(config, args, watch)
     load_process = LoadProcess(
@@ -1530,6 +1551,7 @@ def outage_drain(
     outcome = load_process.join()
     query.stop()
     sink.close()
+    drop_topics(config)
     first_batch_s = (
         watch.ends[restart_end][0] - restarted if len(watch.ends) > restart_end else float("nan")
     )
@@ -1608,6 +1630,7 @@ def busy_cold_start(
     progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
     query.stop()
     sink.close()
+    drop_topics(config)
     with watch.lock:
         taken = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
     busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
@@ -1925,6 +1948,7 @@ def job_agreement(
         for line in health_out.read_text().splitlines():
             record = json.loads(line)
             by_job[f"{record['topic']}:{record['partition']}"] = record
+    drop_topics(config)
     same = sum(by_job.get(key) == record for key, record in expected.items())
     agree = same == len(expected) == len(by_job) and finished
     verdict = "AGREE" if agree else "DIFFER" if finished else f"job NOT done in {limit_s:.0f} s"
