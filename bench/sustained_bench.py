@@ -1579,10 +1579,15 @@ def outage_drain(
         events = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
     busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
     busy = sum(events) / busy_s if busy_s else float("nan")
+    versus = (
+        f"{drain_rate / live_rate:.2f}x the live phase's {live_rate:,.0f}/s"
+        if live_rate
+        else "no batch of the live phase ended in it: give it a longer --seconds"
+    )
     print(
         f"  drained (backlog {left:,.0f} <= {threshold:,.0f}, the live phase's) "
         f"{drain_s:.1f} s after the restart: drain rate {drain_rate:,.0f} events/s applied "
-        f"({drain_rate / max(live_rate, 1e-9):.2f}x the live phase's {live_rate:,.0f}/s; "
+        f"({versus}; "
         f"{busy:,.0f} events/s while its batches ran, over {len(progress)} batches); "
         f"{watch.dead_letters} dead letters (0 expected) ({load()})",
         flush=True,
