@@ -72,8 +72,8 @@ Sections (``--sections``, all by default):
   per-``(topic, partition)`` design (``stream_bench``; one LeaderAndIsr and one round
   of fetches per partition), each bounded by ``--reference-seconds`` (what was done by
   then is reported); job / source floor (goal >= 0.5) and job / Spark floor (the job's
-  figure: its events/s while its batches ran, the largest over the rates, or
-  ``--job-rate`` from an earlier run).
+  figure: its events/s while its batches ran, the largest over the rates of the
+  python/json run, as the references read JSON, or ``--job-rate`` from an earlier run).
 * ``replay``: ``isrwatch replay`` of the JSON envelopes and the job (available-now) on the
   same envelopes, written on each wire of ``--wires`` by the project's publisher
   (``streaming.feeds.wire.kafka_records``), agree record for record on elections + 2
@@ -2253,7 +2253,10 @@ def main(argv: list[str] | None = None) -> None:
                 # per source format.
                 first_of_source = n % len(args.wires) == 0
                 results = sustained(spark, config, args, memory, summary, first_of_source)
-                if (source, wire) == pairs[0] or job_rate is None:
+                # The references read JSON records on the Python source: their ratios
+                # take that run's figure when there is one.
+                reference_run = ("python", "json") if ("python", "json") in pairs else pairs[0]
+                if (source, wire) == reference_run or job_rate is None:
                     job_rate = max((r.busy_rate for r in results), default=job_rate)
                 capacity(results, args.partitions, args.trigger_ms / 1000, summary)
             summary.prefix = ""
