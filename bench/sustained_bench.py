@@ -1452,6 +1452,22 @@ def catchup(
     busy_cold_start(spark, broker, args, workdir, summary)
 
 
+def reported(query: Any, watch: Watch, after_batch: int) -> list[dict[str, Any]]:
+    """Spark's progress reports of the data batches after ``after_batch``, once those the
+    hook saw are there: Spark reports a batch after its sink returns, so the last one can
+    be missing for a moment (bounded: 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        progress = [
+            p for p in query.recentProgress if p["batchId"] > after_batch and p["numInputRows"] > 0
+        ]
+        with watch.lock:
+            seen = {b for b, taken in watch.taken_in_batch.items() if taken and b > after_batch}
+        if seen <= {p["batchId"] for p in progress} or time.monotonic() > deadline:
+            return progress
+        time.sleep(0.2)
+
+
 def outage_drain(
     spark: Any, broker: TopicBroker, args: argparse.Namespace, workdir: Path, summary: Summary
 ) -> None:
@@ -1506,10 +1522,15 @@ def outage_drain(
             if wall <= walls[-1]
         ]
 
-    first_end = len(watch.ends)
     load_process.start()
+    # The live phase begins with the load: a spawned process takes seconds to import what
+    # it needs (more on a loaded machine), and the phase is timed here, not in it.
+    began = time.monotonic()
+    while load_process.sent == 0 and time.monotonic() - began < 300:
+        time.sleep(0.05)
+    first_end = len(watch.ends)
     live_began = time.time()
-    samples.append((live_began, 0, 0))
+    samples.append((live_began, load_process.sent, load_process.sent))
     sample_for(args.seconds)
     live_s = time.time() - live_began
     live_taken = watch.fetches() - taken0
@@ -1544,9 +1565,7 @@ def outage_drain(
         )
     # The batches after the restart, taken as soon as the drain is seen (a batch after
     # the drained one may have ended meanwhile: at most one, in the 2 s between looks).
-    progress = [
-        p for p in query.recentProgress if p["batchId"] not in seen and p["numInputRows"] > 0
-    ]
+    progress = reported(query, watch, max(seen, default=-1))
     load_process.stop()
     outcome = load_process.join()
     query.stop()
@@ -1641,7 +1660,7 @@ def busy_cold_start(
     limit = max(0.0, args.catchup_seconds - (time.monotonic() - began))
     done = watch.wait_applied("FetchResponse", events, limit) is not None
     caught_up_s = time.monotonic() - began
-    progress = [p for p in query.recentProgress if p["numInputRows"] > 0]
+    progress = reported(query, watch, -1)
     query.stop()
     sink.close()
     drop_topics(config)
