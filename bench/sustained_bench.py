@@ -1,16 +1,26 @@
 """The streaming job under sustained load, next to references measured in the same run.
 
     python -u bench/sustained_bench.py [--partitions 100000] [--rates 50000 100000 150000]
-        [--seconds 180] [--shards 16] [--sections clients controller rates references replay]
+        [--seconds 180] [--shards N] [--trigger-ms MS]
+        [--sections clients controller rates catchup references replay]
         [--find-max LOW HIGH] [--all-rates] [--reference-records 1000000]
         [--reference-seconds 300] [--per-partition-partitions 2000] [--job-rate EVENTS_S]
-        [--replay-seconds 1200] [--source-formats python kafka]
+        [--replay-seconds 1200] [--source-formats python kafka] [--wires packed json]
+        [--catchup-rate R] [--outage-seconds 600] [--catchup-seconds 1800]
         [--broker embedded|kafka-4.1 [--port-base PORT]] [--short]
 
-On the embedded broker (``--broker kafka-4.1``: a one-node Apache Kafka 4.1 from
-``make kafka``, whose ListOffsets gives the true log end, as Spark's connector needs),
-``local[2]``, for a cluster of ``--partitions`` partitions x 3
-replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
+The job runs with the shipped configuration (``conf/isrwatch.yaml``'s defaults) but for
+what the bench must set or is told to (``--shards``, ``--trigger-ms``, the source format
+and wire of a run, no /metrics server): the run starts by printing every setting it
+overrides, shipped value and its own, and the summary lists them.
+
+On the embedded broker (``--broker kafka-4.1``: a one-node Apache Kafka 4.1 from ``make
+kafka``, whose ListOffsets gives the true log end, as Spark's connector needs),
+``local[2]``, for a cluster of ``--partitions`` partitions x 3 replicas (6 brokers, T =
+10 s); every run's cold start is followed by one round of fetches on its wire that is not
+measured (a Python worker's first fetches pay its warm-up).
+
+Sections (``--sections``, all by default):
 
 * ``clients``: kafka-python (``json.loads`` per record) against confluent-kafka (msgspec
   per record) reading the same records: records/s and CPU per record.
@@ -18,13 +28,17 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   starts; seconds from the query's start until all are applied) and a failover
   (UpdateMetadata of every partition to 6 brokers, in events of 1,000 partitions;
   seconds until applied). ``rates`` needs the cold start and runs it in any case.
-* ``rates``: each rate R for ``--seconds``, for each source of ``--source-formats``
-  (``python``: this project's Python Data Source; ``kafka``: Spark's connector from
-  ``make spark-kafka``), one after the other in the same Spark session, each on topics
-  and a checkpoint of its own; the summary's figures of each are prefixed with it. A
-  producer in a process of its own sends fetch responses (every follower of every
-  partition in turn, event time = wall time, values pre-encoded) at R/s. Printed: the
-  rate produced and the producer's CPU; the source backlog (records produced but not yet
+* ``rates``: each rate R for ``--seconds``, for each (source, wire) pair of
+  ``--source-formats`` (``python``: this project's Python Data Source; ``kafka``: Spark's
+  connector from ``make spark-kafka``) and ``--wires`` (``packed``: fetch packs, the
+  shipped form; ``json``: one JSON record per fetch), one after the other in the same
+  Spark session, each on topics and a checkpoint of its own; the summary's figures of
+  each are prefixed with it (``python/packed: ``). A producer in a process of its own
+  sends fetch responses (every follower of every partition in turn, event time = wall
+  time) at R/s: JSON values pre-encoded, or packs as a collector writes them (one
+  leader's fetches, at most ``MOST_ROWS_PER_PACK``, all at the tick's time; the
+  constant columns built once). Printed: the rate produced, the producer's CPU and its
+  CPU per event; the source backlog (records produced but not yet
   through a completed batch), taken just after each batch, and its least-squares slope
   over the last two thirds, in records/s: the backlog is bounded when the slope is at
   most 5 % of R and it drains after the phase; p50/p99 micro-batch duration; p99
@@ -43,21 +57,34 @@ replicas (6 brokers, T = 10 s). Sections (``--sections``, all by default):
   the cores 1,000,000 partitions need. Rates above the first unbounded one are not run
   (``--all-rates`` runs them). ``--find-max LOW HIGH`` bisects the largest bounded R
   instead.
+* ``catchup``: per pair, at R = ``--catchup-rate`` (the first of ``--rates``): a live
+  phase of ``--seconds``; the query stopped (checkpoint kept) for ``--outage-seconds``
+  while R goes on; the query restarted, R still going: the backlog at the restart, the
+  time until it is back to the live phase's (just after a batch), the events applied a
+  second meanwhile, next to the live phase's. Then a cold start on a busy topic: a query
+  from ``earliest`` on ``--outage-seconds`` x R fetch events after the elections: the time
+  until all are applied, and the rate. What the broker would hold is estimated first; if
+  it does not fit (the embedded broker keeps its log in memory), the section says so and
+  what would fit. Both bounded by ``--catchup-seconds``.
 * ``references``: the source floor (a plain confluent-kafka consumer decoding each value
   of ``--reference-records`` fetch responses), the Spark floor (the job's routing and
   stateful step fed from parquet files of the same records, no Kafka) and the
   per-``(topic, partition)`` design (``stream_bench``; one LeaderAndIsr and one round
   of fetches per partition), each bounded by ``--reference-seconds`` (what was done by
   then is reported); job / source floor (goal >= 0.5) and job / Spark floor (the job's
-  figure: its events/s while its batches ran, the largest over the rates, or
-  ``--job-rate`` from an earlier run).
-* ``replay``: ``isrwatch replay`` and the job (available-now) agree record for record on
-  elections + 2 rounds of fetches at ``--partitions`` (the job bounded by
-  ``--replay-seconds``); where they differ, the first differences are printed.
+  figure: its events/s while its batches ran, the largest over the rates of the
+  python/json run, as the references read JSON, or ``--job-rate`` from an earlier run).
+* ``replay``: ``isrwatch replay`` of the JSON envelopes and the job (available-now) on the
+  same envelopes, written on each wire of ``--wires`` by the project's publisher
+  (``streaming.feeds.wire.kafka_records``), agree record for record on elections + 2
+  rounds of fetches at ``--partitions`` (the job bounded by ``--replay-seconds``); where
+  they differ, the first differences are printed.
 
 A summary table of every figure ends the run, with the load average. ``--short`` runs
-it all small (2,000 partitions, one rate, a few seconds each): the suite's smoke test
-runs it. Nothing is asserted; the machine is shared (the load average is printed).
+it all small (2,000 partitions, one rate, a few seconds each, a 10 s outage): the suite's
+smoke test runs it. Before any run with the packed wire, ``check_packs`` asserts that the
+packs hold exactly the fetch responses the JSON wire sends. No figure is judged: the
+machine is shared (the load average is printed).
 """
 
 from __future__ import annotations
@@ -68,22 +95,30 @@ import json
 import multiprocessing
 import os
 import resource
+import shutil
 import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import Enum
+from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
 import msgspec
 import numpy as np
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 
 from state import WireFetch, decode_record, encode_record
+from state.events import MOST_ROWS_PER_PACK, DeadLetter, Source
+from state.fetch_decoder import INT_COLUMNS, DecodedFetches, decode_fetches
+from state.fetch_pack import PACK_SCHEMA, decode_fetch_pack, framed_pack
 from state.settings import RuleSettings
-from streaming.config import IsrwatchConfig, load_config
+from streaming.config import FetchResponsesForm, IsrwatchConfig, load_config
+from streaming.feeds.wire import InputRecord, kafka_records, partition_key
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import input_sources, make_sink, run, spark_session, start_query
 from streaming.job.shard_state import HEALTH
@@ -97,6 +132,12 @@ BROKERS = 6
 PER_TOPIC = 1000
 T_MS = 10_000  # replica.lag.time.max.ms of every broker (--short: 2 s)
 FETCH_PARTITIONS = 4
+WIRES = ("packed", "json")  # the fetch-responses forms (docs/event-contract.md#fetch-packs)
+# The columns of a pack the load writes: the contract's required fields, in the order the
+# project's writer (``encode_fetch_pack``) puts them.
+PACK_COLUMNS = [
+    name for name in PACK_SCHEMA.names if name not in ("log_start_offset", "error", "bytes")
+]
 
 
 class TopicBroker(Protocol):
@@ -136,7 +177,8 @@ class LabBroker:
 PROBES = 20
 BOUNDED_SLOPE = 0.05  # backlog growth (records/s) over R at which the backlog counts as growing
 PAST_T = ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE")
-SECTIONS = ("clients", "controller", "rates", "references", "replay")
+SECTIONS = ("clients", "controller", "rates", "catchup", "references", "replay")
+PER_PARTITION_TRIGGER_MS = 1000  # the per-(topic, partition) design: its batches are per group
 
 
 def topic_of(p: int) -> tuple[str, int]:
@@ -307,44 +349,64 @@ class Load:
     probes: tuple[int, ...]
     probe_after_s: float
     leo0: int  # the leaders' LEO at the start (above every earlier phase's)
+    wire: str = "json"  # WIRES: one JSON record per fetch, or fetch packs
+    # Set: no pacing; the event times are those of a load that began at this time (ms),
+    # produced as fast as the producer goes (a backlog for the busy cold start).
+    backfill_from_ms: int | None = None
 
 
-def generate_load(load: Load, sent: Any, results: Any) -> None:
-    """The load generator, in a process of its own so that it takes no time from the
-    driver's Python (the sink and its hook run there).
+class Probing:
+    """The probe followers of a load (``generate_load``): from ``probe_after_s`` on, each
+    stays at the offset of its last fetch, and its last normal fetch's time is kept."""
 
-    Every follower of every partition fetches in turn, event time = wall time, at the
-    leader's LEO, which grows by 10 a round: each fetch catches the follower up (Kafka's
-    Replica.updateFetchState: fetch offset >= the leader's LEO). From ``probe_after_s``
-    on, follower 0 of each probe partition stays at the offset of its last fetch, the
-    LEO of the round before: that fetch (offset >= the LEO at its previous fetch) leaves
-    its last caught-up time at its previous fetch, and no later fetch moves it. So its
-    lag passes T exactly T after ``last_caught_up[p]``, the time of its last normal fetch.
-    ``sent`` (a shared integer) counts what was produced so far."""
-    prod = producer(load.bootstrap_servers)
-    produce, poll, topic = prod.produce, prod.poll, load.topic
-    middles = fetch_middles(load.partitions)
-    probe_rows = {2 * p: p for p in load.probes}
-    last_caught_up: dict[int, int] = {}
-    stuck: dict[int, int] = {}
-    rows, i, leo, count = len(middles), 0, load.leo0, 0
-    tail = offsets_tail(leo, leo, leo)
-    cpu, began, began_wall = time.process_time(), time.monotonic(), time.time()
-    while (elapsed := time.monotonic() - began) < load.seconds:
-        due = int(load.rate * elapsed) - count
-        now_ms = int(time.time() * 1000)
+    def __init__(self, probes: Iterable[int], leo0: int) -> None:
+        self.probes = frozenset(probes)
+        self.leo0 = leo0
+        self.last_caught_up: dict[int, int] = {}
+        self.stuck: dict[int, int] = {}
+
+    def offset(self, p: int, leo: int, probing: bool, now_ms: int) -> int | None:
+        """The fetch offset of probe ``p``'s fetch in the round at ``leo``, or None for a
+        normal fetch (at the LEO: it catches up)."""
+        # Stuck only after a whole round: leo - 10 must be an offset it really fetched.
+        if probing and (p in self.stuck or leo > self.leo0):
+            return self.stuck.setdefault(p, leo - 10)
+        self.last_caught_up[p] = now_ms
+        return None
+
+    def probed(self) -> dict[int, int]:
+        """The last normal fetch's time of each probe that got stuck."""
+        return {p: t for p, t in self.last_caught_up.items() if p in self.stuck}
+
+
+Produce = Callable[..., None]  # confluent-kafka's Producer.produce, or a test's collector
+
+
+class JsonWire:
+    """One JSON record per fetch response: every follower of every partition in turn
+    (index 2 p + k, ``fetch_middles``), each value completed from its pre-encoded middle
+    by two byte concatenations; record i to Kafka partition i mod ``FETCH_PARTITIONS``
+    (so a follower's fetches stay in one partition, in order)."""
+
+    def __init__(self, partitions: int, probing: Probing, produce: Produce, poll: Any) -> None:
+        self.middles = fetch_middles(partitions)
+        self.probe_rows = {2 * p: p for p in probing.probes}
+        self.probing = probing
+        self.produce, self.poll = produce, poll
+        self.i, self.leo = 0, probing.leo0
+        self.tail = offsets_tail(self.leo, self.leo, self.leo)
+
+    def send(self, topic: str, due: int, now_ms: int, probing: bool) -> None:
+        produce, poll, middles, probe_rows = self.produce, self.poll, self.middles, self.probe_rows
+        rows, i, leo, tail = len(middles), self.i, self.leo, self.tail
         head = b'{"ts":%d' % now_ms
-        probing = elapsed >= load.probe_after_s
         for _ in range(due):
             p = probe_rows.get(i)
-            if p is None:
+            offset = None if p is None else self.probing.offset(p, leo, probing, now_ms)
+            if offset is None:
                 value = head + middles[i] + tail
-            elif probing and (p in stuck or leo > load.leo0):
-                offset = stuck.setdefault(p, leo - 10)
-                value = head + middles[i] + offsets_tail(offset, leo, offset)
             else:
-                value = head + middles[i] + tail
-                last_caught_up[p] = now_ms
+                value = head + middles[i] + offsets_tail(offset, leo, offset)
             while True:
                 try:
                     produce(topic, value, partition=i % FETCH_PARTITIONS)
@@ -355,13 +417,135 @@ def generate_load(load: Load, sent: Any, results: Any) -> None:
             if i == rows:
                 i, leo = 0, leo + 10
                 tail = offsets_tail(leo, leo, leo)
-        count += max(due, 0)
+        self.i, self.leo, self.tail = i, leo, tail
+
+
+class PackWire:
+    """Fetch packs as a collector writes them (docs/event-contract.md#fetch-packs): the
+    fetches one leader served, at most ``MOST_ROWS_PER_PACK`` a pack, every row of a pack
+    at the tick's time, keyed by the leader and sent to Kafka partition leader mod
+    ``FETCH_PARTITIONS`` (a follower's fetches stay in one partition, in order).
+
+    The followers take their turns leader by leader (the JSON wire's order, grouped by
+    leader), so that a pack is a slice of columns built once: topic, partition, leader,
+    follower and leader epoch never change. Per pack only the time and offsets are made
+    (numpy), the probes patched in, and the columns framed as they are (``framed_pack``):
+    the producer shares the 2 cores with the job."""
+
+    def __init__(self, partitions: int, probing: Probing, produce: Produce, poll: Any) -> None:
+        original = np.arange(2 * partitions)  # the JSON wire's row: 2 p + k
+        p, k = original // 2, original % 2
+        leader = p % BROKERS
+        order = np.lexsort((original, leader))  # by leader, then the JSON wire's order
+        p, k, leader = p[order], k[order], leader[order]
+        topics = [f"topic-{n:04d}" for n in (p // PER_TOPIC).tolist()]
+        self.constant = {
+            "topic": pa.array(topics, pa.string()),
+            "partition": pa.array(p % PER_TOPIC, pa.int64()),
+            "leader": pa.array(leader, pa.int64()),
+            "follower": pa.array((leader + 1 + k) % BROKERS, pa.int64()),
+            "leader_epoch": pa.array(np.zeros(len(p), np.int64)),
+        }
+        self.leader = leader.tolist()
+        # A pack never spans two leaders: cut where the leader changes (and at the round's
+        # end, where the LEO grows).
+        self.cuts = np.flatnonzero(np.diff(leader, append=-1)) + 1
+        probe_row = {
+            int(row): int(p[row]) for row in np.flatnonzero(k == 0) if p[row] in probing.probes
+        }
+        self.probe_at = np.array(sorted(probe_row), np.int64)
+        self.probe_of = [probe_row[row] for row in self.probe_at.tolist()]
+        self.probing = probing
+        self.produce, self.poll = produce, poll
+        self.i, self.leo = 0, probing.leo0
+
+    def send(self, topic: str, due: int, now_ms: int, probing: bool) -> None:
+        rows = len(self.leader)
+        while due > 0:
+            i = self.i
+            cut = int(self.cuts[np.searchsorted(self.cuts, i, side="right")])
+            end = min(i + due, cut, i + MOST_ROWS_PER_PACK)
+            count = end - i
+            offsets = np.full(count, self.leo, np.int64)
+            first, last = np.searchsorted(self.probe_at, (i, end))
+            for at, p in zip(
+                self.probe_at[first:last].tolist(), self.probe_of[first:last], strict=True
+            ):
+                offset = self.probing.offset(p, self.leo, probing, now_ms)
+                if offset is not None:
+                    offsets[at - i] = offset
+            constant = self.constant
+            batch = pa.RecordBatch.from_arrays(
+                [
+                    pa.array(np.full(count, now_ms, np.int64)),
+                    constant["topic"].slice(i, count),
+                    constant["partition"].slice(i, count),
+                    constant["leader"].slice(i, count),
+                    constant["follower"].slice(i, count),
+                    constant["leader_epoch"].slice(i, count),
+                    pa.array(offsets),  # fetch_offset: the LEO, or a probe's stuck offset
+                    pa.array(np.full(count, self.leo, np.int64)),
+                    pa.array(offsets),  # high_watermark: as the JSON wire, the fetch offset
+                ],
+                names=PACK_COLUMNS,
+            )
+            leader = self.leader[i]
+            value = framed_pack(batch)
+            while True:
+                try:
+                    self.produce(
+                        topic, value, key=b"%d" % leader, partition=leader % FETCH_PARTITIONS
+                    )
+                    break
+                except BufferError:
+                    self.poll(0.05)
+            due -= count
+            self.i = end
+            if end == rows:
+                self.i, self.leo = 0, self.leo + 10
+
+
+def wire_of(name: str, partitions: int, probing: Probing, produce: Produce, poll: Any) -> Any:
+    return (PackWire if name == "packed" else JsonWire)(partitions, probing, produce, poll)
+
+
+def generate_load(load: Load, sent: Any, stop: Any, results: Any) -> None:
+    """The load generator, in a process of its own so that it takes no time from the
+    driver's Python (the sink and its hook run there).
+
+    Every follower of every partition fetches in turn, event time = wall time, at the
+    leader's LEO, which grows by 10 a round: each fetch catches the follower up (Kafka's
+    Replica.updateFetchState: fetch offset >= the leader's LEO). From ``probe_after_s``
+    on, follower 0 of each probe partition stays at the offset of its last fetch, the
+    LEO of the round before: that fetch (offset >= the LEO at its previous fetch) leaves
+    its last caught-up time at its previous fetch, and no later fetch moves it. So its
+    lag passes T exactly T after ``last_caught_up[p]``, the time of its last normal fetch.
+    ``sent`` (a shared integer) counts the fetch responses produced so far; a non-zero
+    ``stop`` (shared too) ends the load early."""
+    prod = producer(load.bootstrap_servers)
+    probing = Probing(load.probes, load.leo0)
+    wire = wire_of(load.wire, load.partitions, probing, prod.produce, prod.poll)
+    count, total = 0, int(load.rate * load.seconds)
+    tick_s = 0.02
+    cpu, began, began_wall = time.process_time(), time.monotonic(), time.time()
+    elapsed = 0.0
+    while elapsed < load.seconds and not stop.value:
+        if load.backfill_from_ms is None:
+            elapsed = time.monotonic() - began
+            now_ms = int(time.time() * 1000)
+        else:  # as fast as it goes, in the event time of a paced load
+            elapsed += tick_s
+            now_ms = load.backfill_from_ms + int(1000 * elapsed)
+        due = min(int(load.rate * elapsed), total) - count
+        if due > 0:
+            wire.send(load.topic, due, now_ms, elapsed >= load.probe_after_s)
+            count += due
         sent.value = count
-        poll(0)
-        time.sleep(max(0.0, 0.02 - (time.monotonic() - began - elapsed)))
+        prod.poll(0)
+        if load.backfill_from_ms is None:
+            time.sleep(max(0.0, tick_s - (time.monotonic() - began - elapsed)))
     elapsed = time.monotonic() - began
-    prod.flush(120)
-    probed = {p: t for p, t in last_caught_up.items() if p in stuck}
+    prod.flush(600)
     cpu = time.process_time() - cpu
     results.send(
         {
@@ -369,21 +553,23 @@ def generate_load(load: Load, sent: Any, results: Any) -> None:
             "elapsed": elapsed,
             "began_wall": began_wall,
             "cpu": cpu,
-            "last_caught_up": probed,
+            "last_caught_up": probing.probed(),
         }
     )
     results.close()
 
 
 class LoadProcess:
-    """A :func:`generate_load` process; ``sent`` reads its count while it runs."""
+    """A :func:`generate_load` process; ``sent`` reads its count while it runs, ``stop``
+    ends it early."""
 
     def __init__(self, load: Load) -> None:
         context = multiprocessing.get_context("spawn")  # no fork of a process with a JVM
         self._sent = context.Value("q", 0, lock=False)
+        self._stop = context.Value("b", 0, lock=False)
         self._results, child = context.Pipe(duplex=False)
         self.process = context.Process(
-            target=generate_load, args=(load, self._sent, child), daemon=True
+            target=generate_load, args=(load, self._sent, self._stop, child), daemon=True
         )
         self.outcome: dict[str, Any] = {}
 
@@ -394,6 +580,9 @@ class LoadProcess:
     def sent(self) -> int:
         return int(self._sent.value)
 
+    def stop(self) -> None:
+        self._stop.value = 1
+
     def is_alive(self) -> bool:
         return self.process.is_alive() and not self._results.poll()
 
@@ -402,6 +591,54 @@ class LoadProcess:
             self.outcome = self._results.recv()
             self.process.join(60)
         return self.outcome
+
+
+def check_packs(partitions: int = 50) -> None:
+    """Assert that the packed wire sends exactly the fetch responses the JSON wire sends:
+    three whole rounds (the second and third with the probes stuck), each wire's records
+    decoded by the job's own readers (``decode_fetch_pack``, ``decode_fetches``), the
+    rows compared as sets (the wires take the followers in different orders, and a round
+    is one tick, so each row has the same time in both); every pack one leader's, under
+    its key, at one time, of at most ``MOST_ROWS_PER_PACK`` rows."""
+    probes = tuple(range(0, partitions, 7))
+    sent: dict[str, list[tuple[bytes, bytes | None, int]]] = {"json": [], "packed": []}
+    caught_up = {}
+    for name, records in sent.items():
+
+        def collect(
+            _topic: str,
+            value: bytes,
+            key: bytes | None = None,
+            partition: int = 0,
+            records: list[tuple[bytes, bytes | None, int]] = records,
+        ) -> None:
+            records.append((value, key, partition))
+
+        probing = Probing(probes, 1000)
+        wire = wire_of(name, partitions, probing, collect, None)
+        for tick, probe in enumerate((False, True, True)):
+            wire.send("fetches", 2 * partitions, 1_700_000_000_000 + 1000 * tick, probe)
+        caught_up[name] = probing.probed()
+    json_rows = decode_fetches([value for value, _, _ in sent["json"]])
+    packed_rows: list[tuple[Any, ...]] = []
+    for value, key, partition in sent["packed"]:
+        pack = decode_fetch_pack(value)
+        assert not isinstance(pack, DeadLetter), pack
+        assert pack.dead == []
+        assert 0 < len(pack) <= MOST_ROWS_PER_PACK
+        assert len(set(pack.ints["ts"].tolist())) == 1, "a pack's rows share its tick's time"
+        assert {key} == {b"%d" % leader for leader in pack.ints["leader"].tolist()}
+        assert partition == int(pack.ints["leader"][0]) % FETCH_PARTITIONS
+        packed_rows += rows_of(pack)
+    assert json_rows.dead == []
+    assert sorted(packed_rows) == sorted(rows_of(json_rows)), "packs differ from JSON"
+    assert caught_up["packed"] == caught_up["json"]
+    assert caught_up["json"]
+
+
+def rows_of(decoded: DecodedFetches) -> list[tuple[Any, ...]]:
+    columns = [decoded.ints[name].tolist() for name in INT_COLUMNS]
+    return list(zip(decoded.topic, decoded.error, *columns, strict=True))
 
 
 # ---------------------------------------------------------------- watching the job
@@ -797,29 +1034,86 @@ def capacity(
         )
 
 
-def sustained(
-    spark: Any, config: IsrwatchConfig, args: argparse.Namespace, memory: Memory, summary: Summary
-) -> list[RateResult]:
-    """Cold start, failover (section ``controller``), then each rate (``rates``)."""
-    partitions = args.partitions
+def drop_topics(config: IsrwatchConfig) -> None:
+    """Delete a finished run's topics: what the broker holds of them (the embedded
+    broker's memory, Kafka's disk) is room for the next run. A broker that refuses keeps
+    them; the room checks before a phase then say what does not fit."""
+    from kafka.admin import KafkaAdminClient
+
+    topics = config.topics
+    names = [topics.controller_events, topics.fetch_responses]
+    names += [topics.partition_health, topics.dead_letters]
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=config.kafka.bootstrap_servers)
+        try:
+            admin.delete_topics(names)
+        finally:
+            admin.close()
+    except Exception as error:  # any refusal: the run goes on without the room
+        print(f"  (the run's topics were not deleted: {error})", flush=True)
+
+
+def seed(config: IsrwatchConfig, partitions: int, ts_ms: int) -> None:
+    """T on every broker, then one LeaderAndIsr per partition (``controller_values``)."""
     prod = producer(config.kafka.bootstrap_servers)
-    for value in controller_values(partitions, int(time.time() * 1000)):
+    for value in controller_values(partitions, ts_ms):
         send(prod, config.topics.controller_events, value)
     prod.flush(120)
+
+
+def cold_start(
+    spark: Any, config: IsrwatchConfig, partitions: int, watch: Watch, limit_s: float
+) -> tuple[Any, Any, float | None]:
+    """The job's query on a seeded cluster, its sink, and the seconds from its start until
+    every LeaderAndIsr is applied (None: not within ``limit_s``)."""
+    sink = make_sink(config, HealthExporter(), None, watch)
+    query = start_query(spark, config, sink, snapshot_when_idle=False)
+    return query, sink, watch.wait_applied("LeaderAndIsr", partitions, limit_s)
+
+
+def warm_up(config: IsrwatchConfig, args: argparse.Namespace, watch: Watch) -> None:
+    """One round of fetches on the run's wire, applied before anything is measured: a
+    shard's first fetches cost it what a Python worker pays once (imports, the model's
+    compiled kernels loaded), which would fall on the first measured phase of the first
+    run in the session and not on the others."""
+    prod = producer(config.kafka.bootstrap_servers)
+    wire = wire_of(args.wire, args.partitions, Probing((), 0), prod.produce, prod.poll)
+    before, count = watch.fetches(), 2 * args.partitions
+    began = time.monotonic()
+    wire.send(config.topics.fetch_responses, count, int(time.time() * 1000), False)
+    prod.flush(120)
+    while watch.fetches() - before < count and time.monotonic() - began < args.controller_seconds:
+        time.sleep(0.5)
+    took = time.monotonic() - began
+    print(f"  warm-up: one round of fetches ({count:,}) applied in {took:.1f} s", flush=True)
+
+
+def sustained(
+    spark: Any,
+    config: IsrwatchConfig,
+    args: argparse.Namespace,
+    memory: Memory,
+    summary: Summary,
+    with_failover: bool,
+) -> list[RateResult]:
+    """Cold start, failover (section ``controller``, when ``with_failover``), then each
+    rate (``rates``)."""
+    partitions = args.partitions
+    seed(config, partitions, int(time.time() * 1000))
     rng = np.random.default_rng(7)
     probes = sorted(rng.choice(partitions, size=min(PROBES, partitions), replace=False).tolist())
     watch = Watch(probes)
-    sink = make_sink(config, HealthExporter(), None, watch)
-    query = start_query(spark, config, sink, snapshot_when_idle=False)
-    cold = watch.wait_applied("LeaderAndIsr", partitions, args.controller_seconds)
+    query, sink, cold = cold_start(spark, config, partitions, watch, args.controller_seconds)
     said = f"in {cold:.1f} s" if cold is not None else f"NOT within {args.controller_seconds:.0f} s"
     print(
         f"  cold start: {partitions:,} LeaderAndIsr applied {said} from query start ({load()})",
         flush=True,
     )
     summary.add("cold start (LeaderAndIsr of every partition)", said, "goal < 60 s")
-    if "controller" in args.sections:
+    if "controller" in args.sections and with_failover:
         failover(config, watch, partitions, args.controller_seconds, summary)
+    if "rates" in args.sections:
+        warm_up(config, args, watch)
     results: list[RateResult] = []
     if "rates" in args.sections:
         results = rates(query, config, watch, args, probes, memory, summary)
@@ -838,6 +1132,7 @@ def sustained(
     )
     query.stop()
     sink.close()
+    drop_topics(config)
     return results
 
 
@@ -929,6 +1224,17 @@ def one_rate(
 ) -> RateResult:
     """One phase at ``rate`` (its input applied, within the drain bound, before it returns)."""
     seconds, trigger_s = args.seconds, args.trigger_ms / 1000
+    need = rate * seconds * stored_bytes_per_event(args.wire)
+    room, of_what = broker_room(args.broker, Path(tempfile.gettempdir()))
+    if need > room:  # the embedded broker would take the machine's memory, Kafka its disk
+        said = (
+            f"not run: {seconds:.0f} s x {rate:,}/s does not fit the broker's {of_what} "
+            f"({need / 2**30:,.1f} GiB needed, {room / 2**30:,.1f} GiB free; --broker "
+            "kafka-4.1 keeps it on disk)"
+        )
+        print(f"\n  rate {rate:,}/s: {said}", flush=True)
+        summary.add(f"R = {rate:,}/s", said)
+        return RateResult(rate, False, 0.0, float("nan"), False, [])
     seen = {p["batchId"] for p in query.recentProgress}
     first_batch = len(watch.batches)
     load_process = LoadProcess(
@@ -941,6 +1247,7 @@ def one_rate(
             tuple(probes),
             seconds / 3,
             (index + 1) * 1_000_000_000,
+            args.wire,
         )
     )
     phase_start_ms = int(time.time() * 1000)
@@ -1019,10 +1326,12 @@ def one_rate(
     rss = ", ".join(f"{k} {v / 2**20:,.0f} MiB" for k, v in memory.peaks.items())
     produced = sent / max(phase_s, 1e-9)
     cpu_share = outcome["cpu"] / max(phase_s, 1e-9)
+    producer_us = 1e6 * outcome["cpu"] / max(sent, 1)
     print(
         f"\n  rate {rate:,}/s for {seconds:.0f} s ({load()}):\n"
-        f"    produced {produced:,.0f}/s (target {rate:,}/s); the producer process used "
-        f"{cpu_share:.0%} of a core (of the machine's {os.cpu_count()})\n"
+        f"    produced {produced:,.0f}/s (target {rate:,}/s) on the {args.wire} wire; the "
+        f"producer process used {cpu_share:.0%} of a core (of the machine's "
+        f"{os.cpu_count()}), producer CPU per event {producer_us:.2f} us\n"
         f"    job applied {applied_in_phase / max(phase_s, 1e-9):,.0f}/s during the phase, "
         f"{busy_rate:,.0f} events/s while its batches ran, over {len(data)} batches; "
         f"{'drained' if drained else 'NOT drained'} {drain_s:.0f} s after the phase; "
@@ -1049,6 +1358,7 @@ def one_rate(
         f"{name}: produced / target",
         f"{produced:,.0f} / {rate:,} (producer {cpu_share:.0%} of a core)",
     )
+    summary.add(f"{name}: producer CPU per event", f"{producer_us:.2f} us")
     summary.add(
         f"{name}: backlog slope",
         f"{slope:,.0f} records/s -> {'bounded' if bounded else 'GROWING'}",
@@ -1078,6 +1388,305 @@ def one_rate(
     return RateResult(rate, bounded, busy_rate, percentile(detection, 99), drained, sizes)
 
 
+# ---------------------------------------------------------------- catching up
+
+RECORD_OVERHEAD_B = 10  # a record's framing in a Kafka batch (no key on the JSON wire)
+# What the broker keeps besides: the embedded broker's memory grew by 164 B a JSON fetch
+# event and 79 B a packed one, 1,000,000 of each (100,000 partitions; its values are 158
+# and 78 B): 10 % over the values and framing covers it, and Kafka's log on disk.
+BROKER_OVERHEAD = 1.1
+JOB_RESERVE_B = 8 * 2**30  # memory left to the job (driver, JVM, Python workers) and the OS
+
+
+def stored_bytes_per_event(wire: str) -> float:
+    """What a fetch event costs the broker on ``wire``, estimated from the load's own
+    records (1,000 partitions, one round): its bytes and framing, times
+    ``BROKER_OVERHEAD``."""
+    sizes: list[int] = []
+
+    def collect(_topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> None:
+        sizes.append(len(value) + len(key or b"") + RECORD_OVERHEAD_B)
+
+    wire_of(wire, 1000, Probing((), 0), collect, None).send("x", 2000, 1_700_000_000_000, False)
+    return BROKER_OVERHEAD * sum(sizes) / 2000
+
+
+def broker_room(broker: str, workdir: Path) -> tuple[float, str]:
+    """Bytes the broker can still take, and of what: memory for the embedded broker
+    (Tansu keeps its log in memory; ``JOB_RESERVE_B`` is left to the job), disk for
+    Apache Kafka (its log under ``workdir``)."""
+    if broker == "embedded":
+        meminfo = Path("/proc/meminfo").read_text().splitlines()
+        available = next(int(line.split()[1]) * 1024 for line in meminfo if "MemAvailable" in line)
+        return available - JOB_RESERVE_B, "memory (the embedded broker keeps its log in memory)"
+    return shutil.disk_usage(workdir).free - 2 * 2**30, f"disk (under {workdir})"
+
+
+def catchup(
+    spark: Any, broker: TopicBroker, args: argparse.Namespace, workdir: Path, summary: Summary
+) -> None:
+    """Section ``catchup``: the drain after an outage, and a cold start on a busy topic."""
+    rate, partitions, outage = args.catchup_rate, args.partitions, args.outage_seconds
+    per_event = stored_bytes_per_event(args.wire)
+    # The live phase, the outage's backlog and a drain as long as the outage (at twice R)
+    # while R goes on; the busy topic (the outage's backlog) comes after those are deleted.
+    events = rate * (args.seconds + 2 * outage)
+    room, of_what = broker_room(args.broker, workdir)
+    print(
+        f"\ncatch-up on the {args.wire} wire at {partitions:,} partitions, R = {rate:,}/s, "
+        f"outage {outage:.0f} s ({load()}): about {events:,.0f} fetch events on the broker, "
+        f"{events * per_event / 2**30:,.1f} GiB of its {of_what}, {room / 2**30:,.1f} GiB free",
+        flush=True,
+    )
+    if events * per_event > room:
+        fits = max(0.0, (room / per_event / rate - args.seconds) / 2)
+        said = (
+            f"not run: {outage:.0f} s x {rate:,}/s does not fit the broker's {of_what} "
+            f"({events * per_event / 2**30:,.1f} GiB needed, {room / 2**30:,.1f} GiB free); "
+            f"--outage-seconds {fits:.0f} would, or --broker kafka-4.1 (on disk)"
+        )
+        print(f"  {said}", flush=True)
+        summary.add("catch-up after an outage", said)
+        return
+    outage_drain(spark, broker, args, workdir, summary)
+    busy_cold_start(spark, broker, args, workdir, summary)
+
+
+def reported(query: Any, watch: Watch, after_batch: int) -> list[dict[str, Any]]:
+    """Spark's progress reports of the data batches after ``after_batch``, once those the
+    hook saw are there: Spark reports a batch after its sink returns, so the last one can
+    be missing for a moment (bounded: 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        progress = [
+            p for p in query.recentProgress if p["batchId"] > after_batch and p["numInputRows"] > 0
+        ]
+        with watch.lock:
+            seen = {b for b, taken in watch.taken_in_batch.items() if taken and b > after_batch}
+        if seen <= {p["batchId"] for p in progress} or time.monotonic() > deadline:
+            return progress
+        time.sleep(0.2)
+
+
+def outage_drain(
+    spark: Any, broker: TopicBroker, args: argparse.Namespace, workdir: Path, summary: Summary
+) -> None:
+    """A live phase at R for ``--seconds``; the query stopped (its checkpoint kept) for
+    ``--outage-seconds`` while R goes on; the query restarted from its checkpoint, R still
+    going: the backlog at the restart, the time until it is back to the live phase's, and
+    the events applied a second meanwhile (the job's own stats, as the rates count them),
+    next to the live phase's."""
+    rate, partitions, trigger_s = args.catchup_rate, args.partitions, args.trigger_ms / 1000
+    config = bench_config(broker, workdir, bench_settings(args))
+    seed(config, partitions, int(time.time() * 1000))
+    watch = Watch([])
+    query, sink, cold = cold_start(spark, config, partitions, watch, args.controller_seconds)
+    if cold is None:
+        print(f"  cold start NOT within {args.controller_seconds:.0f} s: no catch-up", flush=True)
+        summary.add("catch-up after an outage", "not run: the cold start did not finish")
+        query.stop()
+        sink.close()
+        drop_topics(config)
+        return
+    warm_up(config, args, watch)
+    load_process = LoadProcess(
+        Load(
+            config.kafka.bootstrap_servers,
+            config.topics.fetch_responses,
+            partitions,
+            rate,
+            args.seconds + args.outage_seconds + args.catchup_seconds,
+            (),
+            float("inf"),
+            1_000_000_000,
+            args.wire,
+        )
+    )
+    taken0 = watch.fetches()
+    samples: list[tuple[float, int, int]] = []  # (wall s, produced, backlog)
+
+    def sample_for(seconds: float) -> None:
+        until = time.monotonic() + seconds
+        while time.monotonic() < until and load_process.is_alive():
+            time.sleep(1)
+            produced = load_process.sent
+            samples.append((time.time(), produced, produced - (watch.fetches() - taken0)))
+
+    def backlog_at(ends: list[tuple[float, int]]) -> list[tuple[float, int, float]]:
+        """(wall s, fetches taken since the start, backlog) at each batch end that the
+        samples cover (the records produced then are interpolated)."""
+        walls, produced = np.array([(w, p) for w, p, _ in samples], dtype=float).T
+        return [
+            (wall, taken - taken0, float(np.interp(wall, walls, produced)) - (taken - taken0))
+            for wall, taken in ends
+            if wall <= walls[-1]
+        ]
+
+    load_process.start()
+    # The live phase begins with the load: a spawned process takes seconds to import what
+    # it needs (more on a loaded machine), and the phase is timed here, not in it.
+    began = time.monotonic()
+    while load_process.sent == 0 and time.monotonic() - began < 300:
+        time.sleep(0.05)
+    first_end = len(watch.ends)
+    live_began = time.time()
+    samples.append((live_began, load_process.sent, load_process.sent))
+    sample_for(args.seconds)
+    live_s = time.time() - live_began
+    live_taken = watch.fetches() - taken0
+    live_ends = [
+        end for end in backlog_at(watch.ends[first_end:]) if end[0] >= live_began + live_s / 3
+    ]
+    # The backlog just after a batch: sampled at any time it is a sawtooth of a batch's
+    # worth (backlog_slope). "Drained" is back to the most the live phase left.
+    live_level = max((b for _, _, b in live_ends), default=max(b for _, _, b in samples))
+    threshold = max(live_level, rate * trigger_s)
+    live_rate = live_taken / max(live_s, 1e-9)
+    query.stop()
+    sink.close()
+    sample_for(args.outage_seconds)
+    if not load_process.is_alive():
+        print("  the load ended before the restart: no figure", flush=True)
+        return
+    restarted, produced_then = time.time(), load_process.sent
+    taken_then = watch.fetches() - taken0
+    backlog_then = produced_then - taken_then
+    seen = {p["batchId"] for p in query.recentProgress}
+    restart_end = len(watch.ends)
+    sink = make_sink(config, HealthExporter(), None, watch)
+    query = start_query(spark, config, sink, snapshot_when_idle=False)
+    drained: tuple[float, int, float] | None = None
+    while drained is None and time.time() - restarted < args.catchup_seconds:
+        sample_for(2)
+        if not load_process.is_alive():
+            break
+        drained = next(
+            (end for end in backlog_at(watch.ends[restart_end:]) if end[2] <= threshold), None
+        )
+    # The batches after the restart, taken as soon as the drain is seen (a batch after
+    # the drained one may have ended meanwhile: at most one, in the 2 s between looks).
+    progress = reported(query, watch, max(seen, default=-1))
+    load_process.stop()
+    outcome = load_process.join()
+    query.stop()
+    sink.close()
+    drop_topics(config)
+    first_batch_s = (
+        watch.ends[restart_end][0] - restarted if len(watch.ends) > restart_end else float("nan")
+    )
+    producer_us = 1e6 * outcome["cpu"] / max(outcome["sent"], 1)
+    print(
+        f"  live phase: {rate:,}/s for {live_s:.0f} s, the job applied {live_rate:,.0f} "
+        f"events/s; backlog just after its batches at most {live_level:,.0f} events; "
+        f"producer CPU per event {producer_us:.2f} us\n"
+        f"  outage: the query stopped for {args.outage_seconds:.0f} s (checkpoint kept), "
+        f"backlog at restart {backlog_then:,} events; first batch "
+        f"{first_batch_s:.1f} s after the restart",
+        flush=True,
+    )
+    summary.add("catch-up: live phase, applied", f"{live_rate:,.0f} events/s at R = {rate:,}/s")
+    summary.add("catch-up: backlog at restart", f"{backlog_then:,} events")
+    # Not drained within the bound: what the job applied until its last batch is still
+    # the rate it drains at (R goes on, so the backlog shrinks by that less R).
+    ends = backlog_at(watch.ends[restart_end:])
+    if drained is None and not ends:
+        said = f"NOT drained within {args.catchup_seconds:.0f} s, no batch ended"
+        print(f"  backlog {said} ({watch.dead_letters} dead letters; {load()})", flush=True)
+        summary.add("catch-up: drained after the restart", said)
+        return
+    wall, taken, left = drained or ends[-1]
+    drain_s = wall - restarted
+    drain_rate = (taken - taken_then) / max(drain_s, 1e-9)
+    with watch.lock:
+        events = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
+    busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+    busy = sum(events) / busy_s if busy_s else float("nan")
+    versus = (
+        f"{drain_rate / live_rate:.2f}x the live phase's {live_rate:,.0f}/s"
+        if live_rate
+        else "no batch of the live phase ended in it: give it a longer --seconds"
+    )
+    when = (
+        f"drained (backlog {left:,.0f} <= {threshold:,.0f}, the live phase's) {drain_s:.1f} s "
+        "after the restart"
+        if drained
+        else f"NOT drained within {args.catchup_seconds:.0f} s (--catchup-seconds): backlog "
+        f"{left:,.0f} after the last batch, {drain_s:.1f} s after the restart"
+    )
+    print(
+        f"  {when}: drain rate {drain_rate:,.0f} events/s applied ({versus}; "
+        f"{busy:,.0f} events/s while its batches ran, over {len(progress)} batches); "
+        f"{watch.dead_letters} dead letters (0 expected) ({load()})",
+        flush=True,
+    )
+    summary.add(
+        "catch-up: drained after the restart",
+        f"{'in' if drained else 'NOT drained in'} {drain_s:.1f} s, {drain_rate:,.0f} events/s "
+        f"(live {live_rate:,.0f}/s)",
+        "goal: drain rate >= the sustained rate",
+    )
+
+
+def busy_cold_start(
+    spark: Any, broker: TopicBroker, args: argparse.Namespace, workdir: Path, summary: Summary
+) -> None:
+    """A query from ``earliest`` on a topic that already holds ``--outage-seconds`` x R
+    fetch events after the LeaderAndIsr seed (event times those of a load at R that began
+    ``--outage-seconds`` ago): the time until all are applied, and the rate."""
+    rate, partitions, outage = args.catchup_rate, args.partitions, args.outage_seconds
+    config = bench_config(broker, workdir, bench_settings(args))
+    began_ms = int(time.time() * 1000) - int(1000 * outage)
+    seed(config, partitions, began_ms - 1000)  # the elections before every fetch
+    backfill = LoadProcess(
+        Load(
+            config.kafka.bootstrap_servers,
+            config.topics.fetch_responses,
+            partitions,
+            rate,
+            outage,
+            (),
+            float("inf"),
+            1_000_000_000,
+            args.wire,
+            backfill_from_ms=began_ms,
+        )
+    )
+    backfill.start()
+    outcome = backfill.join()
+    events = outcome["sent"]
+    watch = Watch([])
+    began = time.monotonic()
+    query, sink, cold = cold_start(spark, config, partitions, watch, args.catchup_seconds)
+    limit = max(0.0, args.catchup_seconds - (time.monotonic() - began))
+    done = watch.wait_applied("FetchResponse", events, limit) is not None
+    caught_up_s = time.monotonic() - began
+    progress = reported(query, watch, -1)
+    query.stop()
+    sink.close()
+    drop_topics(config)
+    with watch.lock:
+        taken = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
+    busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+    busy = sum(taken) / busy_s if busy_s else float("nan")
+    said = (
+        f"caught up in {caught_up_s:.1f} s from the query's start: "
+        f"{events / caught_up_s:,.0f} events/s"
+        if done
+        else f"NOT caught up within {args.catchup_seconds:.0f} s "
+        f"({watch.fetches():,} of {events:,} applied)"
+    )
+    print(
+        f"  cold start on a busy topic ({events:,} fetch events after {partitions:,} "
+        f"LeaderAndIsr, produced in {outcome['elapsed']:.1f} s at "
+        f"{1e6 * outcome['cpu'] / max(events, 1):.2f} us of producer CPU an event): "
+        f"elections applied {f'in {cold:.1f} s' if cold is not None else 'NOT'}; {said}; "
+        f"{busy:,.0f} events/s while its batches ran ({watch.dead_letters} dead letters; "
+        f"{load()})",
+        flush=True,
+    )
+    summary.add(f"cold start on a busy topic ({events:,} fetch events)", said)
+
+
 def references(
     spark: Any,
     broker: TopicBroker,
@@ -1094,18 +1703,18 @@ def references(
     )
     values = fetch_values(args.partitions, args.reference_records, int(time.time() * 1000))
     floor = source_floor(
-        bench_config(broker, workdir, args.shards, args.trigger_ms),
+        bench_config(broker, workdir, bench_settings(args)),
         values,
         args.reference_seconds,
         summary,
     )
-    floor_config = bench_config(broker, workdir, args.shards, args.trigger_ms)
+    floor_config = bench_config(broker, workdir, bench_settings(args))
     spark_rate = spark_floor(
         spark, floor_config, args.partitions, values, workdir, args.reference_seconds, summary
     )
     per_partition_design(
         spark,
-        bench_config(broker, workdir, args.shards, 1000),
+        bench_config(broker, workdir, bench_settings(args, PER_PARTITION_TRIGGER_MS)),
         min(args.partitions, args.per_partition_partitions),
         args.reference_seconds,
         summary,
@@ -1274,14 +1883,11 @@ def per_partition_design(
     summary.add(f"{name} design", f"{rate:,.0f} events/s ({partitions:,} partitions)")
 
 
-def replay_agreement(
-    broker: TopicBroker, partitions: int, workdir: Path, limit_s: float, summary: Summary
-) -> None:
-    """The job (available-now) and ``isrwatch replay`` on the same input, record for record."""
-    config = bench_config(broker, workdir, 16, 1000)
+def replay_envelopes(partitions: int) -> list[InputRecord]:
+    """Elections and 2 rounds of fetches of every follower, in time order."""
     now = 1_700_000_000_000
-    envelopes = [
-        {"source": "controller-events", "value": json.loads(v)}
+    records = [
+        InputRecord(Source.CONTROLLER_EVENTS, "0", json.loads(v))
         for v in controller_values(partitions, now)
     ]
     for r in range(2):
@@ -1289,29 +1895,66 @@ def replay_agreement(
             topic, number = topic_of(p)
             leader = p % BROKERS
             for k in (1, 2):
-                envelopes.append(
-                    {
-                        "source": "fetch-responses",
-                        "value": {
-                            "ts": now + 1000 + r * 500 + k,
-                            "topic": topic,
-                            "partition": number,
-                            "leader": leader,
-                            "follower": (leader + k) % BROKERS,
-                            "leader_epoch": 0,
-                            "fetch_offset": 10 * r + k,
-                            "leader_leo": 10 * r + 5,
-                            "high_watermark": 10 * r,
-                        },
-                    }
+                value = {
+                    "ts": now + 1000 + r * 500 + k,
+                    "topic": topic,
+                    "partition": number,
+                    "leader": leader,
+                    "follower": (leader + k) % BROKERS,
+                    "leader_epoch": 0,
+                    "fetch_offset": 10 * r + k,
+                    "leader_leo": 10 * r + 5,
+                    "high_watermark": 10 * r,
+                }
+                records.append(
+                    InputRecord(Source.FETCH_RESPONSES, partition_key(topic, number), value)
                 )
+    return records
+
+
+def replay_agreement(
+    broker: TopicBroker, args: argparse.Namespace, workdir: Path, summary: Summary
+) -> None:
+    """``isrwatch replay`` of the JSON envelopes, and the job (available-now) on the same
+    envelopes as each wire of ``--wires`` writes them, record for record."""
+    partitions = args.partitions
+    records = replay_envelopes(partitions)
+    began = time.monotonic()
+    lines = (json.dumps(r.envelope()) for r in records)
+    expected = {
+        r.key: json.loads(encode_record(r)) for r in replay(lines, RuleSettings(), None).records
+    }
+    replay_s = time.monotonic() - began
+    print(
+        f"\nreplay agreement at {partitions:,} partitions ({len(records):,} events): "
+        f"isrwatch replay {replay_s:.0f} s ({load()})",
+        flush=True,
+    )
+    for wire in args.wires:
+        args.wire = wire
+        job_agreement(broker, args, workdir, records, expected, summary)
+
+
+def job_agreement(
+    broker: TopicBroker,
+    args: argparse.Namespace,
+    workdir: Path,
+    records: list[InputRecord],
+    expected: dict[str, Any],
+    summary: Summary,
+) -> None:
+    """The job (available-now) on ``records`` sent on ``args.wire``, against ``expected``."""
+    partitions, limit_s = args.partitions, args.replay_seconds
+    config = bench_config(broker, workdir, bench_settings(args))
     prod = producer(config.kafka.bootstrap_servers)
     topics = {
-        "controller-events": config.topics.controller_events,
-        "fetch-responses": config.topics.fetch_responses,
+        Source.CONTROLLER_EVENTS: config.topics.controller_events,
+        Source.FETCH_RESPONSES: config.topics.fetch_responses,
     }
-    for envelope in envelopes:
-        send(prod, topics[envelope["source"]], json.dumps(envelope["value"]).encode())
+    form = FetchResponsesForm(args.wire)
+    sent = kafka_records(records, form)  # the project's publisher's own encoding
+    for record in sent:
+        send(prod, topics[record.source], record.value)  # one partition: in order
     prod.flush(120)
     health_out = workdir / f"health-{uuid.uuid4().hex[:6]}.jsonl"
     stop = threading.Event()
@@ -1338,19 +1981,15 @@ def replay_agreement(
         for line in health_out.read_text().splitlines():
             record = json.loads(line)
             by_job[f"{record['topic']}:{record['partition']}"] = record
-    began = time.monotonic()
-    lines = (json.dumps(e) for e in envelopes)
-    expected = {
-        r.key: json.loads(encode_record(r)) for r in replay(lines, RuleSettings(), None).records
-    }
-    replay_s = time.monotonic() - began
+    drop_topics(config)
     same = sum(by_job.get(key) == record for key, record in expected.items())
     agree = same == len(expected) == len(by_job) and finished
     verdict = "AGREE" if agree else "DIFFER" if finished else f"job NOT done in {limit_s:.0f} s"
+    fetch_records = sum(r.source is Source.FETCH_RESPONSES for r in sent)
     print(
-        f"\nreplay agreement at {partitions:,} partitions ({len(envelopes):,} events): "
-        f"{same:,} of {len(expected):,} health records equal, {len(by_job):,} from the job "
-        f"({verdict}); job {job_s:.0f} s, replay {replay_s:.0f} s ({load()})",
+        f"  {args.wire} wire ({fetch_records:,} fetch-responses records): {same:,} of "
+        f"{len(expected):,} health records equal, {len(by_job):,} from the job ({verdict}); "
+        f"job {job_s:.0f} s ({load()})",
         flush=True,
     )
     for key in [k for k, r in expected.items() if by_job.get(k) != r][:5]:
@@ -1372,19 +2011,102 @@ def replay_agreement(
     if extra:
         print(f"  {extra:,} records from the job that replay does not have", flush=True)
     summary.add(
-        f"replay vs job at {partitions:,} partitions",
+        f"replay vs job at {partitions:,} partitions, {args.wire} wire",
         f"{same:,} of {len(expected):,} equal: {verdict}",
         "goal: AGREE",
     )
 
 
-def bench_config(
-    broker: TopicBroker,
-    workdir: Path,
-    shards: int,
-    trigger_ms: int,
-    source_format: str = "python",
-) -> IsrwatchConfig:
+# ---------------------------------------------------------------- configuration
+
+# Why the bench sets what it sets, where it is not a measured choice.
+WHY = {
+    "metrics.enabled": "the bench reads the exporter in process; no /metrics port to clash",
+    "topics.fetch_responses_form": "what the load writes (Spark's connector caps records by it)",
+}
+
+
+@cache
+def shipped() -> IsrwatchConfig:
+    """The shipped configuration: conf/isrwatch.yaml's defaults, no file, no environment."""
+    return load_config(None, {}, environ={})
+
+
+def shipped_value(name: str) -> Any:
+    value: Any = shipped()
+    for part in name.split("."):
+        value = getattr(value, part)
+    return value.value if isinstance(value, Enum) else value
+
+
+def bench_settings(args: argparse.Namespace, trigger_ms: int | None = None) -> dict[str, Any]:
+    """The settings the bench gives the job, where they differ from the shipped ones:
+    ``--shards``, ``--trigger-ms`` (``trigger_ms`` instead), the source format and the
+    wire of the run, and no /metrics server."""
+    settings = {
+        "streaming.state_shards": args.shards,
+        "streaming.trigger_interval_ms": trigger_ms or args.trigger_ms,
+        "kafka.source_format": args.source_format,
+        "topics.fetch_responses_form": args.wire,
+        "metrics.enabled": False,
+    }
+    return {name: v for name, v in settings.items() if v != shipped_value(name)}
+
+
+def overrides_of(args: argparse.Namespace) -> list[tuple[str, str, str, str]]:
+    """Every setting the runs override, as (name, shipped value, bench value, where):
+    the (source format, wire) pairs' settings, and those of the other configurations."""
+    pairs: dict[tuple[str, Any], list[str]] = {}
+    runs = [(s, w) for s in args.source_formats for w in args.wires]
+    for source, wire in runs:
+        run_args = argparse.Namespace(**{**vars(args), "source_format": source, "wire": wire})
+        for name, value in bench_settings(run_args).items():
+            pairs.setdefault((name, value), []).append(f"{source}/{wire}")
+    rows = [
+        (
+            name,
+            str(shipped_value(name)),
+            str(value),
+            "every run" if len(where) == len(runs) else ", ".join(where),
+        )
+        for (name, value), where in pairs.items()
+    ]
+    if "references" in args.sections and args.trigger_ms != PER_PARTITION_TRIGGER_MS:
+        name = "streaming.trigger_interval_ms"
+        rows.append(
+            (
+                name,
+                str(shipped_value(name)),
+                str(PER_PARTITION_TRIGGER_MS),
+                "the per-partition design",
+            )
+        )
+    return rows
+
+
+def print_overrides(args: argparse.Namespace, summary: Summary) -> None:
+    """Every setting the bench overrides, against the shipped configuration; the rest
+    of the job's settings are the shipped ones."""
+    rows = overrides_of(args)
+    print("settings the bench overrides (name: shipped -> bench, where):", flush=True)
+    for name, was, now, where in rows:
+        why = f"; {WHY[name]}" if name in WHY else ""
+        print(f"  {name}: {was} -> {now} ({where}{why})", flush=True)
+        summary.add(f"override {name}", f"{was} -> {now}", where)
+    print(
+        "  and, for every run, its own topics, checkpoint (a temporary directory) and "
+        "kafka.bootstrap_servers (the bench's broker); everything else as shipped (e.g. "
+        f"kafka.max_events_per_partition_per_batch "
+        f"{shipped_value('kafka.max_events_per_partition_per_batch'):,})",
+        flush=True,
+    )
+    if not rows:
+        summary.add("overrides", "none: the shipped configuration")
+
+
+def bench_config(broker: TopicBroker, workdir: Path, settings: dict[str, Any]) -> IsrwatchConfig:
+    """The shipped configuration with ``settings`` (``bench_settings``), on topics and a
+    checkpoint of its own."""
     suffix = uuid.uuid4().hex[:6]
     kinds = ("controller_events", "fetch_responses", "partition_health", "dead_letters")
     names = {f"topics.{k}": f"{k.replace('_', '-')}-{suffix}" for k in kinds}
@@ -1396,13 +2118,8 @@ def bench_config(
         {
             **names,
             "kafka.bootstrap_servers": broker.bootstrap_servers,
-            "kafka.starting_offsets": "earliest",
-            "kafka.source_format": source_format,
             "streaming.checkpoint_location": str(workdir / suffix),
-            "streaming.state_shards": shards,
-            "streaming.trigger_interval_ms": trigger_ms,
-            "kafka.max_events_per_partition_per_batch": 1_000_000,
-            "metrics.enabled": False,
+            **settings,
         },
         environ={},
     )
@@ -1436,8 +2153,18 @@ def main(argv: list[str] | None = None) -> None:
         default=1800,
         help="bound on the cold start and on the failover",
     )
-    parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument("--trigger-ms", type=int, default=5000)
+    parser.add_argument(
+        "--shards",
+        type=int,
+        default=shipped_value("streaming.state_shards"),
+        help="streaming.state_shards (default: the shipped value)",
+    )
+    parser.add_argument(
+        "--trigger-ms",
+        type=int,
+        default=shipped_value("streaming.trigger_interval_ms"),
+        help="streaming.trigger_interval_ms (default: the shipped value)",
+    )
     parser.add_argument("--client-records", type=int, default=500_000)
     parser.add_argument("--reference-records", type=int, default=1_000_000)
     parser.add_argument(
@@ -1467,7 +2194,31 @@ def main(argv: list[str] | None = None) -> None:
         nargs="+",
         default=["python"],
         choices=["python", "kafka"],
-        help="the job's Kafka sources to measure, in this order (controller and rates)",
+        help="the job's Kafka sources to measure, in this order (controller, rates, catchup)",
+    )
+    parser.add_argument(
+        "--wires",
+        nargs="+",
+        default=list(WIRES),
+        choices=WIRES,
+        help="the fetch-responses forms the load writes, in this order (rates, catchup, "
+        "replay): fetch packs, or one JSON record per fetch",
+    )
+    parser.add_argument(
+        "--catchup-rate", type=int, help="R of the catchup section (default: the first of --rates)"
+    )
+    parser.add_argument(
+        "--outage-seconds",
+        type=float,
+        default=600,
+        help="catchup: how long the query is stopped while R goes on; the busy topic's "
+        "backlog is this many seconds of R",
+    )
+    parser.add_argument(
+        "--catchup-seconds",
+        type=float,
+        default=1800,
+        help="catchup: bound on the drain after the restart, and on the busy cold start",
     )
     parser.add_argument("--broker", choices=["embedded", "kafka-4.1"], default="embedded")
     parser.add_argument(
@@ -1484,6 +2235,12 @@ def main(argv: list[str] | None = None) -> None:
         args.partitions, args.rates, args.seconds, args.find_max = 2000, [4000], 12, None
         args.client_records, args.trigger_ms, args.reference_records = 20_000, 1000, 20_000
         args.reference_seconds = args.drain_seconds = 300
+        args.outage_seconds, args.catchup_seconds = 10, 300
+    args.catchup_rate = args.catchup_rate or args.rates[0]
+    # The run's source format and wire: each run of a pair sets them (bench_settings).
+    args.source_format, args.wire = args.source_formats[0], args.wires[0]
+    if "packed" in args.wires:
+        check_packs()  # the packs hold exactly what the JSON wire sends, or no run
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-sustained-"))
     memory = Memory()
     memory.start()
@@ -1491,9 +2248,10 @@ def main(argv: list[str] | None = None) -> None:
     print(
         f"sustained bench: {args.partitions:,} partitions x 3 replicas, {args.shards} shards, "
         f"trigger {args.trigger_ms} ms, T {T_MS} ms, local[2]; sections "
-        f"{' '.join(args.sections)}; {load()}",
+        f"{' '.join(args.sections)}; wires {' '.join(args.wires)}; {load()}",
         flush=True,
     )
+    print_overrides(args, summary)
     broker_context: Any = (
         LabBroker(workdir / "kafka", args.port_base)
         if args.broker == "kafka-4.1"
@@ -1506,30 +2264,47 @@ def main(argv: list[str] | None = None) -> None:
             clients(broker, args.client_records, summary)
         spark = None
         job_rate = args.job_rate
-        if {"controller", "rates"} & set(args.sections):
-            configs = {
-                source: bench_config(broker, workdir, args.shards, args.trigger_ms, source)
-                for source in args.source_formats
-            }
+        pairs = [(s, w) for s in args.source_formats for w in args.wires]
+        if {"controller", "rates", "catchup"} & set(args.sections):
             # spark.jars is read when the JVM starts: the session of the connector's
             # config carries its jars, and serves the Python source as well.
-            spark = spark_session(configs.get("kafka") or configs["python"])
-            for source, config in configs.items():
-                summary.prefix = f"[{source}] " if len(configs) > 1 else ""
-                print(f"\njob on Kafka, source {source} ({load()}):", flush=True)
-                results = sustained(spark, config, args, memory, summary)
-                if source == "python" or job_rate is None:
+            args.source_format = "kafka" if "kafka" in args.source_formats else "python"
+            spark = spark_session(bench_config(broker, workdir, bench_settings(args)))
+        if {"controller", "rates"} & set(args.sections):
+            assert spark is not None
+            for n, (source, wire) in enumerate(pairs):
+                args.source_format, args.wire = source, wire
+                summary.prefix = f"{source}/{wire}: " if len(pairs) > 1 else ""
+                config = bench_config(broker, workdir, bench_settings(args))
+                print(f"\njob on Kafka, source {source}, {wire} wire ({load()}):", flush=True)
+                # The failover's events are the controller's, whatever the wire: once
+                # per source format.
+                first_of_source = n % len(args.wires) == 0
+                results = sustained(spark, config, args, memory, summary, first_of_source)
+                # The references read JSON records on the Python source: their ratios
+                # take that run's figure when there is one.
+                reference_run = ("python", "json") if ("python", "json") in pairs else pairs[0]
+                if (source, wire) == reference_run or job_rate is None:
                     job_rate = max((r.busy_rate for r in results), default=job_rate)
                 capacity(results, args.partitions, args.trigger_ms / 1000, summary)
             summary.prefix = ""
+        if "catchup" in args.sections:
+            assert spark is not None
+            for source, wire in pairs:
+                args.source_format, args.wire = source, wire
+                summary.prefix = f"{source}/{wire}: " if len(pairs) > 1 else ""
+                catchup(spark, broker, args, workdir, summary)
+            summary.prefix = ""
+        # The references read one JSON record per fetch (fetch_values), on the Python source.
+        args.source_format, args.wire = "python", "json"
         if "references" in args.sections:
             if spark is None:
-                spark = spark_session(bench_config(broker, workdir, args.shards, args.trigger_ms))
+                spark = spark_session(bench_config(broker, workdir, bench_settings(args)))
             references(spark, broker, args, workdir, job_rate, summary)
         if spark is not None:
             spark.stop()
         if "replay" in args.sections:
-            replay_agreement(broker, args.partitions, workdir, args.replay_seconds, summary)
+            replay_agreement(broker, args, workdir, summary)
     memory.stopped.set()
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
     print(f"\ndriver peak RSS (getrusage) {peak / 2**20:,.0f} MiB; {load()}", flush=True)

@@ -13,11 +13,15 @@ pytestmark = pytest.mark.integration
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "sustained_bench.py"
 FIGURES = (
+    "settings the bench overrides",
     "kafka-python + json.loads",
     "confluent-kafka + msgspec",
     "cold start:",
     "failover:",
     "produced",
+    "on the packed wire",
+    "on the json wire",
+    "producer CPU per event",
     "source backlog",
     "slope over the last two thirds",
     "micro-batch p50",
@@ -31,8 +35,16 @@ FIGURES = (
     "per-(topic, partition)",
     "job / source floor",
     "job / Spark floor",
-    "largest rate R with a bounded backlog",
+    "python/packed: largest rate R with a bounded backlog",
+    "python/json: largest rate R with a bounded backlog",
+    "catch-up on the packed wire",
+    "catch-up on the json wire",
+    "backlog at restart",
+    "drain rate",
+    "cold start on a busy topic",
     "replay agreement",
+    "packed wire (",
+    "json wire (",
     "summary",
     "load average",
 )
@@ -51,4 +63,5 @@ def test_short_mode_prints_every_figure() -> None:
     missing = [figure for figure in FIGURES if figure not in done.stdout]
     assert missing == [], done.stdout
     assert "NOT within" not in done.stdout, done.stdout
+    assert "does not fit" not in done.stdout, done.stdout  # the catch-up ran
     assert "query failed" not in done.stdout, done.stdout  # every reference ran to a figure

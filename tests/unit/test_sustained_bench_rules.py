@@ -1,19 +1,26 @@
 """The sustained bench's own rules, on hand-computed numbers: when a backlog counts as
-growing, what the batch costs say about capacity, and the fetch responses it produces
-(the bench itself runs in tests/integration/test_sustained_bench.py)."""
+growing, what the batch costs say about capacity, the fetch responses it produces on
+either wire, and what it overrides of the shipped configuration (the bench itself runs
+in tests/integration/test_sustained_bench.py)."""
 
 from __future__ import annotations
 
+import argparse
 import importlib.util
 import math
 import sys
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import msgspec
+import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 
 from state import WireFetch
+from state.fetch_decoder import DecodedFetches
+from state.fetch_pack import decode_fetch_pack
+from streaming.config import load_config
 
 BENCH = Path(__file__).resolve().parents[2] / "bench"
 
@@ -94,3 +101,60 @@ def test_fetch_values_are_fetch_responses_at_the_leaders_leo(bench: ModuleType) 
     )
     decoded = [msgspec.json.decode(v, type=WireFetch) for v in values]
     assert [f.follower for f in decoded] == [1, 2, 1]
+
+
+def test_the_packed_wire_sends_what_the_json_wire_sends(bench: ModuleType) -> None:
+    bench.check_packs(60)  # asserts, through the job's readers
+
+
+def test_a_pack_that_differs_from_the_json_wire_is_caught(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    framed = bench.framed_pack
+
+    def one_row_off(batch: Any) -> bytes:
+        # The last row's high watermark one past the JSON wire's.
+        hw = batch.column("high_watermark").to_pylist()
+        hw[-1] += 1
+        names = batch.schema.names
+        columns = [pa.array(hw) if n == "high_watermark" else batch.column(n) for n in names]
+        return bytes(framed(pa.RecordBatch.from_arrays(columns, names=names)))
+
+    monkeypatch.setattr(bench, "framed_pack", one_row_off)
+    with pytest.raises(AssertionError, match="packs differ from JSON"):
+        bench.check_packs(60)
+
+
+def test_packs_are_one_leaders_at_most_the_most_rows(bench: ModuleType) -> None:
+    sent: list[tuple[bytes, bytes | None, int]] = []
+
+    def collect(_topic: str, value: bytes, key: bytes | None = None, partition: int = 0) -> None:
+        sent.append((value, key, partition))
+
+    # 12,000 partitions: 4,000 followers a leader, over the most rows a pack holds; a
+    # tick of 9,000 fetches crosses two leaders.
+    wire = bench.PackWire(12_000, bench.Probing((), 0), collect, None)
+    wire.send("fetches", 9000, 1_700_000_000_000, False)
+    rows = [(key, decode_fetch_pack(value)) for value, key, _ in sent]
+    sizes = [(key, len(pack)) for key, pack in rows if isinstance(pack, DecodedFetches)]
+    assert sizes == [(b"0", 4000), (b"1", 4000), (b"2", 1000)]
+    assert wire.i == 9000
+
+
+def test_the_bench_overrides_only_what_differs_from_the_shipped_configuration(
+    bench: ModuleType,
+) -> None:
+    shipped = load_config(None, {}, environ={})
+    args = argparse.Namespace(
+        shards=shipped.streaming.state_shards,
+        trigger_ms=shipped.streaming.trigger_interval_ms,
+        source_format="python",
+        wire="packed",
+    )
+    assert bench.bench_settings(args) == {"metrics.enabled": False}
+    args.shards, args.wire = 16, "json"
+    assert bench.bench_settings(args) == {
+        "streaming.state_shards": 16,
+        "topics.fetch_responses_form": "json",
+        "metrics.enabled": False,
+    }
