@@ -2022,7 +2022,7 @@ def job_agreement(
 # Why the bench sets what it sets, where it is not a measured choice.
 WHY = {
     "metrics.enabled": "the bench reads the exporter in process; no /metrics port to clash",
-    "topics.fetch_responses_form": "what the load writes (Spark's connector caps records by it)",
+    "topics.fetch_responses_form": "what the load writes, as a collector's setting would say",
 }
 
 
