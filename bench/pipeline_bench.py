@@ -276,7 +276,7 @@ def main(argv: list[str] | None = None) -> None:
     )
     with EmbeddedBroker() as broker:
         broker.start()
-        base = bench_config(broker, workdir, args.shards, args.trigger_ms)
+        base = bench_config(broker, workdir, {})  # its topics and checkpoint directory
         overrides = dict(item.split("=", 1) for item in args.conf)
         config = load_config(
             None,
