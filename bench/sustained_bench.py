@@ -1468,6 +1468,15 @@ def reported(query: Any, watch: Watch, after_batch: int) -> list[dict[str, Any]]
         time.sleep(0.2)
 
 
+def busy_rate(watch: Watch, progress: list[dict[str, Any]]) -> float:
+    """Fetch events a second while the batches of ``progress`` ran (Spark's input rows
+    are packs: the events are the hook's count per batch)."""
+    with watch.lock:
+        taken = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
+    busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
+    return sum(taken) / busy_s if busy_s else float("nan")
+
+
 def outage_drain(
     spark: Any, broker: TopicBroker, args: argparse.Namespace, workdir: Path, summary: Summary
 ) -> None:
@@ -1597,10 +1606,7 @@ def outage_drain(
     wall, taken, left = drained or ends[-1]
     drain_s = wall - restarted
     drain_rate = (taken - taken_then) / max(drain_s, 1e-9)
-    with watch.lock:
-        events = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
-    busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
-    busy = sum(events) / busy_s if busy_s else float("nan")
+    busy = busy_rate(watch, progress)
     versus = (
         f"{drain_rate / live_rate:.2f}x the live phase's {live_rate:,.0f}/s"
         if live_rate
@@ -1664,10 +1670,7 @@ def busy_cold_start(
     query.stop()
     sink.close()
     drop_topics(config)
-    with watch.lock:
-        taken = [watch.taken_in_batch.get(p["batchId"], 0) for p in progress]
-    busy_s = sum(p["durationMs"]["triggerExecution"] for p in progress) / 1000
-    busy = sum(taken) / busy_s if busy_s else float("nan")
+    busy = busy_rate(watch, progress)
     said = (
         f"caught up in {caught_up_s:.1f} s from the query's start: "
         f"{events / caught_up_s:,.0f} events/s"

@@ -334,12 +334,15 @@ logs_strategy = st.lists(
 ).map(lambda lists: {f"t:{i}": list(times) for i, times in enumerate(lists)})
 
 
-@given(logs=logs_strategy, cap=st.integers(1, 8))
-@settings(max_examples=300, deadline=None)
-def test_capped_batches_read_everything_once_in_event_time_order(
-    logs: dict[str, list[int]], cap: int
-) -> None:
-    available = {key: len(times) for key, times in logs.items()}
+def read_in_capped_batches(logs: Log, cap: int, packs_overlap: bool) -> None:
+    """Reads ``logs`` in batches of at most ``cap`` records a partition, each aligned,
+    and checks that every batch reads something until all is read, once, and that what
+    a batch reads, every event of every pack, comes before what it leaves: strictly,
+    unless a run of one millisecond longer than the cap made it read past the frontier.
+    Packs of different partitions that overlap in time (``packs_overlap``: the property's
+    logs allow it, a collector's packs of one poll each do not) may leave no cut that
+    keeps the order: then the plan is read as capped (frontier None)."""
+    available = {key: len(records) for key, records in logs.items()}
     start = dict.fromkeys(logs, 0)
     for _ in range(sum(available.values()) + 1):
         if start == available:
@@ -347,20 +350,35 @@ def test_capped_batches_read_everything_once_in_event_time_order(
         planned = {key: min(available[key], first + cap) for key, first in start.items()}
         alignment = align(start, planned, available, Logs(logs))
         ends = alignment.ends
-        # Within the cap, and moving: every batch reads something until all is read.
         assert all(start[key] <= ends[key] <= planned[key] for key in logs)
         assert ends != start
-        read = [t for key in logs for t in logs[key][start[key] : ends[key]]]
-        unread = [t for key in logs for t in logs[key][ends[key] :]]
+        read = [
+            t
+            for key in logs
+            for r in logs[key][start[key] : ends[key]]
+            if r is not None
+            for t in span(r)
+        ]
+        unread = [
+            t for key in logs for r in logs[key][ends[key] :] if r is not None for t in span(r)
+        ]
         if read and unread:
-            # What a batch reads comes before what it leaves: strictly, unless a run of
-            # one millisecond longer than the cap made it read past the frontier.
-            if alignment.widened:
+            if alignment.frontier is None:
+                assert packs_overlap
+            elif alignment.widened:
                 assert max(read) <= min(unread)
             else:
-                assert max(read) < min(unread)
+                assert max(read) < alignment.frontier <= min(unread)
         start = ends
     assert start == available
+
+
+@given(logs=logs_strategy, cap=st.integers(1, 8))
+@settings(max_examples=300, deadline=None)
+def test_capped_batches_read_everything_once_in_event_time_order(
+    logs: dict[str, list[int]], cap: int
+) -> None:
+    read_in_capped_batches(logs, cap, packs_overlap=False)
 
 
 def packed(times: list[int], joins: list[bool]) -> list[int | tuple[int, int]]:
@@ -390,29 +408,7 @@ packed_logs_strategy = st.lists(
 def test_capped_batches_of_packs_never_split_an_event_time_across_batches(
     logs: dict[str, list[int | tuple[int, int]]], cap: int
 ) -> None:
-    # Packs of different partitions may overlap in time (the property's logs allow it,
-    # a collector's packs of one poll each do not): then no cut keeps the order, and the
-    # plan is read as capped (frontier None). Otherwise what a batch reads, every event
-    # of every pack, comes before what it leaves.
-    available = {key: len(records) for key, records in logs.items()}
-    start = dict.fromkeys(logs, 0)
-    for _ in range(sum(available.values()) + 1):
-        if start == available:
-            break
-        planned = {key: min(available[key], first + cap) for key, first in start.items()}
-        alignment = align(start, planned, available, Logs(logs))
-        ends = alignment.ends
-        assert all(start[key] <= ends[key] <= planned[key] for key in logs)
-        assert ends != start
-        read = [t for key in logs for r in logs[key][start[key] : ends[key]] for t in span(r)]
-        unread = [t for key in logs for r in logs[key][ends[key] :] for t in span(r)]
-        if read and unread and alignment.frontier is not None:
-            if alignment.widened:  # past a run of one millisecond longer than the cap
-                assert max(read) <= min(unread)
-            else:
-                assert max(read) < alignment.frontier <= min(unread)
-        start = ends
-    assert start == available
+    read_in_capped_batches(logs, cap, packs_overlap=True)
 
 
 @given(

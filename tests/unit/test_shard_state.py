@@ -197,9 +197,9 @@ def test_silent_follower_moves_by_time_alone() -> None:
     assert statuses == ["LAGGING", "SHRINK_ELIGIBLE", "SHRINK_OVERDUE"]
 
 
-def test_bad_late_and_duplicate_records_are_dead_letters_counted_once() -> None:
-    job = Job(3, snapshot_when_idle=False)
-    election = {
+def leader_and_isr(leader_epoch: int) -> dict[str, Any]:
+    """Broker 1 elected leader of t-0 at B + 100 s, replicas and ISR [1, 2]."""
+    return {
         "source": "controller-events",
         "value": {
             "type": "LeaderAndIsr",
@@ -207,12 +207,17 @@ def test_bad_late_and_duplicate_records_are_dead_letters_counted_once() -> None:
             "topic": "t",
             "partition": 0,
             "leader": 1,
-            "leader_epoch": 0,
+            "leader_epoch": leader_epoch,
             "isr": [1, 2],
             "replicas": [1, 2],
             "partition_epoch": 0,
         },
     }
+
+
+def test_bad_late_and_duplicate_records_are_dead_letters_counted_once() -> None:
+    job = Job(3, snapshot_when_idle=False)
+    election = leader_and_isr(leader_epoch=0)
     bad = {"source": "fetch-responses", "value": b"{not json"}
     first = job.batch(kafka_records([election, bad]))
     late_fetch = {
@@ -243,20 +248,7 @@ def test_each_dead_row_of_a_fetch_pack_is_a_letter_keyed_by_its_row() -> None:
     is a dead letter of its own, keyed and marked by its row (docs/event-contract.md),
     whichever step refused it (the pack reader, the watermark, the model)."""
     job = Job(1, snapshot_when_idle=False)
-    election = {
-        "source": "controller-events",
-        "value": {
-            "type": "LeaderAndIsr",
-            "ts": B + 100_000,
-            "topic": "t",
-            "partition": 0,
-            "leader": 1,
-            "leader_epoch": 3,
-            "isr": [1, 2],
-            "replicas": [1, 2],
-            "partition_epoch": 0,
-        },
-    }
+    election = leader_and_isr(leader_epoch=3)
     job.batch(kafka_records([election]))
     fetch = {
         "ts": B + 101_000,
