@@ -293,9 +293,9 @@ def events_in(value: bytes | None) -> int:
     """How many events a fetch-responses record holds: a pack's rows, one for any other
     record (a JSON record is one event, a record that breaks the contract one dead
     letter, and so is a pack that cannot be read)."""
-    if not is_fetch_pack(value):
+    if value is None or not is_fetch_pack(value):
         return 1
-    table = _read(value)  # type: ignore[arg-type]
+    table = _read(value)
     return 1 if isinstance(table, str) else max(1, table.num_rows)
 
 
