@@ -168,6 +168,7 @@ class UnhealthyPartitions:
     keys: list[tuple[str, int]]
     leader: I64
     offline: npt.NDArray[np.bool_]
+    leader_silent: npt.NDArray[np.bool_]  # no news of its leader (state.leader_news)
     under_replicated: npt.NDArray[np.bool_]
     last_isr: I64  # the ISR's last member (an offline partition waits for it), or -1
     metadata_overdue: npt.NDArray[np.bool_]  # STALE_OVERDUE
@@ -195,6 +196,9 @@ class UnhealthyPartitions:
             keys=[(r.topic, r.partition) for r in records],
             leader=np.fromiter((r.leader for r in records), np.int64, n),
             offline=np.fromiter((r.offline for r in records), np.bool_, n),
+            leader_silent=np.fromiter(
+                (r.leader_silent_since_ms is not None for r in records), np.bool_, n
+            ),
             under_replicated=np.fromiter((r.under_replicated for r in records), np.bool_, n),
             last_isr=np.fromiter((r.isr[-1] if r.isr else NO_BROKER for r in records), np.int64, n),
             metadata_overdue=np.fromiter(

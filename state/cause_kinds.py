@@ -15,6 +15,7 @@ class CauseKind(StrEnum):
     LEADER_NOT_SHRINKING = "leader_not_shrinking"
     CLUSTER_NOT_SHRINKING = "cluster_not_shrinking"
     BROKER_DOWN = "broker_down"
+    LEADER_SILENT = "leader_silent"
     LEADER_SLOW = "leader_slow"
     FOLLOWER_BROKER_BEHIND = "follower_broker_behind"
     FETCHER_FROM_LEADER = "fetcher_from_leader"

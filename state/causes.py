@@ -16,6 +16,7 @@ of precedence, for each follower not IN_SYNC:
    leader's ISR updates fail (its ``isr-expiration`` task or its ZooKeeper write /
    AlterPartition); under ``many_leaders`` leaders or more: the controller or ZooKeeper.
 2. Its broker is not registered (OFFLINE, or absent from the live set): broker down.
+   Else its leader is silent (no news of it: ``state.leader_news``): that leader.
 3. Its leader is slow to serve: at least ``leader_ratio`` of the partitions the leader
    leads have a lagging follower, on ``many_brokers`` brokers or more.
 4. Its broker is behind on most of what it follows (more than ``most_ratio`` of its
@@ -25,8 +26,8 @@ of precedence, for each follower not IN_SYNC:
 6. Otherwise the partition alone lags (a hot partition, or one log): no broker to blame.
 
 An unhealthy partition's cause is its offline leader, else its first follower cause in
-that order, else its overdue metadata (one stale broker, or the controller for several),
-else ``unexplained``.
+that order, else its silent leader, else its overdue metadata (one stale broker, or the
+controller for several), else ``unexplained``.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from state.attribution_inputs import (
 from state.cause_kinds import KINDS, NO_BROKER, RANK, CauseKind
 from state.health_record import Cause, HealthRecord, cause
 from state.maintenance import MaintenanceState
-from state.partition_causes import partition_causes
+from state.partition_causes import leader_silent_cause, partition_causes
 from state.shrink_rule import FollowerStatus
 
 
@@ -169,10 +170,14 @@ def attribute(
     registered = np.ones(n, dtype=np.bool_) if live is None else np.isin(f.broker, live)
     down = (status == FollowerStatus.OFFLINE) | ~registered
 
+    # 2b. Leader silent: no news of it, so nothing is known of how its followers fetch.
+    silent = unhealthy.leader_silent[f.partition] if n else np.zeros(0, dtype=np.bool_)
+
     # 0. Planned maintenance: the follower's broker is shutting down or just came back.
     planned = np.isin(f.broker, np.fromiter(shape.maintenance, np.int64, len(shape.maintenance)))
-    # What rules 3 to 5 count: lagging followers, not those absent (down, or planned).
-    e = ~(down | planned)
+    # What rules 3 to 5 count: lagging followers, not those absent (down, or planned), nor
+    # those of a silent leader, whose lag is not known.
+    e = ~(down | planned | silent)
     ev_broker, ev_leader, ev_partition = f.broker[e], f.leader[e], f.partition[e]
 
     # 3. Leader slow to serve: its partitions with a lagging follower, and on how many brokers.
@@ -204,6 +209,7 @@ def attribute(
             overdue,
             planned,
             down,
+            silent,
             leader_slow,
             broker_behind,
             fetcher,
@@ -215,6 +221,7 @@ def attribute(
                 CauseKind.LEADER_NOT_SHRINKING,
                 CauseKind.PLANNED_MAINTENANCE,
                 CauseKind.BROKER_DOWN,
+                CauseKind.LEADER_SILENT,
                 CauseKind.LEADER_SLOW,
                 CauseKind.FOLLOWER_BROKER_BEHIND,
                 CauseKind.FETCHER_FROM_LEADER,
@@ -316,6 +323,8 @@ def _follower_cause(
             )
         case CauseKind.BROKER_DOWN:
             return cause(kind, broker, f"broker {broker} is down (not registered)")
+        case CauseKind.LEADER_SILENT:
+            return leader_silent_cause(leader)
         case CauseKind.LEADER_SLOW:
             return cause(
                 kind,

@@ -118,6 +118,9 @@ class HealthRecord(msgspec.Struct, frozen=True, kw_only=True):
     at_min_isr: bool
     offline: bool
     offline_recovery: OfflineRecoveryName | None = None  # None while it has a leader
+    # The partition's latest news of its leader, while it is more than T / 2 old (the
+    # leader is silent: state.leader_news); None while it is heard of, or not judged.
+    leader_silent_since_ms: int | None = None
     predicted_under_replicated: bool
     followers: list[FollowerHealth]
     metadata: MetadataHealth
@@ -133,6 +136,7 @@ class HealthRecord(msgspec.Struct, frozen=True, kw_only=True):
             "offline": self.offline,
             "offline_unclean_only": self.offline_recovery == "UNCLEAN_ONLY",
             "high_watermark_frozen": self.high_watermark_frozen,
+            "leader_silent": self.leader_silent_since_ms is not None,
             "predicted_under_replicated": self.predicted_under_replicated,
         }
 

@@ -1,8 +1,9 @@
 """What "a partition's health changed" means, as one 64-bit number per partition.
 
 A shard writes a partition's health record again only when its health changed: its
-leader and epoch, replicas and ISR, its flags, each follower's broker, status and ISR
-membership, and its metadata state with the stale brokers and the blackout window.
+leader and epoch, replicas and ISR, its flags (a silent leader's among them), each
+follower's broker, status and ISR membership, and its metadata state with the stale
+brokers and the blackout window.
 The clock (``as_of_ms``) and the lag figures (offsets, lag times, deadlines) move on
 every batch and are left out, or every record would be written every batch.
 
@@ -64,6 +65,7 @@ class _Field(IntEnum):
     ELR = 24
     LAST_KNOWN_ELR_LENGTH = 25
     LAST_KNOWN_ELR = 26
+    LEADER_SILENT = 27
 
 
 def _mix(values: U64) -> U64:
@@ -119,6 +121,14 @@ def health_signatures(frame: HealthFrame) -> U64:
         _add_lists(signature, length_field, item_field, lists)
     _add_followers(signature, frame)
     _add_eligible_leaders(signature, frame)
+    # Only a silent leader adds its fact: every other partition keeps the signature it had
+    # before isrwatch told silence apart, so an upgrade writes none of those records again.
+    silent = np.flatnonzero(frame.leader_silent)
+    signature[silent] += _fact_hashes(
+        _Field.LEADER_SILENT,
+        np.zeros(len(silent), dtype=np.int64),
+        _words(frame.leader_silent[silent]),
+    )
     return signature
 
 

@@ -1,10 +1,11 @@
 """The principal cause of an unhealthy partition (``state.causes`` rules, last paragraph).
 
 Its offline leader; else the highest-ranked cause of its lagging followers; else its
-overdue metadata: one broker that still caches an old ISR (UpdateMetadata did not reach
-it), or several (the controller is slow to send it); else metadata still propagating
-within Kafka's window; else ``unexplained`` (every follower in sync, metadata
-consistent: fewer replicas than min.insync.replicas, say).
+silent leader (``state.leader_news``); else its overdue metadata: one broker that still
+caches an old ISR (UpdateMetadata did not reach it), or several (the controller is slow to
+send it); else metadata still propagating within Kafka's window; else ``unexplained``
+(every follower in sync, metadata consistent: fewer replicas than min.insync.replicas,
+say).
 """
 
 from __future__ import annotations
@@ -52,6 +53,8 @@ def partition_causes(
             )
         elif position in best:
             causes.append(follower_causes[best[position]])
+        elif unhealthy.leader_silent[position]:
+            causes.append(leader_silent_cause(leader))
         elif unhealthy.metadata_overdue[position] and len(stale) == 1:
             causes.append(
                 cause(
@@ -101,3 +104,16 @@ def partition_causes(
 
 def _names(brokers: Sequence[int]) -> str:
     return ", ".join(map(str, brokers))
+
+
+def leader_silent_cause(leader: int) -> Cause:
+    """The cause of a follower, or a partition, whose leader is silent (``state.leader_news``)."""
+    return cause(
+        CauseKind.LEADER_SILENT,
+        leader,
+        (
+            f"no news of leader {leader} for more than half its replica.lag.time.max.ms (no "
+            "fetch it served, no election) while the controller counts it live: hung, or "
+            "out of the collectors' reach"
+        ),
+    )

@@ -34,6 +34,7 @@ from state.lag_time import (
     lag_time_known,
     shrink_deadline_known,
 )
+from state.leader_news import leader_silent, partition_news_ms
 from state.metadata_cache import (
     METADATA_STATE_NAMES,
     MetadataCaches,
@@ -96,6 +97,8 @@ class HealthFrame:
     at_min_isr: BOOL
     offline: BOOL
     offline_recovery: npt.NDArray[np.int8]  # an OfflineRecovery, NOT_OFFLINE with a leader
+    leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
+    leader_heard_ms: I64  # the partition's latest news of its leader (NEVER: none)
     predicted_under_replicated: BOOL
     lag_time_max_ms: I64
     min_insync_replicas: I64  # of the topic (TopicConfig, else the configured default)
@@ -122,8 +125,8 @@ class HealthFrame:
 
     def unhealthy(self) -> BOOL:
         """Partitions that are not fully healthy: under-replicated, under min ISR,
-        offline, predicted to shrink, with stale metadata, or with a follower not
-        IN_SYNC. Only these get causes (``state.causes``), per-partition metrics series
+        offline, with a silent leader, predicted to shrink, with stale metadata, or with a
+        follower not IN_SYNC. Only these get causes (``state.causes``), per-partition metrics series
         (a bounded cardinality), a place in the live view, and a say in the restart
         check; the way Kafka's ``Partition`` owns ``isUnderReplicated``."""
         statuses = self.follower_status
@@ -132,6 +135,7 @@ class HealthFrame:
             self.under_replicated
             | self.under_min_isr
             | self.offline
+            | self.leader_silent
             | self.predicted_under_replicated
             | (self.metadata_state != MetadataState.CONSISTENT)
             | not_in_sync
@@ -167,6 +171,14 @@ class HealthFrame:
             self.predicted_under_replicated[rows].tolist(),
             self.high_watermark_frozen[rows].tolist(),
             [OFFLINE_RECOVERY_NAMES[code] for code in self.offline_recovery[rows].tolist()],
+            [
+                heard if silent else None
+                for silent, heard in zip(
+                    self.leader_silent[rows].tolist(),
+                    self.leader_heard_ms[rows].tolist(),
+                    strict=True,
+                )
+            ],
             strict=True,
         )
         states = [METADATA_STATE_NAMES[m] for m in self.metadata_state[rows].tolist()]
@@ -190,6 +202,7 @@ class HealthFrame:
                 at_min_isr=at_min_isr,
                 offline=offline,
                 offline_recovery=recovery,
+                leader_silent_since_ms=silent_since,
                 predicted_under_replicated=predicted,
                 followers=followers_of,
                 metadata=MetadataHealth(
@@ -215,6 +228,7 @@ class HealthFrame:
                     predicted,
                     frozen,
                     recovery,
+                    silent_since,
                 ),
                 followers_of,
                 state,
@@ -314,10 +328,15 @@ def evaluate(
     broker = table.replica_broker[rows].astype(np.int64)
     is_follower = (broker >= 0) & (broker != leader[:, None]) & elected[:, None]
     leader_leo = table.leader_leo[rows]
+    broker_live = cluster.live_mask(broker)
+    live_follower = is_follower & broker_live
+    heard = partition_news_ms(table.last_fetch_time_ms[rows], live_follower)
+    silent = leader_live & leader_silent(live_follower.sum(axis=1), heard, now_ms, lag_time_max)
     facts = FollowerFacts(
         in_isr=table.in_isr[rows],
-        broker_live=cluster.live_mask(broker),
+        broker_live=broker_live,
         leader_live=np.broadcast_to(leader_live[:, None], broker.shape),
+        leader_silent=np.broadcast_to(silent[:, None], broker.shape),
         log_end_offset=table.log_end_offset[rows],
         leader_leo=np.broadcast_to(leader_leo[:, None], broker.shape),
         high_watermark=np.broadcast_to(table.high_watermark[rows][:, None], broker.shape),
@@ -377,6 +396,8 @@ def evaluate(
         at_min_isr=elected & (n_isr == min_isr),
         offline=offline,
         offline_recovery=offline_recovery(offline, n_isr, eligible_leaders),
+        leader_silent=silent,
+        leader_heard_ms=heard,
         predicted_under_replicated=~under_replicated & shrinking.any(axis=1),
         lag_time_max_ms=lag_time_max,
         min_insync_replicas=min_isr,

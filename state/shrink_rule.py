@@ -11,6 +11,10 @@ leader's LEO) and does not reset its last caught-up time. The next isr-expiratio
 at most T / 2 after the entry, removes it. So the deadline of an ISR follower is
 ``max(last_caught_up_ms + 1.5 T, isr_since_ms + T / 2)``, where ``isr_since_ms`` is when
 the monitor saw it enter the ISR (NEVER = 0 when not seen: the first term alone).
+
+A leader the monitor has not heard of for more than T / 2 (``state.leader_news``) may not
+be running its check at all: its followers are not named SHRINK_ELIGIBLE or
+SHRINK_OVERDUE meanwhile, only LAGGING.
 """
 
 from __future__ import annotations
@@ -66,6 +70,7 @@ class FollowerFacts:
     in_isr: BOOL
     broker_live: BOOL
     leader_live: BOOL
+    leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
     log_end_offset: I64  # -1: unknown, never at the leader's LEO
     leader_leo: I64
     high_watermark: I64
@@ -94,7 +99,8 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
 
     In the ISR: IN_SYNC when at the leader's LEO or ``lag <= warn_ratio T``; LAGGING up to
     ``T``; SHRINK_ELIGIBLE beyond that until :func:`shrink_deadline_ms`, SHRINK_OVERDUE after
-    it: ``lag > 1.5 T`` and more than ``T / 2`` since it entered the ISR. Out of the ISR: OFFLINE
+    it: ``lag > 1.5 T`` and more than ``T / 2`` since it entered the ISR; while the leader
+    is silent (``state.leader_news``), LAGGING instead of either. Out of the ISR: OFFLINE
     when its broker is not live, CATCHING_UP when the leader would add it back on its next
     fetch (offset at least the HW and the start offset of the leader epoch: Kafka's
     isFollowerInSync), OUT_OF_SYNC otherwise. Without a live leader no isr-expiration
@@ -107,12 +113,13 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
     # 45 000 is 31 499.999... in floating point).
     warn = Fraction(str(warn_ratio)).limit_denominator(10_000)
     judged = facts.in_isr & facts.leader_live
+    checked = judged & ~facts.leader_silent  # a silent leader may run no isr-expiration
     entry_run_passed = 2 * (now_ms - facts.isr_since_ms) > t
     caught_up_offset = np.maximum(facts.high_watermark, facts.epoch_start_offset)
     status = np.select(
         [
-            judged & (lag > t) & (2 * lag > 3 * t) & entry_run_passed,
-            judged & (lag > t),
+            checked & (lag > t) & (2 * lag > 3 * t) & entry_run_passed,
+            checked & (lag > t),
             judged & (lag * warn.denominator > warn.numerator * t),
             facts.in_isr,
             ~facts.broker_live,

@@ -19,6 +19,7 @@ PARTITION_FLAGS = (
     "offline",
     "offline_unclean_only",
     "high_watermark_frozen",
+    "leader_silent",
     "predicted_under_replicated",
 )
 

@@ -27,6 +27,7 @@ def broker_gauges(frame: HealthFrame) -> dict[str, BrokerGauges]:
         "under_replicated": frame.under_replicated,
         "under_min_isr": frame.under_min_isr,
         "offline": frame.offline,
+        "leader_silent": frame.leader_silent,
         "predicted_under_replicated": frame.predicted_under_replicated,
     }
     leads: dict[str, dict[str, int]] = {}
@@ -62,6 +63,7 @@ def topic_gauges(frame: HealthFrame) -> dict[str, TopicGauges]:
         "offline": per_topic(frame.offline),
         "offline_unclean_only": per_topic(frame.offline_recovery == OfflineRecovery.UNCLEAN_ONLY),
         "high_watermark_frozen": per_topic(frame.high_watermark_frozen),
+        "leader_silent": per_topic(frame.leader_silent),
         "predicted_under_replicated": per_topic(frame.predicted_under_replicated),
         "metadata_stale_expected": per_topic(frame.metadata_state == MetadataState.STALE_EXPECTED),
         "metadata_stale_overdue": per_topic(frame.metadata_state == MetadataState.STALE_OVERDUE),

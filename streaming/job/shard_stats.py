@@ -35,6 +35,8 @@ class TopicGauges(msgspec.Struct, frozen=True, kw_only=True):
     # Kafka 4.0+ / 3.7+ conditions: 0 in the stats of a release before them
     offline_unclean_only: int = 0
     high_watermark_frozen: int = 0
+    # no news of the leader for more than T / 2: 0 in the stats of a release before it
+    leader_silent: int = 0
     metadata_stale_expected: int
     metadata_stale_overdue: int
 

@@ -135,6 +135,37 @@ def health(m: ReplicationModel, now: int, topic: str = TOPIC, partition: int = 0
     raise AssertionError(f"no health record for {topic}:{partition}")
 
 
+def heard(
+    m: ReplicationModel, now: int, by: int = 3, topic: str = TOPIC, partition: int = 0
+) -> ReplicationModel:
+    """The leader serves follower ``by`` at its log end at ``now``: news that the leader
+    runs (state.leader_news), for a test of a running leader's rules that evaluates long
+    after its last fetch. Choose an in-sync ``by``: the fetch catches it up."""
+    record = health(m, now, topic, partition)
+    apply(
+        m,
+        fetch(
+            now,
+            follower=by,
+            offset=record.leader_leo,
+            leader_leo=record.leader_leo,
+            hw=record.high_watermark,
+            leader=record.leader,
+            epoch=record.leader_epoch,
+            partition=partition,
+            topic=topic,
+        ),
+    )
+    return m
+
+
+def running_health(
+    m: ReplicationModel, now: int, by: int = 3, topic: str = TOPIC, partition: int = 0
+) -> HealthRecord:
+    """The health at ``now`` of a partition whose leader is heard of at ``now`` (:func:`heard`)."""
+    return health(heard(m, now, by, topic, partition), now, topic, partition)
+
+
 def follower(record: HealthRecord, broker: int) -> FollowerHealth:
     for f in record.followers:
         if f.broker == broker:
@@ -211,6 +242,7 @@ def partition_health(
     min_insync_replicas: int = 1,
     offline: bool = False,
     metadata: MetadataHealth = CONSISTENT,
+    leader_silent_since_ms: int | None = None,
 ) -> HealthRecord:
     """A partition's record: ``followers`` by broker -> status (or whole), the ISR by
     default the leader and every follower in sync or behind inside it, the replicas the
@@ -242,6 +274,7 @@ def partition_health(
         under_min_isr=len(isr) < min_insync_replicas,
         at_min_isr=len(isr) == min_insync_replicas,
         offline=offline,
+        leader_silent_since_ms=leader_silent_since_ms,
         predicted_under_replicated=not under
         and any(f.status in ("SHRINK_ELIGIBLE", "SHRINK_OVERDUE") for f in followers),
         followers=list(followers),

@@ -362,6 +362,16 @@ def test_batching_and_sharding_keep_the_entry_time_of_a_re_added_follower() -> N
                 high_watermark=600,
             ),
             IsrChange(ts=80_000, **common, old_isr=(1, 3), new_isr=(1, 2, 3), leader_epoch=None),
+            # the leader keeps serving follower 3: news that it runs (state.leader_news)
+            FetchResponse(
+                ts=90_000,
+                **common,
+                follower=3,
+                leader_epoch=0,
+                fetch_offset=700,
+                leader_leo=700,
+                high_watermark=600,
+            ),
         ]
     sequence.sort(key=lambda e: e.ts)  # interleave the partitions
     for now, status in ((95_000, "SHRINK_ELIGIBLE"), (95_001, "SHRINK_OVERDUE")):

@@ -32,6 +32,7 @@ def record(
     offline: bool = False,
     metadata: MetadataStateName = "CONSISTENT",
     stale: tuple[int, ...] = (),
+    silent_since: int | None = None,
 ) -> HealthRecord:
     return partition_health(
         followers,
@@ -40,6 +41,7 @@ def record(
         leader=leader,
         isr=isr if isr is not None else (leader, *followers),
         offline=offline,
+        leader_silent_since_ms=silent_since,
         metadata=MetadataHealth(
             stale_brokers=list(stale),
             state=metadata,
@@ -141,6 +143,33 @@ def test_an_offline_or_unregistered_follower_is_its_broker_down() -> None:
     got = attribute(UnhealthyPartitions.of(records), cluster).follower_cause
     assert [(c.kind, c.broker) for c in got] == [("broker_down", 2), ("broker_down", 5)]
     assert got[0].text == "broker 2 is down (not registered)"
+
+
+def test_a_silent_leaders_followers_and_partitions_are_that_leader() -> None:
+    """docs/domain.md#silent-leader: leader 1 is heard of no more. Its lagging followers
+    would otherwise read as a slow leader (two brokers, every partition it leads), and a
+    partition whose followers are all in sync would be unexplained; a follower whose own
+    broker is down is still that broker's."""
+    records = [record(p, 1, {2: "LAGGING", 3: "LAGGING"}, silent_since=5_000) for p in range(4)]
+    records.append(record(4, 1, {2: "IN_SYNC", 3: "IN_SYNC"}, silent_since=5_000))
+    records.append(record(5, 1, {2: "OFFLINE", 3: "LAGGING"}, isr=(1, 3), silent_since=5_000))
+    cluster = shape(SLOW_LEADER, [[1, 6], [4, 20]])
+    got = attribute(UnhealthyPartitions.of(records), cluster)
+    assert [(c.kind, c.broker) for c in got.follower_cause] == [("leader_silent", 1)] * 8 + [
+        ("broker_down", 2),
+        ("leader_silent", 1),
+    ]
+    # broker_down ranks first: the partition with the down follower is broker 2's
+    assert [(c.kind, c.broker) for c in got.partition_cause] == [("leader_silent", 1)] * 5 + [
+        ("broker_down", 2)
+    ]
+    assert got.partition_cause[4].text == (
+        "no news of leader 1 for more than half its replica.lag.time.max.ms (no fetch it "
+        "served, no election) while the controller counts it live: hung, or out of the "
+        "collectors' reach"
+    )
+    heard = [record(p, 1, {2: "LAGGING", 3: "LAGGING"}) for p in range(4)]
+    assert causes(heard, shape(SLOW_LEADER, [[1, 5], [4, 20]])) == [("leader_slow", 1)] * 8
 
 
 def test_overdue_shrinks_under_one_leader_are_that_leader_under_two_the_cluster() -> None:

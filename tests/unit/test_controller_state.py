@@ -22,6 +22,7 @@ from tests.unit.builders import (
     isr_change,
     leader_and_isr,
     model,
+    running_health,
 )
 
 
@@ -229,5 +230,5 @@ def test_isr_entry_times_are_pickled_and_an_older_pickle_loads_without_them() ->
     old = pickle.loads(pickle.dumps(m))
     assert old.table.isr_since_ms.shape == old.table.replica_broker.shape
     assert not old.table.isr_since_ms.any()
-    assert follower(health(old, 45_001), 3).status == "SHRINK_OVERDUE"
-    assert follower(health(restored, 45_001), 3).status == "SHRINK_ELIGIBLE"
+    assert follower(running_health(old, 45_001, by=2), 3).status == "SHRINK_OVERDUE"
+    assert follower(running_health(restored, 45_001, by=2), 3).status == "SHRINK_ELIGIBLE"

@@ -22,6 +22,7 @@ from tests.unit.builders import (
     isr_change,
     leader_and_isr,
     model,
+    running_health,
 )
 
 T = 10_000
@@ -111,7 +112,7 @@ def test_the_model_learns_from_the_leaders_shrink_and_predicts_the_next() -> Non
         fetch(40_000, follower=2, offset=100, leader_leo=100),
         fetch(40_500, follower=2, offset=100, leader_leo=200),
     )
-    stalled = follower(health(m, 50_500), 2)
+    stalled = follower(running_health(m, 50_500), 2)
     assert stalled.status == "SHRINK_ELIGIBLE"
     assert (stalled.shrink_by_ms, stalled.shrink_at_ms) == (55_000, 50_700)
 
@@ -139,7 +140,7 @@ def test_a_removal_that_is_not_the_leaders_run_teaches_nothing(
         fetch(40_000, follower=2, offset=100, leader_leo=100),
         fetch(40_500, follower=2, offset=100, leader_leo=200),
     )
-    stalled = follower(health(m, 50_500), 2)
+    stalled = follower(running_health(m, 50_500), 2)
     assert stalled.status == "SHRINK_ELIGIBLE"
     assert stalled.shrink_at_ms is None
 

@@ -58,6 +58,7 @@ def test_a_scrape_of_1000_partitions_with_5_percent_lagging(tmp_path: Path) -> N
         "isrwatch_offline_partitions": 100,
         "isrwatch_offline_unclean_only_partitions": 100,
         "isrwatch_high_watermark_frozen_partitions": 100,
+        "isrwatch_leader_silent_partitions": 100,
         "isrwatch_predicted_under_replicated_partitions": 100,
         "isrwatch_planned_under_replicated_partitions": 100,
         "isrwatch_metadata_stale_partitions": 200,  # expected, overdue
@@ -93,8 +94,8 @@ def test_a_scrape_of_1000_partitions_with_5_percent_lagging(tmp_path: Path) -> N
     expected = {**per_partition, **per_follower, **per_topic, **per_broker, **fixed}
     causes = {name: n for name, n in families.items() if name.startswith("isrwatch_cause_")}
     assert {k: v for k, v in families.items() if k not in causes} == expected
-    assert sum(expected.values()) == 1_618
-    assert figures["series"] == 1_618 + sum(causes.values())
+    assert sum(expected.values()) == 1_718
+    assert figures["series"] == 1_718 + sum(causes.values())
     # every lagging follower has a cause, and every partition is counted once
     assert values["isrwatch_cause_followers"] == 50
     assert values["isrwatch_partitions"] == 1_000

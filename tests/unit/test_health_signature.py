@@ -25,6 +25,8 @@ BASE: Row = {
     "stale_brokers": [],
     "blackout": (None, None),
     "eligible_leaders": None,  # (elr, last_known_elr), None: never stated
+    "leader_silent": False,
+    "leader_heard_ms": 900,  # left out: a time, moving with every fetch
     # slots: (broker, status, in_isr); status NO_FOLLOWER: the slot holds no follower
     "slots": [(1, NO_FOLLOWER, True), (2, 0, True), (3, 1, True)],
     # left out of the signature
@@ -79,6 +81,8 @@ def frame_of(rows: list[Row], width: int | None = None) -> HealthFrame:
         offline=flags[:, 3],
         # derived from offline, the ISR and the ELR: not a fact of its own
         offline_recovery=np.full(n, -1, dtype=np.int8),
+        leader_silent=np.asarray([r.get("leader_silent", False) for r in rows], dtype=np.bool_),
+        leader_heard_ms=np.asarray([r.get("leader_heard_ms", 0) for r in rows], dtype=np.int64),
         predicted_under_replicated=flags[:, 4],
         lag_time_max_ms=zeros + 30_000,
         min_insync_replicas=zeros + 2,
@@ -121,6 +125,7 @@ def changed(row: Row, **change: Any) -> bool:
         ({"high_watermark": 51}, False),
         ({"leader_leo": 61}, False),
         ({"lag": (5, 25_000)}, False),
+        ({"leader_heard_ms": 1_000}, False),
         # a slot that holds no follower is not part of the record, whatever its broker
         ({"slots": [(9, NO_FOLLOWER, False), (2, 0, True), (3, 1, True)]}, False),
         # the same followers in the same order, the empty slot elsewhere: same record
@@ -153,6 +158,8 @@ def changed(row: Row, **change: Any) -> bool:
         ({"eligible_leaders": ((), ())}, True),  # stated, even empty, is not "never"
         ({"eligible_leaders": ((2,), ())}, True),
         ({"eligible_leaders": ((), (2,))}, True),
+        # no news of the leader for more than T / 2 (state.leader_news)
+        ({"leader_silent": True}, True),
     ],
 )
 def test_one_change(change: Row, expected: bool) -> None:

@@ -18,7 +18,16 @@ import pytest
 
 from state import FollowerHealth, ReplicationModel
 from state.lag_time import caught_up_known, lag_time_known, shrink_deadline_known
-from tests.unit.builders import apply, fetch, follower, health, isr_change, leader_and_isr, model
+from tests.unit.builders import (
+    apply,
+    fetch,
+    follower,
+    health,
+    isr_change,
+    leader_and_isr,
+    model,
+    running_health,
+)
 
 B = 1_700_000_000_000
 ELECTION = B + 10_000
@@ -98,10 +107,10 @@ def test_re_entered_the_isr_without_catching_up() -> None:
     m = re_elected_model()
     entry = B + 20_000
     apply(m, isr_change(entry, (1, 2), (1, 2, 3), epoch=1))
-    eligible = follower(health(m, entry + 15_000), 3)
+    eligible = follower(running_health(m, entry + 15_000, by=2), 3)
     assert lag_fields(eligible) == (None, None, "NEVER_CAUGHT_UP")
     assert (eligible.status, eligible.shrink_by_ms) == ("SHRINK_ELIGIBLE", entry + 15_000)
-    overdue = follower(health(m, entry + 15_001), 3)
+    overdue = follower(running_health(m, entry + 15_001, by=2), 3)
     assert (overdue.status, overdue.shrink_by_ms) == ("SHRINK_OVERDUE", entry + 15_000)
     assert overdue.lag_time_ms is None
 

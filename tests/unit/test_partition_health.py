@@ -14,6 +14,7 @@ from tests.unit.builders import (
     isr_change,
     leader_and_isr,
     model,
+    running_health,
 )
 
 
@@ -68,8 +69,8 @@ def test_predicted_under_replicated_only_while_not_under_replicated() -> None:
     m = model()
     apply(m, leader_and_isr(0), fetch(1_000, follower=2, offset=5, leader_leo=10))
     # Follower 3 never fetched: eligible once now > 30 000 (elected, caught up at 0).
-    assert health(m, 30_000).predicted_under_replicated is False
-    assert health(m, 30_001).predicted_under_replicated is True
+    assert running_health(m, 30_000, by=2).predicted_under_replicated is False
+    assert running_health(m, 30_001, by=2).predicted_under_replicated is True
     apply(m, isr_change(40_000, (1, 2, 3), (1, 2)))
     record = health(m, 40_000)
     assert record.under_replicated is True
@@ -100,6 +101,7 @@ def test_record_has_every_field_of_the_contract() -> None:
         "at_min_isr",
         "offline",
         "offline_recovery",
+        "leader_silent_since_ms",
         "predicted_under_replicated",
         "followers",
         "metadata",
@@ -154,6 +156,7 @@ def test_a_created_partition_is_not_offline_while_it_waits_for_its_first_leader(
         "offline": False,
         "offline_unclean_only": False,
         "high_watermark_frozen": False,
+        "leader_silent": False,
         "predicted_under_replicated": False,
     }
     assert created.followers == []

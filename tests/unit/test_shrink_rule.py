@@ -25,6 +25,7 @@ from tests.unit.builders import (
     isr_change,
     leader_and_isr,
     model,
+    running_health,
 )
 
 CAUGHT_UP = 10_000
@@ -54,7 +55,7 @@ def lagging_follower_model(**settings: object):  # type: ignore[no-untyped-def]
     ],
 )
 def test_status_boundaries_with_default_t(lag: int, status: str) -> None:
-    record = health(lagging_follower_model(), CAUGHT_UP + lag)
+    record = running_health(lagging_follower_model(), CAUGHT_UP + lag)
     f = follower(record, 2)
     assert f.status == status
     assert f.lag_time_ms == lag
@@ -63,16 +64,16 @@ def test_status_boundaries_with_default_t(lag: int, status: str) -> None:
 
 
 def test_shrink_by_is_last_caught_up_plus_one_and_a_half_t() -> None:
-    f = follower(health(lagging_follower_model(), CAUGHT_UP + 30_001), 2)
+    f = follower(running_health(lagging_follower_model(), CAUGHT_UP + 30_001), 2)
     assert f.shrink_by_ms == 10_000 + 45_000
-    in_sync = follower(health(lagging_follower_model(), CAUGHT_UP + 30_001), 3)
+    in_sync = follower(running_health(lagging_follower_model(), CAUGHT_UP + 30_001), 3)
     assert in_sync.shrink_by_ms is msgspec.UNSET  # absent from its JSON
 
 
 def test_follower_at_the_leader_leo_is_never_out_of_sync() -> None:
     m = lagging_follower_model()
     # Follower 3 has everything the leader has (600) and has not fetched for an hour.
-    f = follower(health(m, CAUGHT_UP + 3_600_000), 3)
+    f = follower(running_health(m, CAUGHT_UP + 3_600_000), 3)
     assert (f.status, f.lag_time_ms, f.lag_messages) == ("IN_SYNC", 0, 0)
 
 
@@ -80,28 +81,28 @@ def test_t_is_the_leaders_replica_lag_time_max() -> None:
     m = lagging_follower_model()
     # Leader 1 runs with replica.lag.time.max.ms = 10 000 (the pre-2.5 default).
     apply(m, BrokerConfig(ts=CAUGHT_UP, broker=1, replica_lag_time_max_ms=10_000))
-    assert follower(health(m, CAUGHT_UP + 5_000), 2).status == "IN_SYNC"
-    assert follower(health(m, CAUGHT_UP + 5_001), 2).status == "LAGGING"
-    assert follower(health(m, CAUGHT_UP + 10_001), 2).status == "SHRINK_ELIGIBLE"
-    assert follower(health(m, CAUGHT_UP + 15_001), 2).status == "SHRINK_OVERDUE"
+    assert follower(running_health(m, CAUGHT_UP + 5_000), 2).status == "IN_SYNC"
+    assert follower(running_health(m, CAUGHT_UP + 5_001), 2).status == "LAGGING"
+    assert follower(running_health(m, CAUGHT_UP + 10_001), 2).status == "SHRINK_ELIGIBLE"
+    assert follower(running_health(m, CAUGHT_UP + 15_001), 2).status == "SHRINK_OVERDUE"
     # A follower's own broker setting does not matter.
     apply(m, BrokerConfig(ts=CAUGHT_UP, broker=2, replica_lag_time_max_ms=1))
-    assert follower(health(m, CAUGHT_UP + 5_000), 2).status == "IN_SYNC"
+    assert follower(running_health(m, CAUGHT_UP + 5_000), 2).status == "IN_SYNC"
 
 
 def test_odd_t_keeps_the_strict_one_and_a_half_boundary() -> None:
     # T = 10 001: 1.5 T = 15 001.5 ms, so lag 15 001 is still eligible, 15 002 overdue.
     m = lagging_follower_model(replica_lag_time_max_ms=10_001)
-    assert follower(health(m, CAUGHT_UP + 15_001), 2).status == "SHRINK_ELIGIBLE"
-    assert follower(health(m, CAUGHT_UP + 15_001), 2).shrink_by_ms == CAUGHT_UP + 15_001
-    assert follower(health(m, CAUGHT_UP + 15_002), 2).status == "SHRINK_OVERDUE"
+    assert follower(running_health(m, CAUGHT_UP + 15_001), 2).status == "SHRINK_ELIGIBLE"
+    assert follower(running_health(m, CAUGHT_UP + 15_001), 2).shrink_by_ms == CAUGHT_UP + 15_001
+    assert follower(running_health(m, CAUGHT_UP + 15_002), 2).status == "SHRINK_OVERDUE"
 
 
 def test_warn_ratio_setting_moves_only_the_early_warning() -> None:
     m = lagging_follower_model(warn_ratio=0.8)
-    assert follower(health(m, CAUGHT_UP + 24_000), 2).status == "IN_SYNC"
-    assert follower(health(m, CAUGHT_UP + 24_001), 2).status == "LAGGING"
-    assert follower(health(m, CAUGHT_UP + 30_001), 2).status == "SHRINK_ELIGIBLE"
+    assert follower(running_health(m, CAUGHT_UP + 24_000), 2).status == "IN_SYNC"
+    assert follower(running_health(m, CAUGHT_UP + 24_001), 2).status == "LAGGING"
+    assert follower(running_health(m, CAUGHT_UP + 30_001), 2).status == "SHRINK_ELIGIBLE"
 
 
 def test_followers_out_of_the_isr() -> None:
@@ -139,17 +140,20 @@ def test_catching_up_needs_the_start_offset_of_the_leader_epoch() -> None:
 
 def test_silent_follower_reaches_shrink_eligible_by_time_alone() -> None:
     m = model()
-    apply(m, leader_and_isr(0), fetch(1_000, follower=2, offset=10, leader_leo=20))
-    # Elected at 0 (caught up at 0 by the reset); no fetch ever again.
-    statuses = [follower(health(m, now), 3).status for now in (15_000, 15_001, 30_001, 45_001)]
+    apply(m, leader_and_isr(0), fetch(1_000, follower=2, offset=20, leader_leo=20))
+    # Follower 3: elected at 0 (caught up at 0 by the reset); no fetch ever again, while
+    # follower 2 keeps fetching from the leader.
+    statuses = [
+        follower(running_health(m, now, by=2), 3).status for now in (15_000, 15_001, 30_001, 45_001)
+    ]
     assert statuses == ["IN_SYNC", "LAGGING", "SHRINK_ELIGIBLE", "SHRINK_OVERDUE"]
 
 
 def test_warn_boundary_is_exact_where_floating_point_is_not() -> None:
     # 0.7 x 45 000 = 31 500 exactly, but 31 499.999... in binary floating point.
     m = lagging_follower_model(warn_ratio=0.7, replica_lag_time_max_ms=45_000)
-    assert follower(health(m, CAUGHT_UP + 31_500), 2).status == "IN_SYNC"
-    assert follower(health(m, CAUGHT_UP + 31_501), 2).status == "LAGGING"
+    assert follower(running_health(m, CAUGHT_UP + 31_500), 2).status == "IN_SYNC"
+    assert follower(running_health(m, CAUGHT_UP + 31_501), 2).status == "LAGGING"
 
 
 # Re-entry into the ISR (docs/domain.md#decision-reentry). Kafka's
@@ -183,13 +187,16 @@ def test_follower_re_added_out_of_sync_has_until_the_next_expiration_run() -> No
     # T = 30 000, last caught up 10 000: lcu + 1.5 T = 55 000 is long past at the re-entry
     # (80 000); Kafka removes it at its first isr-expiration run after 80 000, by 95 000.
     m = reentered_follower_model()
-    at_entry = follower(health(m, REENTRY), 2)
+    at_entry = follower(running_health(m, REENTRY), 2)
     assert (at_entry.in_isr, at_entry.last_caught_up_ms) == (True, CAUGHT_UP)
     assert (at_entry.status, at_entry.shrink_by_ms) == ("SHRINK_ELIGIBLE", 95_000)
-    f = follower(health(m, REENTRY + 15_000), 2)  # = entry + T / 2: the run may still be due
+    f = follower(
+        running_health(m, REENTRY + 15_000), 2
+    )  # = entry + T / 2: the run may still be due
     assert (f.status, f.shrink_by_ms, f.lag_time_ms) == ("SHRINK_ELIGIBLE", 95_000, 85_000)
-    assert health(m, 95_000).predicted_under_replicated is True  # full ISR, about to shrink
-    f = follower(health(m, 95_001), 2)
+    # full ISR, about to shrink
+    assert running_health(m, 95_000).predicted_under_replicated is True
+    f = follower(running_health(m, 95_001), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_OVERDUE", 95_000)
 
 
@@ -197,9 +204,9 @@ def test_follower_re_added_out_of_sync_with_odd_t() -> None:
     # T = 30 001: entry + T / 2 = 95 000.5, so 95 000 is the last eligible ms (and
     # lcu + 1.5 T = 55 001.5 is long past).
     m = reentered_follower_model(replica_lag_time_max_ms=30_001)
-    f = follower(health(m, 95_000), 2)
+    f = follower(running_health(m, 95_000), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_ELIGIBLE", 95_000)
-    f = follower(health(m, 95_001), 2)
+    f = follower(running_health(m, 95_001), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_OVERDUE", 95_000)
 
 
@@ -218,11 +225,11 @@ def test_re_entry_deadline_against_the_one_and_a_half_t_rule(
     caught_up: int, at_entry: str, shrink_by: int
 ) -> None:
     m = reentered_follower_model(caught_up)
-    assert follower(health(m, REENTRY), 2).status == at_entry
-    assert follower(health(m, caught_up + 30_000), 2).status in ("IN_SYNC", "LAGGING")
-    f = follower(health(m, shrink_by), 2)
+    assert follower(running_health(m, REENTRY), 2).status == at_entry
+    assert follower(running_health(m, caught_up + 30_000), 2).status in ("IN_SYNC", "LAGGING")
+    f = follower(running_health(m, shrink_by), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_ELIGIBLE", shrink_by)
-    f = follower(health(m, shrink_by + 1), 2)
+    f = follower(running_health(m, shrink_by + 1), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_OVERDUE", shrink_by)
 
 
@@ -237,19 +244,19 @@ def test_controller_adding_a_follower_to_the_isr_starts_its_entry_time() -> None
         # Same leader epoch: no reset, follower 2 keeps last caught up 10 000.
         leader_and_isr(REENTRY, isr=(1, 2, 3), partition_epoch=1),
     )
-    f = follower(health(m, 95_000), 2)
+    f = follower(running_health(m, 95_000), 2)
     assert (f.last_caught_up_ms, f.status, f.shrink_by_ms) == (
         CAUGHT_UP,
         "SHRINK_ELIGIBLE",
         95_000,
     )
-    assert follower(health(m, 95_001), 2).status == "SHRINK_OVERDUE"
+    assert follower(running_health(m, 95_001), 2).status == "SHRINK_OVERDUE"
     # Later ISR changes that keep follower 2 in the ISR do not move its entry time.
     apply(m, leader_and_isr(90_000, isr=(1, 2), partition_epoch=2))
-    f = follower(health(m, 95_001), 2)
+    f = follower(running_health(m, 95_001), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_OVERDUE", 95_000)
     apply(m, isr_change(92_000, (1, 2), (1, 2, 3)))
-    f = follower(health(m, 95_001), 2)
+    f = follower(running_health(m, 95_001), 2)
     assert (f.status, f.shrink_by_ms) == ("SHRINK_OVERDUE", 95_000)
 
 
@@ -265,6 +272,9 @@ def test_re_entry_counts_from_the_isr_change_or_from_the_monitors_isr() -> None:
         fetch(REENTRY - 1_000, follower=2, offset=600, leader_leo=700, hw=500),
         # The shrink of 2 was not seen (the monitor holds [1, 2, 3]); this change adds it.
         isr_change(REENTRY, (1, 3), (1, 2, 3), epoch=None),
+        # the leader keeps serving follower 2, still at 600 (news that it runs: both
+        # followers are under test here)
+        fetch(94_000, follower=2, offset=600, leader_leo=700, hw=500),
     )
     f = follower(health(m, 95_000), 2)
     assert (f.last_caught_up_ms, f.status, f.shrink_by_ms) == (

@@ -1,0 +1,71 @@
+"""News of a leader: telling "the follower is behind" from "the monitor has heard nothing".
+
+docs/domain.md#silent-leader.
+
+A follower's lag time is ``now - last_caught_up_ms`` (``state.lag_time``): between two
+fetches the monitor carries it forward as the leader would, since a follower that does
+not fetch is not catching up. That is Kafka's own view only while the leader is running.
+A leader that is hung (paused, stuck in a long GC, cut off from the monitor) runs no
+``isr-expiration`` task (``ReplicaManager.maybeShrinkIsr``, scheduled every T / 2 on the
+leader itself): it removes nobody. Kafka then acts through the controller instead: it
+fences the broker once its session lapses (``broker.session.timeout.ms`` in KRaft, the
+ZooKeeper session timeout before), and elects new leaders from the ISR. Or the leader
+comes back before that and, at its first check, removes every follower that is not at its
+log end and last caught up more than T ago.
+
+The monitor's news of a partition is the latest fetch its leader served to any of its
+followers (``last_fetch_time_ms``), or the election that made it leader, which sets that
+time too (``state.caught_up``: the controller heard from it). Both sources of fetches
+give news of a running leader regularly: ``collect admin`` asks each leader at every poll,
+and the simulator's followers fetch continuously. When **every** follower of a partition
+falls silent at once, the one thing they share is the leader (or the monitor's way to
+it); one follower alone falling silent is that follower. So a partition's leader is
+**silent** when the partition has at least two followers on live brokers and its latest
+news is more than T / 2 old (strictly), T the leader's ``replica.lag.time.max.ms``:
+
+* more than T / 2, so that a collector polling at most every T / 2 never finds a running
+  leader silent between two polls;
+* no more than T / 2, so that a follower of a hung leader, caught up at the leader's last
+  news, cannot pass T, and be named SHRINK_ELIGIBLE, before its leader is found silent
+  (found by the real-Kafka scoreboard, docs/real-kafka.md: a paused 3.9 leader's follower,
+  one record behind at the last poll, named while Kafka changed nothing until it fenced
+  the leader 20 s later).
+
+With one follower (replication factor 2) a silent leader and a silent follower look the
+same from the partition: it is not judged, and its follower's lag runs on as before. The
+rule is the partition's own, so every shard, and replay, which holds every partition,
+judge it the same.
+
+While its leader is silent, a follower of the ISR is never SHRINK_ELIGIBLE or
+SHRINK_OVERDUE (``state.shrink_rule.classify``): nobody is going to run the check it is
+eligible for. It is still LAGGING past ``warn_ratio x T``, since the leader, if it comes
+back before its fence, removes it at once.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from state.arrays import BOOL, I64
+from state.caught_up import NEVER
+
+MIN_FOLLOWERS_TO_JUDGE = 2
+"""Followers on live brokers a partition needs for their common silence to be its
+leader's (module doc)."""
+
+
+def partition_news_ms(last_fetch_time_ms: I64, heard_from: BOOL) -> I64:
+    """Per partition (row), its latest news: the latest fetch time among the replica slots
+    of ``heard_from`` (its followers), ``NEVER`` without any."""
+    news: I64 = np.where(heard_from, last_fetch_time_ms, NEVER).max(axis=1, initial=NEVER)
+    return news
+
+
+def leader_silent(live_followers: I64, news_ms: I64, now_ms: int, lag_time_max_ms: I64) -> BOOL:
+    """Where the partition has at least :data:`MIN_FOLLOWERS_TO_JUDGE` followers on live
+    brokers and its latest news is more than T / 2 old at ``now_ms``: ``2 (now - news) >
+    T`` in integers (exact for an odd T)."""
+    silent: BOOL = (live_followers >= MIN_FOLLOWERS_TO_JUDGE) & (
+        2 * (now_ms - news_ms) > lag_time_max_ms
+    )
+    return silent

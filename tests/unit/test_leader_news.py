@@ -1,0 +1,226 @@
+"""docs/domain.md#silent-leader: no news of a leader is not a follower behind it.
+
+Set-up used by most tests: T = 10 000 (warn_ratio 0.5), brokers 1, 2, 3 live. Leader 1
+elected at 0 with ISR [1, 2, 3]; at 1 000 follower 3 is at the leader's 500 and follower 2
+one record behind (499, caught up at 0 by the election): the last news of leader 1 is
+1 000, and it is silent from 2 (now - 1 000) > T on, that is from now = 6 001.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from state import ReplicationModel
+from state.leader_news import leader_silent, partition_news_ms
+from tests.unit.builders import (
+    apply,
+    brokers,
+    fetch,
+    follower,
+    health,
+    leader_and_isr,
+    model,
+)
+
+T = 10_000
+LAST_NEWS = 1_000
+
+
+def stalled_leader_model() -> ReplicationModel:
+    m = model(replica_lag_time_max_ms=T)
+    apply(
+        m,
+        brokers(0, (1, 1), (2, 1), (3, 1)),
+        leader_and_isr(0),
+        fetch(LAST_NEWS, follower=3, offset=500, leader_leo=500),
+        fetch(LAST_NEWS, follower=2, offset=499, leader_leo=500),
+    )
+    return m
+
+
+@pytest.mark.parametrize(
+    ("now", "silent"),
+    [
+        (LAST_NEWS, False),
+        (LAST_NEWS + T // 2, False),  # = T / 2 old: a poll every T / 2 is never late
+        (LAST_NEWS + T // 2 + 1, True),
+    ],
+)
+def test_silent_once_the_news_is_more_than_half_t_old(now: int, silent: bool) -> None:
+    record = health(stalled_leader_model(), now)
+    assert record.leader_silent_since_ms == (LAST_NEWS if silent else None)
+    assert record.conditions()["leader_silent"] is silent
+
+
+@pytest.mark.parametrize(
+    ("age", "t", "silent"),
+    [
+        (5_000, 10_001, False),  # 2 x 5 000 = 10 000 <= 10 001: T / 2 = 5 000.5 not passed
+        (5_001, 10_001, True),
+        (0, 1, False),
+        (1, 1, True),
+    ],
+)
+def test_half_t_is_exact_for_an_odd_t(age: int, t: int, silent: bool) -> None:
+    heard = np.asarray([100_000], dtype=np.int64)
+    found = leader_silent(np.asarray([2]), heard, 100_000 + age, np.asarray([t]))
+    assert found.tolist() == [silent]
+
+
+@pytest.mark.parametrize(
+    ("live_followers", "judged"), [(0, False), (1, False), (2, True), (5, True)]
+)
+def test_only_two_followers_or_more_fall_silent_because_of_their_leader(
+    live_followers: int, judged: bool
+) -> None:
+    found = leader_silent(
+        np.asarray([live_followers]), np.asarray([0], dtype=np.int64), 10**9, np.asarray([T])
+    )
+    assert found.tolist() == [judged]
+
+
+@pytest.mark.parametrize(
+    ("lag", "heard_status", "silent_status"),
+    [
+        (T // 2, "IN_SYNC", "IN_SYNC"),
+        (T // 2 + 1, "LAGGING", "LAGGING"),
+        (T, "LAGGING", "LAGGING"),
+        (T + 1, "SHRINK_ELIGIBLE", "LAGGING"),  # the rule would name it; nobody checks
+        (3 * T // 2 + 1, "SHRINK_OVERDUE", "LAGGING"),  # nor is Kafka late
+    ],
+)
+def test_a_silent_leaders_followers_are_lagging_at_most(
+    lag: int, heard_status: str, silent_status: str
+) -> None:
+    """Follower 2 last caught up at 0 (the election); its lag is now - 0. With leader 1
+    heard of at ``now`` (follower 3 fetching) the rule applies as ever; with its last news
+    at 1 000, it is silent past 6 000, and its followers are LAGGING at most."""
+    heard = stalled_leader_model()
+    apply(heard, fetch(lag, follower=3, offset=500, leader_leo=500))
+    assert follower(health(heard, lag), 2).status == heard_status
+    silent = health(stalled_leader_model(), lag)
+    assert follower(silent, 2).status == silent_status
+    assert silent.predicted_under_replicated is False
+    assert follower(silent, 2).shrink_deadline_ms is None  # absent: nobody is to remove it
+
+
+def test_one_follower_fetching_is_news_of_the_leader() -> None:
+    """Follower 3 keeps fetching from leader 1 (at its log end), follower 2 is still one
+    record behind since 1 000 (caught up at 0): the leader runs, and follower 2 is named
+    as Kafka's rule says."""
+    m = stalled_leader_model()
+    apply(m, fetch(20_000, follower=3, offset=500, leader_leo=500))
+    record = health(m, 20_000)
+    assert record.leader_silent_since_ms is None
+    assert follower(record, 2).status == "SHRINK_OVERDUE"  # lag 20 000 > 1.5 T
+
+
+def test_news_of_another_partition_does_not_count() -> None:
+    """Leader 1 serves partition 1's follower at 20 000; partition 0's followers are
+    silent: the rule is the partition's own, so a shard that holds partition 0 without
+    partition 1, and replay, which holds both, judge it the same."""
+    m = stalled_leader_model()
+    apply(
+        m,
+        leader_and_isr(0, partition=1),
+        fetch(20_000, follower=3, offset=0, leader_leo=0, partition=1),
+        fetch(20_000, follower=2, offset=0, leader_leo=0, partition=1),
+    )
+    assert health(m, 20_000).leader_silent_since_ms == LAST_NEWS
+    assert health(m, 20_000, partition=1).leader_silent_since_ms is None
+
+
+def test_one_follower_is_not_judged() -> None:
+    """Replication factor 2: follower 2 alone stopped, or its leader did; the partition
+    cannot tell, and follower 2's lag runs on as the rule says (docs/domain.md)."""
+    m = model(replica_lag_time_max_ms=T)
+    apply(
+        m,
+        leader_and_isr(0, isr=(1, 2), replicas=(1, 2)),
+        fetch(LAST_NEWS, follower=2, offset=499, leader_leo=500),
+    )
+    record = health(m, T + 1)
+    assert record.leader_silent_since_ms is None
+    assert follower(record, 2).status == "SHRINK_ELIGIBLE"
+
+
+def test_a_follower_on_a_dead_broker_is_not_counted() -> None:
+    """Broker 3 is gone: partition 0 has one follower on a live broker, and is not
+    judged."""
+    m = stalled_leader_model()
+    apply(m, brokers(2_000, (1, 1), (2, 1)))
+    record = health(m, T + 1)
+    assert record.leader_silent_since_ms is None
+    assert follower(record, 2).status == "SHRINK_ELIGIBLE"
+
+
+def test_an_election_is_news_of_the_new_leader() -> None:
+    """The controller elected broker 3 at 30 000 (it heard from it); no fetch since."""
+    m = stalled_leader_model()
+    apply(m, leader_and_isr(30_000, leader=3, epoch=1, isr=(3, 2)))
+    assert health(m, 35_000).leader_silent_since_ms is None
+    assert health(m, 35_001).leader_silent_since_ms == 30_000
+
+
+def test_an_offline_partition_is_offline_not_silent() -> None:
+    m = stalled_leader_model()
+    apply(m, brokers(2_000, (2, 1), (3, 1)))  # broker 1 is gone
+    record = health(m, 20_000)
+    assert record.offline is True
+    assert record.leader_silent_since_ms is None
+
+
+def test_news_back_and_the_rule_applies_again() -> None:
+    """Leader 1 comes back at 30 000 and serves follower 2 still at 499: its lag is
+    30 000 (caught up at 0), past 1.5 T, and Kafka is late to remove it."""
+    m = stalled_leader_model()
+    assert follower(health(m, 29_999), 2).status == "LAGGING"
+    apply(m, fetch(30_000, follower=2, offset=499, leader_leo=510))
+    record = health(m, 30_000)
+    assert record.leader_silent_since_ms is None
+    assert follower(record, 2).status == "SHRINK_OVERDUE"
+
+
+def test_the_paused_zookeeper_leader_of_the_scoreboard() -> None:
+    """docs/real-kafka.md, 3.9 paused-follower, by hand with its shape (T = 10 s, a 1 s
+    poll): broker 3 leads clicks-1 with followers 1 and 2. The last poll before broker 3
+    was paused (at 60 000) read follower 2 at 548 and leader 3's log end at 549, follower
+    1 at 549. No poll reaches broker 3 again, while broker 1's partition is heard of every
+    second. ZooKeeper expires broker 3's session 20 s after the pause, and the controller
+    elects broker 1 with ISR [1, 2]. Kafka never removed follower 2: the monitor must not
+    name it."""
+    m = model(replica_lag_time_max_ms=T)
+    clicks, other = "clicks", "orders"
+    apply(
+        m,
+        brokers(0, (1, 1), (2, 1), (3, 1)),
+        leader_and_isr(0, leader=3, isr=(3, 1, 2), replicas=(3, 1, 2), topic=clicks, partition=1),
+        leader_and_isr(0, leader=1, topic=other),
+        fetch(59_000, follower=2, offset=548, leader_leo=548, leader=3, topic=clicks, partition=1),
+        fetch(60_000, follower=1, offset=549, leader_leo=549, leader=3, topic=clicks, partition=1),
+        fetch(60_000, follower=2, offset=548, leader_leo=549, leader=3, topic=clicks, partition=1),
+    )
+    named = set()
+    for now in range(61_000, 80_001, 1_000):
+        apply(m, fetch(now, follower=2, offset=0, leader_leo=0, topic=other))
+        named.add(follower(health(m, now, topic=clicks, partition=1), 2).status)
+    assert named == {"IN_SYNC", "LAGGING"}
+    assert health(m, 80_000, topic=clicks, partition=1).leader_silent_since_ms == 60_000
+    apply(
+        m,
+        brokers(80_000, (1, 1), (2, 1)),
+        leader_and_isr(
+            80_000, leader=1, epoch=1, isr=(1, 2), replicas=(3, 1, 2), topic=clicks, partition=1
+        ),
+    )
+    record = health(m, 80_000, topic=clicks, partition=1)
+    assert (record.leader, record.leader_silent_since_ms) == (1, None)
+    assert follower(record, 2).status == "IN_SYNC"  # in the ISR at the election: reset
+
+
+def test_news_is_the_latest_fetch_among_the_followers_heard_from() -> None:
+    fetched = np.asarray([[0, 10, 20], [0, 50, 0], [7, 0, 0]], dtype=np.int64)
+    heard_from = np.asarray([[False, True, True], [False, True, False], [False, False, False]])
+    # the leader's own slot (0 here) and slots not heard from do not count
+    assert partition_news_ms(fetched, heard_from).tolist() == [20, 50, 0]
