@@ -113,7 +113,7 @@ def leader_silent_cause(leader: int) -> Cause:
         leader,
         (
             f"no news of leader {leader} for more than half its replica.lag.time.max.ms (no "
-            "fetch it served, no election) while the controller counts it live: hung, or "
-            "out of the collectors' reach"
+            "fetch it served to a follower of the partition, no election) while the "
+            "controller counts it live: hung, or out of the collectors' reach"
         ),
     )

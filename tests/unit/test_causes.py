@@ -165,8 +165,8 @@ def test_a_silent_leaders_followers_and_partitions_are_that_leader() -> None:
     ]
     assert got.partition_cause[4].text == (
         "no news of leader 1 for more than half its replica.lag.time.max.ms (no fetch it "
-        "served, no election) while the controller counts it live: hung, or out of the "
-        "collectors' reach"
+        "served to a follower of the partition, no election) while the controller counts "
+        "it live: hung, or out of the collectors' reach"
     )
     heard = [record(p, 1, {2: "LAGGING", 3: "LAGGING"}) for p in range(4)]
     assert causes(heard, shape(SLOW_LEADER, [[1, 5], [4, 20]])) == [("leader_slow", 1)] * 8
