@@ -10,6 +10,12 @@ Followers that are SHRINK_ELIGIBLE or SHRINK_OVERDUE count as already gone: Kafk
 about to remove them (or should have), so they cannot be relied on to keep the ISR up.
 Stopping a broker that is not in a partition's (remaining) ISR changes nothing for it.
 
+A silent leader (``state.leader_news``: every follower silent for more than T / 2) counts
+as gone, with its followers that are not at its log end: a hung leader is fenced once its
+session lapses, which takes it out of the ISR, and one that comes back first removes
+those followers at its first check. Either way the ISR is smaller than it shows, and its
+followers are only LAGGING, so the rule above does not catch them.
+
 With Eligible Leader Replicas (Kafka 4.0+, KIP-966) an ISR may be empty and the
 controller then elects a live member of the ELR (``PartitionChangeBuilder.isValidNewLeader``):
 stopping the last ISR member of such a partition elects the first live ELR member, in
@@ -59,6 +65,9 @@ class IsrAtRisk(msgspec.Struct, frozen=True, kw_only=True):
     @staticmethod
     def of(record: HealthRecord) -> IsrAtRisk:
         going = {f.broker for f in record.followers if f.status in GOING}
+        if record.leader_silent_since_ms is not None:
+            going |= {record.leader}
+            going |= {f.broker for f in record.followers if f.in_isr and f.lag_messages != 0}
         down = {f.broker for f in record.followers if f.status == OFFLINE_STATUS}
         elr = set(record.elr or ())
         return IsrAtRisk(
@@ -144,11 +153,28 @@ def check_restart(partitions: Iterable[IsrAtRisk], broker: int) -> RestartCheck:
 
 
 def _going(frame: HealthFrame) -> BOOL:
-    """ISR followers Kafka is about to remove, or should have (one column per slot)."""
+    """ISR followers Kafka is about to remove, or should have, and those of a silent leader
+    not at its log end (one column per slot; module doc)."""
     status = frame.follower_status
-    going: BOOL = frame.follower_in_isr & (
-        (status == FollowerStatus.SHRINK_ELIGIBLE) | (status == FollowerStatus.SHRINK_OVERDUE)
+    behind_silent_leader = frame.leader_silent[:, None] & (
+        frame.follower_fetch_offset < frame.leader_leo[:, None]
     )
+    going: BOOL = frame.follower_in_isr & (
+        (status == FollowerStatus.SHRINK_ELIGIBLE)
+        | (status == FollowerStatus.SHRINK_OVERDUE)
+        | behind_silent_leader
+    )
+    return going
+
+
+def _leader_going(frame: HealthFrame) -> BOOL:
+    """Partitions whose leader is silent and in the ISR: it is fenced, or comes back."""
+    in_isr = np.fromiter(
+        (leader in isr for leader, isr in zip(frame.leader.tolist(), frame.isr, strict=True)),
+        np.bool_,
+        len(frame),
+    )
+    going: BOOL = frame.leader_silent & in_isr
     return going
 
 
@@ -156,7 +182,7 @@ def fragile(frame: HealthFrame) -> BOOL:
     """Partitions some single broker's stop would break: remaining ISR <= min ISR."""
     going = _going(frame)
     isr_size = np.fromiter((len(isr) for isr in frame.isr), np.int64, len(frame))
-    remaining = isr_size - going.sum(axis=1)
+    remaining = isr_size - going.sum(axis=1) - _leader_going(frame)
     result: BOOL = remaining <= frame.min_insync_replicas
     return result
 
@@ -165,9 +191,12 @@ def fragile_entries(frame: HealthFrame) -> list[IsrAtRisk]:
     """The fragile partitions, what :func:`breakage` reads of them."""
     entries = []
     going = _going(frame)
+    leader_going = _leader_going(frame)
     down = frame.follower_status == FollowerStatus.OFFLINE
     for i in np.flatnonzero(fragile(frame)).tolist():
         gone = set(frame.follower_broker[i][going[i]].tolist())
+        if leader_going[i]:
+            gone.add(int(frame.leader[i]))
         unavailable = gone | set(frame.follower_broker[i][down[i]].tolist())
         held = frame.eligible_leaders[i]
         elr = set(held.elr) if held is not None else set()

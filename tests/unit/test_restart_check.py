@@ -24,7 +24,7 @@ from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
 from streaming.tools.embedded_broker import free_port
 from streaming.tools.replay import replay
-from tests.unit.builders import partition_health
+from tests.unit.builders import apply, fetch, leader_and_isr, model, partition_health
 from tests.unit.test_causes_simulated import simulate_model
 from tests.unit.test_metrics import shard_stats
 
@@ -37,6 +37,7 @@ def record(
     statuses: dict[int, StatusName] | None = None,
     leader: int = 1,
     partition: int = 0,
+    silent_since: int | None = None,
 ) -> HealthRecord:
     return partition_health(
         statuses or {},
@@ -46,6 +47,7 @@ def record(
         isr=isr,
         replicas=sorted({leader, *isr, *(statuses or {})}),
         min_insync_replicas=minimum,
+        leader_silent_since_ms=silent_since,
     )
 
 
@@ -68,6 +70,18 @@ def record(
         (record([2], 1, {3: "OUT_OF_SYNC"}, leader=2), 3, None, None),
         # already gone from the ISR (about to be shrunk): stopping it changes nothing
         (record([1, 2], 2, {2: "SHRINK_OVERDUE"}), 2, None, None),
+        # a silent leader (docs/domain.md#silent-leader) is fenced, or back to remove its
+        # followers behind it: [1, 2, 3] counts as [2] (3 is LAGGING, 100 behind), and
+        # stopping 2 leaves nobody to elect
+        (record([1, 2, 3], 1, {2: "IN_SYNC", 3: "LAGGING"}, silent_since=1), 2, "offline", []),
+        # ... and with both followers at its log end, as [2, 3]: one stop leaves one (the
+        # first case, heard of: [1, 2] is enough)
+        (
+            record([1, 2, 3], 2, {2: "IN_SYNC", 3: "IN_SYNC"}, silent_since=1),
+            3,
+            "under_min_isr",
+            [2],
+        ),
     ],
 )
 def test_what_stopping_a_broker_does_to_a_partition(
@@ -233,3 +247,27 @@ def test_the_fragile_partitions_a_shard_reports_give_the_whole_answer(
             check_restart(entries, broker).would_break
             == check_restart(map(IsrAtRisk.of, records), broker).would_break
         )
+
+
+def test_a_silent_leaders_partition_gives_the_same_answer_from_the_shard() -> None:
+    """docs/domain.md#silent-leader: leader 1 of a partition (ISR [1, 2, 3], min 2) has
+    not been heard of since 1 000; follower 2 is one record behind. The shard's fragile
+    entry and the record give the same answer: any stop of 3 leaves [3] - 3, offline."""
+    m = model(replica_lag_time_max_ms=10_000, min_insync_replicas=2)
+    apply(
+        m,
+        leader_and_isr(0),
+        fetch(1_000, follower=3, offset=500, leader_leo=500),
+        fetch(1_000, follower=2, offset=499, leader_leo=500),
+    )
+    frame = m.evaluate(20_000)
+    (silent,) = frame.records()
+    assert silent.leader_silent_since_ms == 1_000
+    entries = fragile_entries(frame)
+    assert [(e.remaining_isr, e.min_insync_replicas) for e in entries] == [([3], 2)]
+    for broker in (1, 2, 3):
+        assert (
+            check_restart(entries, broker).would_break
+            == check_restart([IsrAtRisk.of(silent)], broker).would_break
+        )
+    assert check_restart(entries, 3).would_break[0].becomes == "offline"
