@@ -97,7 +97,7 @@ class HealthFrame:
     at_min_isr: BOOL
     offline: BOOL
     offline_recovery: npt.NDArray[np.int8]  # an OfflineRecovery, NOT_OFFLINE with a leader
-    leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
+    leader_silent: BOOL  # every follower silent for more than T / 2 (state.leader_news)
     leader_heard_ms: I64  # the partition's latest news of its leader (NEVER: none)
     predicted_under_replicated: BOOL
     lag_time_max_ms: I64

@@ -12,9 +12,9 @@ at most T / 2 after the entry, removes it. So the deadline of an ISR follower is
 ``max(last_caught_up_ms + 1.5 T, isr_since_ms + T / 2)``, where ``isr_since_ms`` is when
 the monitor saw it enter the ISR (NEVER = 0 when not seen: the first term alone).
 
-A leader the monitor has not heard of for more than T / 2 (``state.leader_news``) may not
-be running its check at all: its followers are not named SHRINK_ELIGIBLE or
-SHRINK_OVERDUE meanwhile, only LAGGING.
+A silent leader (``state.leader_news``: every follower of the partition silent for more
+than T / 2) may not be running its check at all: its followers are not named
+SHRINK_ELIGIBLE or SHRINK_OVERDUE meanwhile, only LAGGING.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class FollowerFacts:
     in_isr: BOOL
     broker_live: BOOL
     leader_live: BOOL
-    leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
+    leader_silent: BOOL  # every follower silent for more than T / 2 (state.leader_news)
     log_end_offset: I64  # -1: unknown, never at the leader's LEO
     leader_leo: I64
     high_watermark: I64
