@@ -90,7 +90,12 @@ class ShardEvents:
         ).astype(np.int64)
         keys: list[npt.NDArray[np.generic]] = [came]
         for name in reversed(SORT_KEYS):  # np.lexsort: the last key is the first
-            keys += _sort_key(controller[name], fetches.column(name))
+            # a key of one value orders nothing (most null flags; the one input topic)
+            keys += [
+                key
+                for key in _sort_key(controller[name], fetches.column(name))
+                if len(key) and (key != key[0]).any()
+            ]
         order = np.lexsort(keys).astype(np.int64) if len(came) else np.zeros(0, np.int64)
         return ShardEvents(others[is_dead], controller, fetches, order)
 
