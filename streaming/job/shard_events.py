@@ -20,7 +20,6 @@ from __future__ import annotations
 import pickle
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from functools import cached_property
 from typing import cast
 
 import numpy as np
@@ -59,6 +58,8 @@ class ShardEvents:
     dead: pd.DataFrame
     controller: pd.DataFrame
     fetches: pa.Table
+    columns: _Columns
+    """What the shard reads of every event, made once (the narrowed events share it)."""
     order: I64
 
     @staticmethod
@@ -97,7 +98,8 @@ class ShardEvents:
                 if len(key) and (key != key[0]).any()
             ]
         order = np.lexsort(keys).astype(np.int64) if len(came) else np.zeros(0, np.int64)
-        return ShardEvents(others[is_dead], controller, fetches, order)
+        columns = _Columns.of(controller, fetches)
+        return ShardEvents(others[is_dead], controller, fetches, columns, order)
 
     def __len__(self) -> int:
         return len(self.order)
@@ -106,13 +108,9 @@ class ShardEvents:
         """These events but those where ``keep`` is false."""
         return replace(self, order=self.order[keep])
 
-    @cached_property
-    def _columns(self) -> _Columns:
-        return _Columns.of(self.controller, self.fetches)
-
     @property
     def ts(self) -> I64:
-        return self._columns.ts[self.order]
+        return self.columns.ts[self.order]
 
     @property
     def is_fetch(self) -> BOOL:
@@ -122,18 +120,20 @@ class ShardEvents:
     def counts(self) -> BOOL:
         """Whether each event counts: every fetch; of a controller event, the one part
         routing marked (``counted``)."""
-        return self._columns.counted[self.order]
+        return self.columns.counted[self.order]
 
     @property
     def digests(self) -> tuple[I64, BOOL]:
         """Each event's digest (controller parts: ``routing.stable_hash`` of the record),
         and whether it has one (a fetch, an epoch carrier: no)."""
-        columns = self._columns
+        columns = self.columns
         return columns.digest[self.order], columns.has_digest[self.order]
 
     def rows_at(self, positions: list[int]) -> list[pd.Series]:
         """The routed rows of the events at ``positions``, as the state function's frame
         holds them (a fetch's with the columns a fetch fills), for dead letters."""
+        if not positions:
+            return []
         picked = self.order[positions]
         ours = len(self.controller)
         wanted = picked[picked >= ours] - ours
@@ -156,7 +156,7 @@ class ShardEvents:
         edges = np.flatnonzero(np.diff(fetch.astype(np.int8), prepend=0, append=0))
         run_end = dict(zip(edges[0::2].tolist(), edges[1::2].tolist(), strict=True))
         ours = len(self.controller)
-        columns = self._columns
+        columns = self.columns
         start, count = 0, len(self.order)
         while start < count:
             if start in run_end:
