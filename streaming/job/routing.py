@@ -6,8 +6,9 @@
   ``event`` is an Arrow IPC stream of the fetch columns (:func:`pack_fetches`). Spark
   then moves, shuffles and converts a few rows per micro-batch instead of one per fetch
   (each of its per-row steps cost more than the shard's work on that fetch:
-  ``docs/pipeline.md``); the shard unpacks them into one row per fetch
-  (:func:`unpack_fetches`) before anything else reads them.
+  ``docs/pipeline.md``); the shard reads the packs' columns as they are
+  (:func:`read_packs`, ``streaming.job.shard_events``). :func:`unpack_fetches` makes
+  them rows again, one per fetch, for tests and benches.
 * Controller events are parsed and validated here, once; each shard receives the part
   of an event it needs (``state.controller_routing``), pickled, with a digest of the
   record for duplicate detection. Only the copy that counts the event carries its raw
@@ -136,6 +137,13 @@ FETCH_PACK_COLUMNS = (
 """The routed columns a fetch row fills (the others are null on it)."""
 FETCH_PACK_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
 """The columns of a pack of fetch rows (:func:`pack_fetches`)."""
+_PACK_WRITING = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
+"""Arrow's LZ4 compression of each buffer: a fetch's columns take about 120 bytes, and
+every byte of a pack is copied by the JVM several times (Arrow to rows, the shuffle and
+its own compression, rows to Arrow, each way across to Python); compressed, a fetch
+takes about 15 bytes at a few hundredths of a microsecond to write and read
+(``bench/fetch_path_bench.py``). The reader decompresses what the stream says is
+compressed. One thread: a Spark task has one core."""
 
 
 def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
@@ -158,7 +166,7 @@ def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
     latest: list[int] = []
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         part = columns.slice(start, end - start)
-        with pa.ipc.new_stream(sink, FETCH_PACK_SCHEMA) as writer:
+        with pa.ipc.new_stream(sink, FETCH_PACK_SCHEMA, options=_PACK_WRITING) as writer:
             writer.write_batch(part)
         bounds.append(sink.tell())
         latest.append(pc.max(part.column("ts")).as_py())

@@ -223,7 +223,10 @@ class _Columns:
 
 
 def _ints(column: pa.ChunkedArray) -> I64:
-    """An integer column as int64 (a fetch's integers are never null: routing checked)."""
+    """An integer column of the fetches as int64. Routing lets no fetch without one
+    through; a null here is refused, as the pandas path's ``to_numpy`` refused it."""
+    if column.null_count:
+        raise ValueError("a routed fetch row without an integer field")
     return np.asarray(column.combine_chunks().to_numpy(zero_copy_only=False), np.int64)
 
 

@@ -4,10 +4,12 @@ It is what ``applyInPandasWithState`` runs, written over plain pandas and bytes 
 it is tested without Spark. Per call it:
 
 1. restores the shard's ``ReplicationModel`` (``streaming.job.state_format`` in the group state);
-2. unpacks the fetch rows (routing sends them packed per shard), dead-letters late
-   events (older than the shard's event-time watermark: the largest event time seen
+2. reads the fetch packs (routing sends a shard its fetches packed) as columns, and
+   orders them with the controller parts (``streaming.job.shard_events``); dead-letters
+   late events (older than the shard's event-time watermark: the largest event time seen
    minus ``watermark_delay_ms``) and duplicate controller events;
-3. applies the rest in event-time order (ties: Kafka topic, partition, offset);
+3. applies the rest in event-time order (ties: Kafka topic, partition, offset, row of
+   the pack);
 4. evaluates every partition of the shard at ``now`` = the largest event time seen in
    the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
 5. emits the health record of every healthy partition whose health changed (a tombstone
