@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
+import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from state import ReplicationModel, Shard, shard_of
 from state.events import MOST_ROWS_PER_PACK, LeaderAndIsr, Source
@@ -234,8 +235,10 @@ def measure(partitions: int, events: int, shards: int, repeat: int, profile: str
     applied = 0
     for value in output.loc[output["kind"] == "stats", "value"]:
         applied += sum(json.loads(value)["applied"].values())
+    packed = [batch.column("event") for batch in routed if batch.num_rows]
     return {
         "cpu_s": best,
+        "pack_bytes": sum(pc.sum(pc.binary_length(column)).as_py() or 0 for column in packed),
         "rows": sum(batch.num_rows for batch in routed),
         "records": sum(batch.num_rows for batch in batches),
         "applied": applied,
@@ -337,6 +340,10 @@ def main() -> None:
     )
     for what in ("records", "rows", "applied", "written"):
         print(f"  {what:34s} {before[what]:15,} {now[what]:15,}")
+    per_event = [found["pack_bytes"] / args.events for found in (before, now)]
+    print(
+        f"  {'routed bytes (event column) / event':34s} {per_event[0]:15.1f} {per_event[1]:15.1f}"
+    )
     same = "same output" if before["digest"] == now["digest"] else "OUTPUT DIFFERS"
     print(f"  {same} (digests {before['digest']} / {now['digest']})")
     print(f"  load average after: {os.getloadavg()[0]:.1f}")
