@@ -86,12 +86,13 @@ def _routed(events: list[dict[str, Any]], order: random.Random) -> pd.DataFrame:
             row |= {"source": "fetch-responses", "value": "x", "reason": "invalid", "detail": "d"}
         loose.append(row)
     frames = [_frame(loose)]
-    for rows in packs.values():
-        table = pa.Table.from_pandas(_frame(rows), schema=ROUTED_ARROW_SCHEMA)
+    for pack in packs.values():
+        table = pa.Table.from_pandas(_frame(pack), schema=ROUTED_ARROW_SCHEMA)
         packed = pack_fetches(table.to_batches()[0])
         frames.append(packed.to_pandas(types_mapper=pandas_type))
-    rows = pd.concat(frames, ignore_index=True)
-    return rows.iloc[order.sample(range(len(rows)), len(rows))].reset_index(drop=True)
+    routed = pd.concat(frames, ignore_index=True)
+    shuffled: pd.DataFrame = routed.iloc[order.sample(range(len(routed)), len(routed))]
+    return shuffled.reset_index(drop=True)
 
 
 def _identity(row: pd.Series) -> int:
