@@ -5,7 +5,7 @@
 A poll of N fetch responses (the values a collector holds: JSON-ready dicts, as
 ``streaming.feeds.wire_encoding`` makes them) is encoded and then decoded into the
 columns the job routes (``state.fetch_decoder.DecodedFetches``: validated int64 columns,
-the topic and error as lists of str):
+the topic and error as Arrow string arrays):
 
 * ``json per record``: one JSON value per fetch (``streaming.feeds.wire.encode``),
   decoded by the job's bulk decoder ``decode_fetches``: the baseline, today's wire;
@@ -113,10 +113,10 @@ def arrow_decode(value: bytes) -> DecodedFetches:
     lengths = pc.utf8_length(table.column("topic")).to_numpy()
     assert lengths.min() >= 1
     assert lengths.max() <= MAX_TOPIC_LENGTH
-    error = table.column("error").fill_null("NONE").to_pylist()
+    error = table.column("error").fill_null("NONE").combine_chunks()
     count = table.num_rows
     return DecodedFetches(
-        np.arange(count, dtype=np.int64), ints, table.column("topic").to_pylist(), error
+        np.arange(count, dtype=np.int64), ints, table.column("topic").combine_chunks(), error
     )
 
 
@@ -152,7 +152,12 @@ def msgpack_decode(value: bytes) -> DecodedFetches:
     ints = {name: np.array(getattr(columns, name), dtype=np.int64) for name in INT_COLUMNS}
     error = [e or "NONE" for e in columns.error]
     count = len(columns.ts)
-    return DecodedFetches(np.arange(count, dtype=np.int64), ints, columns.topic, error)
+    return DecodedFetches(
+        np.arange(count, dtype=np.int64),
+        ints,
+        pa.array(columns.topic, pa.string()),
+        pa.array(error, pa.string()),
+    )
 
 
 def shipped_encode(values: Sequence[dict[str, Any]]) -> bytes:

@@ -801,22 +801,28 @@ def _stat(pid: int) -> list[str]:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
 
 
-def job_cpu_s() -> float:
-    """CPU seconds the job has used so far: this process (the driver; the bench's watch
-    and sampling threads too, a small part) and every process under Spark's JVM (the JVM,
-    the Python workers, and those they reaped: cutime, cstime). The producer's process,
-    also this process's child, is not counted: it is the load, not the job."""
+def job_cpu_parts() -> dict[str, float]:
+    """CPU seconds the job has used so far, by process: ``driver``, this process (the
+    bench's watch and sampling threads too, a small part); ``jvm``, Spark's JVM itself;
+    ``python``, every process under the JVM (the Python workers) and those they or the
+    JVM reaped (cutime, cstime). The producer's process, also this process's child, is
+    not counted: it is the load, not the job."""
     me, tick = os.getpid(), os.sysconf("SC_CLK_TCK")
     parents = _parents()
-    ticks = sum(int(field) for field in _stat(me)[11:13])
+    ticks = {"driver": sum(int(field) for field in _stat(me)[11:13]), "jvm": 0, "python": 0}
     jvms = [pid for pid, parent in parents.items() if parent == me and b"java" in _cmdline(pid)]
     for pid in parents:
         if any(_descends(pid, jvm, parents) for jvm in jvms):
             try:
-                ticks += sum(int(field) for field in _stat(pid)[11:15])
+                fields = [int(field) for field in _stat(pid)[11:15]]
             except (OSError, IndexError, ValueError):
                 continue  # gone meanwhile: its parent counts it once it is reaped
-    return ticks / tick
+            if pid in jvms:
+                ticks["jvm"] += sum(fields[:2])
+                ticks["python"] += sum(fields[2:])
+            else:
+                ticks["python"] += sum(fields)
+    return {name: count / tick for name, count in ticks.items()}
 
 
 def _cmdline(pid: int) -> bytes:
@@ -1262,7 +1268,7 @@ def one_rate(
                 progress[p["batchId"]] = p
 
     applied_before, dead_before = watch.fetches(), watch.dead_letters
-    cpu_before = job_cpu_s()
+    cpu_before = job_cpu_parts()
     load_process.start()
     began, began_wall = time.monotonic(), time.time()
     samples.append((began_wall, 0, 0))
@@ -1284,7 +1290,12 @@ def one_rate(
     drained = watch.fetches() - applied_before >= sent
     drain_s = time.monotonic() - began - phase_s
     # the job's CPU over the phase and its drain, per event it applied meanwhile
-    cpu_per_event_us = 1e6 * (job_cpu_s() - cpu_before) / max(watch.fetches() - applied_before, 1)
+    applied_events = max(watch.fetches() - applied_before, 1)
+    cpu_parts_us = {
+        name: 1e6 * (spent - cpu_before[name]) / applied_events
+        for name, spent in job_cpu_parts().items()
+    }
+    cpu_per_event_us = sum(cpu_parts_us.values())
     last_caught_up: dict[int, int] = outcome["last_caught_up"]
     batches = watch.batches[first_batch:]
     longest = max(
@@ -1344,7 +1355,8 @@ def one_rate(
         f"    micro-batch p50 {percentile(durations, 50):.2f} s, p99 "
         f"{percentile(durations, 99):.2f} s; end-to-end p99 {percentile(e2e, 99):.2f} s "
         f"(max {max(e2e, default=float('nan')):.2f} s); job CPU {cpu_per_event_us:.1f} us "
-        "per event (driver, JVM and Python workers, over the phase and its drain)\n"
+        f"per event (driver {cpu_parts_us['driver']:.2f}, JVM {cpu_parts_us['jvm']:.2f}, "
+        f"Python workers {cpu_parts_us['python']:.2f}; over the phase and its drain)\n"
         f"    detection (lag passes T -> a health record past T: {'/'.join(statuses) or '-'}), "
         f"{len(detection)}/{len(last_caught_up)} probes: p50 {percentile(detection, 50):.2f} s, "
         f"p99 {percentile(detection, 99):.2f} s; goal p99 <= {goal_s:.2f} s (trigger "
@@ -1369,7 +1381,11 @@ def one_rate(
         f"{percentile(durations, 50):.2f} s / {percentile(durations, 99):.2f} s",
     )
     summary.add(f"{name}: end-to-end p99", f"{percentile(e2e, 99):.2f} s")
-    summary.add(f"{name}: job CPU per event", f"{cpu_per_event_us:.1f} us")
+    summary.add(
+        f"{name}: job CPU per event",
+        f"{cpu_per_event_us:.1f} us (driver {cpu_parts_us['driver']:.2f}, JVM "
+        f"{cpu_parts_us['jvm']:.2f}, Python {cpu_parts_us['python']:.2f})",
+    )
     summary.add(
         f"{name}: detection p50 / p99 ({len(detection)}/{len(last_caught_up)} probes)",
         f"{percentile(detection, 50):.2f} s / {percentile(detection, 99):.2f} s",

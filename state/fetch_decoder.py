@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, cached_property
 from operator import attrgetter
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,6 +30,7 @@ from typing import Annotated, Any
 import msgspec
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa  # type: ignore[import-untyped]
 from msgspec import UNSET, UnsetType
 
 from state.event_parser import (
@@ -110,13 +111,28 @@ class DecodedFetches:
 
     position: npt.NDArray[np.int64]
     ints: dict[str, npt.NDArray[np.int64]]
-    topic: list[str]
-    error: list[str]
+    topics: pa.Array
+    """The topic of each, an Arrow string array: a pack's column as it was read (a
+    Python string per row would cost more than the rest of its decoding)."""
+    errors: pa.Array
+    """The error of each (``NONE`` where the value has none), an Arrow string array."""
     dead: list[tuple[int, DeadLetter]] = field(default_factory=list)
     pack_row: npt.NDArray[np.int64] | None = None
 
     def __len__(self) -> int:
         return len(self.position)
+
+    @cached_property
+    def topic(self) -> list[str]:
+        """``topics`` as Python strings."""
+        cells: list[str] = self.topics.to_pylist()
+        return cells
+
+    @cached_property
+    def error(self) -> list[str]:
+        """``errors`` as Python strings."""
+        cells: list[str] = self.errors.to_pylist()
+        return cells
 
 
 @cache
@@ -143,10 +159,10 @@ def decode_fetches(values: Sequence[bytes | None]) -> DecodedFetches:
     if bundled_schema_in_use():
         try:
             wires = list(map(_DECODER.decode, values))  # type: ignore[arg-type]
-            decoded = _columns(wires, np.arange(len(wires), dtype=np.int64), [])
+            texts = _texts(wires)
             # msgspec takes an escaped lone surrogate into a str (event_parser.lone_surrogate)
-            if all(map(utf8_encodable, {*decoded.topic, *decoded.error})):
-                return decoded
+            if all(map(utf8_encodable, {*texts[0], *texts[1]})):
+                return _columns(wires, np.arange(len(wires), dtype=np.int64), [], texts)
         # ValueError: bad UTF-8; RecursionError: nesting deeper than msgspec follows
         except (msgspec.MsgspecError, ValueError, TypeError, RecursionError):
             pass  # some value is not for the fast decoder: judge them one by one
@@ -201,7 +217,7 @@ def _one_by_one(values: Sequence[bytes | None]) -> DecodedFetches:
             assert isinstance(parsed, FetchResponse)
             wires.append(_wire(parsed))
             positions.append(index)
-    return _columns(wires, np.asarray(positions, dtype=np.int64), dead)
+    return _columns(wires, np.asarray(positions, dtype=np.int64), dead, _texts(wires))
 
 
 def _wire(event: FetchResponse) -> WireFetch:
@@ -219,8 +235,16 @@ def _wire(event: FetchResponse) -> WireFetch:
     )
 
 
+def _texts(wires: list[WireFetch]) -> tuple[list[str], list[str]]:
+    """The topic and the error of each value."""
+    return list(map(attrgetter("topic"), wires)), list(map(attrgetter("error"), wires))
+
+
 def _columns(
-    wires: list[WireFetch], position: npt.NDArray[np.int64], dead: list[tuple[int, DeadLetter]]
+    wires: list[WireFetch],
+    position: npt.NDArray[np.int64],
+    dead: list[tuple[int, DeadLetter]],
+    texts: tuple[list[str], list[str]],
 ) -> DecodedFetches:
     count = len(wires)
     ints = {
@@ -230,7 +254,7 @@ def _columns(
     return DecodedFetches(
         position=position,
         ints=ints,
-        topic=list(map(attrgetter("topic"), wires)),
-        error=list(map(attrgetter("error"), wires)),
+        topics=pa.array(texts[0], pa.string()),
+        errors=pa.array(texts[1], pa.string()),
         dead=dead,
     )

@@ -256,17 +256,20 @@ def decode_fetch_pack(value: bytes) -> DecodedFetches | DeadLetter:
     ints = {name: _int_cells(table, name, count) for name in INT_COLUMNS}
     topic = _string_cells(table, "topic", count, "")
     error = _string_cells(table, "error", count, FETCH_ERROR_NONE)
-    for row, parsed in verdicts.explained.items():  # as the validator read them (5.0: 5)
-        for name in INT_COLUMNS:
-            ints[name][row] = getattr(parsed, name)
-        topic[row], error[row] = parsed.topic, parsed.error
+    if verdicts.explained:  # as the validator read them (5.0: 5)
+        topics, errors = topic.to_pylist(), error.to_pylist()
+        for row, parsed in verdicts.explained.items():
+            for name in INT_COLUMNS:
+                ints[name][row] = getattr(parsed, name)
+            topics[row], errors[row] = parsed.topic, parsed.error
+        topic, error = pa.array(topics, pa.string()), pa.array(errors, pa.string())
     position = np.flatnonzero(verdicts.ok).astype(np.int64)
     everyone = len(position) == count
     return DecodedFetches(
         position=position,
         ints={name: column if everyone else column[position] for name, column in ints.items()},
-        topic=topic if everyone else [topic[i] for i in position.tolist()],
-        error=error if everyone else [error[i] for i in position.tolist()],
+        topics=topic if everyone else topic.take(pa.array(position)),
+        errors=error if everyone else error.take(pa.array(position)),
         dead=verdicts.dead,
     )
 
@@ -337,8 +340,8 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
             name: np.concatenate([part.ints[name] for part in parts] or [np.zeros(0, np.int64)])
             for name in INT_COLUMNS
         },
-        topic=[topic for part in parts for topic in part.topic],
-        error=[error for part in parts for error in part.error],
+        topics=_concat_texts([part.topics for part in parts]),
+        errors=_concat_texts([part.errors for part in parts]),
         dead=dead,
         pack_row=np.concatenate(rows) if rows else np.zeros(0, np.int64),
     )
@@ -461,12 +464,16 @@ def _int_cells(table: pa.Table, name: str, count: int) -> npt.NDArray[np.int64]:
     return np.zeros(count, np.int64)
 
 
-def _string_cells(table: pa.Table, name: str, count: int, default: str) -> list[str]:
+def _string_cells(table: pa.Table, name: str, count: int, default: str) -> pa.Array:
+    """A string column as one Arrow array (``default`` where it has no string value)."""
     if name in table.column_names and table.column(name).type == pa.string():
         column = table.column(name)
-        cells: list[str] = (column.fill_null(default) if column.null_count else column).to_pylist()
-        return cells
-    return [default] * count
+        return (column.fill_null(default) if column.null_count else column).combine_chunks()
+    return pa.array([default] * count, pa.string())
+
+
+def _concat_texts(arrays: list[pa.Array]) -> pa.Array:
+    return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
 
 def _present(row: Mapping[str, Any]) -> dict[str, Any]:

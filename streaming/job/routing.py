@@ -6,8 +6,9 @@
   ``event`` is an Arrow IPC stream of the fetch columns (:func:`pack_fetches`). Spark
   then moves, shuffles and converts a few rows per micro-batch instead of one per fetch
   (each of its per-row steps cost more than the shard's work on that fetch:
-  ``docs/pipeline.md``); the shard unpacks them into one row per fetch
-  (:func:`unpack_fetches`) before anything else reads them.
+  ``docs/pipeline.md``); the shard reads the packs' columns as they are
+  (:func:`read_packs`, ``streaming.job.shard_events``). :func:`unpack_fetches` makes
+  them rows again, one per fetch, for tests and benches.
 * Controller events are parsed and validated here, once; each shard receives the part
   of an event it needs (``state.controller_routing``), pickled, with a digest of the
   record for duplicate detection. Only the copy that counts the event carries its raw
@@ -23,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import pickle
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -134,7 +135,15 @@ FETCH_PACK_COLUMNS = (
     "error",
 )
 """The routed columns a fetch row fills (the others are null on it)."""
-_FETCH_PACK_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
+FETCH_PACK_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
+"""The columns of a pack of fetch rows (:func:`pack_fetches`)."""
+_PACK_WRITING = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
+"""Arrow's LZ4 compression of each buffer: a fetch's columns take about 120 bytes, and
+every byte of a pack is copied by the JVM several times (Arrow to rows, the shuffle and
+its own compression, rows to Arrow, each way across to Python); compressed, a fetch
+takes about 15 bytes at a few hundredths of a microsecond to write and read
+(``bench/fetch_path_bench.py``). The reader decompresses what the stream says is
+compressed. One thread: a Spark task has one core."""
 
 
 def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
@@ -150,16 +159,22 @@ def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
     sorted_shards = shard.take(order).to_numpy()
     starts = np.flatnonzero(np.r_[True, sorted_shards[1:] != sorted_shards[:-1]])
     ends = np.r_[starts[1:], len(sorted_shards)]
-    packs: list[bytes] = []
+    # Every pack's stream into one buffer, which becomes the ``event`` column as it is
+    # (a Python bytes object per pack, then an Arrow array of them, copied each pack twice).
+    sink = pa.BufferOutputStream()
+    bounds = [0]
     latest: list[int] = []
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         part = columns.slice(start, end - start)
-        sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, _FETCH_PACK_SCHEMA) as writer:
+        with pa.ipc.new_stream(sink, FETCH_PACK_SCHEMA, options=_PACK_WRITING) as writer:
             writer.write_batch(part)
-        packs.append(sink.getvalue().to_pybytes())
+        bounds.append(sink.tell())
         latest.append(pc.max(part.column("ts")).as_py())
-    count = len(packs)
+    count = len(latest)
+    if bounds[-1] > np.iinfo(np.int32).max:  # a ``binary`` column's most
+        raise ValueError(f"fetch packs of one reader batch too large: {bounds[-1]} bytes")
+    offsets = pa.py_buffer(np.asarray(bounds, np.int32))
+    packs = pa.Array.from_buffers(pa.binary(), count, [None, offsets, sink.getvalue()])
     return _batch(
         count,
         {
@@ -178,7 +193,7 @@ def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
     packed = (rows["kind"] == FETCHES).to_numpy(dtype=np.bool_)
     if not packed.any():
         return rows
-    tables = [pa.ipc.open_stream(blob).read_all() for blob in rows["event"][packed]]
+    tables = [_read_pack(blob) for blob in rows["event"][packed]]
     fetches = pa.concat_tables(tables)
     count = fetches.num_rows
     shards = rows["shard"][packed].to_numpy(dtype=np.int32)
@@ -191,11 +206,22 @@ def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
         [filled.get(f.name, pa.nulls(count, f.type)) for f in ROUTED_ARROW_SCHEMA],
         schema=ROUTED_ARROW_SCHEMA,
     )
-    frame: pd.DataFrame = table.to_pandas(types_mapper=_pandas_type)
+    frame: pd.DataFrame = table.to_pandas(types_mapper=pandas_type)
     if packed.all():
         return frame
     others = rows[~packed].astype(frame.dtypes.to_dict())
     return pd.concat([others, frame], ignore_index=True)
+
+
+def read_packs(packs: Iterable[bytes]) -> pa.Table:
+    """The fetch rows of packs (:func:`pack_fetches`), in order, as one table of
+    :data:`FETCH_PACK_SCHEMA` (read in place: Arrow's IPC reader does not copy)."""
+    tables = [_read_pack(blob) for blob in packs]
+    return pa.concat_tables(tables) if tables else FETCH_PACK_SCHEMA.empty_table()
+
+
+def _read_pack(blob: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
 
 
 def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
@@ -203,8 +229,10 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
     rows and dead letters carry their row in it (``src_row``)."""
     decoded = decode_fetch_records(records.column("value").to_pylist())
     position = pa.array(decoded.position)
-    codes, names = pd.factorize(pd.Series(decoded.topic, dtype=object))
-    shard = shard_lookup(shards).shards(codes, list(names), decoded.ints["partition"])
+    topics = decoded.topics.dictionary_encode()
+    codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.intp)
+    names = topics.dictionary.to_pylist()
+    shard = shard_lookup(shards).shards(codes, names, decoded.ints["partition"])
     count = len(decoded)
     columns: dict[str, Any] = {
         "shard": shard,
@@ -213,8 +241,8 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
         "src_partition": records.column("partition").take(position),
         "src_offset": records.column("offset").take(position),
         "src_row": _pack_rows(decoded.pack_row, count),
-        "topic": decoded.topic,
-        "error": decoded.error,
+        "topic": decoded.topics,
+        "error": decoded.errors,
         **decoded.ints,
     }
     return [pack_fetches(_batch(count, columns)), _dead_batch(records, decoded.dead)]
@@ -302,17 +330,20 @@ def route(records: pd.DataFrame, sources: Mapping[str, Source], shards: int) -> 
     """:func:`route_arrow` over pandas frames (as ``mapInPandas`` would hand them)."""
     batch = pa.RecordBatch.from_pandas(records, preserve_index=False)
     routed = pa.Table.from_batches(route_arrow(batch, sources, shards), ROUTED_ARROW_SCHEMA)
-    frame: pd.DataFrame = routed.to_pandas(types_mapper=_pandas_type)
+    frame: pd.DataFrame = routed.to_pandas(types_mapper=pandas_type)
     return frame
 
 
-def _pandas_type(kind: pa.DataType) -> Any:
+def pandas_type(kind: pa.DataType) -> Any:
     """Nullable integers, as Spark hands them to the state function."""
     if pa.types.is_integer(kind):
         return pd.Int64Dtype() if kind == pa.int64() else pd.Int32Dtype()
     if pa.types.is_boolean(kind):
         return pd.BooleanDtype()
     return None
+
+
+_pandas_type = pandas_type  # its name before; benches import it
 
 
 def route_arrow_batches(

@@ -4,10 +4,12 @@ It is what ``applyInPandasWithState`` runs, written over plain pandas and bytes 
 it is tested without Spark. Per call it:
 
 1. restores the shard's ``ReplicationModel`` (``streaming.job.state_format`` in the group state);
-2. unpacks the fetch rows (routing sends them packed per shard), dead-letters late
-   events (older than the shard's event-time watermark: the largest event time seen
+2. reads the fetch packs (routing sends a shard its fetches packed) as columns, and
+   orders them with the controller parts (``streaming.job.shard_events``); dead-letters
+   late events (older than the shard's event-time watermark: the largest event time seen
    minus ``watermark_delay_ms``) and duplicate controller events;
-3. applies the rest in event-time order (ties: Kafka topic, partition, offset);
+3. applies the rest in event-time order (ties: Kafka topic, partition, offset, row of
+   the pack);
 4. evaluates every partition of the shard at ``now`` = the largest event time seen in
    the whole stream (Spark's watermark carries it, see ``clock_delay_ms``);
 5. emits the health record of every healthy partition whose health changed (a tombstone
@@ -25,11 +27,10 @@ from __future__ import annotations
 
 import gc
 import json
-import pickle
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,10 +39,8 @@ from state import (
     BOOL,
     WIRE_COLUMNS,
     ApplyReport,
-    FetchBatch,
     HealthFrame,
     ReplicationModel,
-    RoutedControllerEvent,
     Shard,
     encode_record,
     fragile_entries,
@@ -51,7 +50,8 @@ from state import (
 from state.events import DeadLetterReason, Source
 from state.settings import RuleSettings
 from streaming.job import shard_stats
-from streaming.job.routing import DEAD, FETCH, conform, unpack_fetches
+from streaming.job.routing import DEAD, FETCH, conform
+from streaming.job.shard_events import ShardEvents
 from streaming.job.shard_gauges import broker_gauges, topic_gauges
 from streaming.job.shard_snapshot import SIGNATURES
 from streaming.job.shard_snapshot import ShardSnapshot as ShardSnapshot  # re-exported: its old home
@@ -160,49 +160,35 @@ def _process(
     report = ApplyReport()
     late = duplicates = 0
     if rows is not None:
-        rows = unpack_fetches(rows)
-        out += dead_letter_rows(rows[rows["kind"] == DEAD])
-        events = (
-            rows[rows["kind"] != DEAD]
-            .sort_values(
-                ["ts", "src_topic", "src_partition", "src_offset", "src_row"], kind="stable"
-            )
-            .reset_index(drop=True)
-        )
+        events = ShardEvents.of(rows)
+        out += dead_letter_rows(events.dead)
         watermark = max(snapshot.clock_ms, stream_clock_ms) - settings.watermark_delay_ms
-        is_late = events["ts"].to_numpy(dtype=np.int64) < watermark
+        is_late = events.ts < watermark
         # Every fetch counts here; of a controller event, the one part routing marked.
-        # (``counted`` is null on fetch rows, read as False; no fillna, which makes pandas
-        # 2 warn about downcasting an object column.)
-        counts = (events["kind"] == FETCH).to_numpy(dtype=np.bool_) | (
-            events["counted"].eq(True).to_numpy(dtype=np.bool_, na_value=False)
-        )
-        for i in np.flatnonzero(is_late & counts).tolist():
-            late += 1
-            out.append(
-                dead_letter_row(
-                    events.iloc[i],
-                    DeadLetterReason.LATE,
-                    f"event time older than the watermark {watermark}",
-                )
-            )
-        events = events[~is_late].reset_index(drop=True)
+        counts = events.counts
+        late_rows = np.flatnonzero(is_late & counts).tolist()
+        late = len(late_rows)
+        detail = f"event time older than the watermark {watermark}"
+        out += [
+            dead_letter_row(row, DeadLetterReason.LATE, detail) for row in events.rows_at(late_rows)
+        ]
+        events = events.kept(~is_late)
         keep = _first_sightings(snapshot, events, watermark)
-        for i in np.flatnonzero(~keep & counts[~is_late]).tolist():
-            duplicates += 1
-            out.append(
-                dead_letter_row(
-                    events.iloc[i], DeadLetterReason.DUPLICATE, "same controller event seen before"
-                )
-            )
-        events = events[keep].reset_index(drop=True)
-        report = snapshot.model.apply(_model_input(events))
+        repeated = np.flatnonzero(~keep & counts[~is_late]).tolist()
+        duplicates = len(repeated)
+        out += [
+            dead_letter_row(row, DeadLetterReason.DUPLICATE, "same controller event seen before")
+            for row in events.rows_at(repeated)
+        ]
+        events = events.kept(keep)
+        report = snapshot.model.apply(events.model_input())
         snapshot.applied_total.update(report.applied)
         snapshot.fetch_error_responses_total += report.fetch_error_responses
-        for position, reason in zip(report.rejected_ids, report.rejected_reasons, strict=True):
-            out.append(dead_letter_row(events.iloc[position], reason, "not applied"))
+        rejected = events.rows_at(list(report.rejected_ids))
+        for row, reason in zip(rejected, report.rejected_reasons, strict=True):
+            out.append(dead_letter_row(row, reason, "not applied"))
         if len(events):
-            snapshot.clock_ms = max(snapshot.clock_ms, int(events["ts"].max()))
+            snapshot.clock_ms = max(snapshot.clock_ms, int(events.ts.max()))
     now = max(snapshot.clock_ms, stream_clock_ms)
     frame = snapshot.model.evaluate(now) if now >= 0 else None
     unhealthy: list[UnhealthyPartition] = []
@@ -229,27 +215,7 @@ def _process(
     return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
 
 
-def _model_input(
-    events: pd.DataFrame,
-) -> Iterable[tuple[int, RoutedControllerEvent | FetchBatch]]:
-    """Runs of fetch rows as one columnar batch each; controller parts as events."""
-    kinds = events["kind"].to_numpy()
-    start = 0
-    while start < len(events):
-        end = start
-        if kinds[start] == FETCH:
-            while end < len(events) and kinds[end] == FETCH:
-                end += 1
-            run = events.iloc[start:end]
-            yield start, FetchBatch.from_frame(run, np.arange(start, end, dtype=np.int64))
-        else:
-            end = start + 1
-            part = cast("bytes", events["event"].iat[start])
-            yield start, pickle.loads(part)  # parsed once, by routing
-        start = end
-
-
-def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: int) -> BOOL:
+def _first_sightings(snapshot: ShardSnapshot, events: ShardEvents, watermark: int) -> BOOL:
     """Controller events not seen before (within the watermark); fetches always pass.
 
     A producer that retries without idempotence writes the same controller event twice;
@@ -262,9 +228,9 @@ def _first_sightings(snapshot: ShardSnapshot, events: pd.DataFrame, watermark: i
         if ts < watermark:
             del seen[digest]
     keep = np.ones(len(events), dtype=np.bool_)
-    digests, times = events["digest"], events["ts"].to_numpy(dtype=np.int64)
-    for i in np.flatnonzero(digests.notna().to_numpy(dtype=np.bool_)).tolist():
-        digest = int(digests.iat[i])  # type: ignore[arg-type]
+    (digests, has_digest), times = events.digests, events.ts
+    for i in np.flatnonzero(has_digest).tolist():
+        digest = int(digests[i])
         if digest in seen:
             keep[i] = False
         else:
