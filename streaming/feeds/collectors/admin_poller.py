@@ -58,11 +58,11 @@ from state.events import (
     TopicConfig,
 )
 from state.fetch_pack import FetchRows
-from streaming.feeds.collectors.partition_table import (
+from streaming.feeds.collectors.polled_partitions import (
     NO_EPOCH,
     NO_OFFSET,
     PartitionOffsets,
-    PartitionTable,
+    PolledPartitions,
     ReplicaOffsets,
 )
 from streaming.feeds.wire import InputBatch, InputRecord, split_created
@@ -102,7 +102,7 @@ class QuorumSnapshot:
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
     """What one poll saw. ``admin_source`` gives the partitions and offsets as columns
-    (``PartitionTable``, ``ReplicaOffsets``, ``PartitionOffsets``); any mapping of the
+    (``PolledPartitions``, ``ReplicaOffsets``, ``PartitionOffsets``); any mapping of the
     same shape will do (the state file's, a test's)."""
 
     ts: int
@@ -120,7 +120,7 @@ class ClusterSnapshot:
 
     @property
     def partition_count(self) -> int:
-        return PartitionTable.of(self.partitions).rows
+        return PolledPartitions.of(self.partitions).rows
 
     def to_json(self, partitions: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The part a later diff compares (offsets are not compared, only reported).
@@ -187,7 +187,7 @@ class AdminPoller:
         self._previous = ClusterSnapshot.from_json(previous) if previous else None
         # the previous snapshot's partitions as a table, made once (its own if a source's)
         self._previous_table = (
-            PartitionTable.of(self._previous.partitions) if self._previous else None
+            PolledPartitions.of(self._previous.partitions) if self._previous else None
         )
         # self._previous.partitions_json(), once made: kept while the partitions do not
         # change (every poll of a quiet cluster), since making it for 100,000 partitions
@@ -215,7 +215,7 @@ class AdminPoller:
         """The events since the previous snapshot: the controller events, then the fetch
         responses as columns."""
         previous, previous_table = self._previous, self._previous_table
-        table = PartitionTable.of(snapshot.partitions)
+        table = PolledPartitions.of(snapshot.partitions)
         # Most polls: no partition changed (only offsets moved, which are not compared):
         # no partition or topic to diff, and the state's partitions as they were. When
         # the same partitions are described, only the rows that differ are diffed one by
@@ -362,7 +362,7 @@ class AdminPoller:
             live.append(BrokerRegistration(id=broker, epoch=self._epochs[broker]))
         return tuple(live)
 
-    def _fetches(self, snapshot: ClusterSnapshot, table: PartitionTable) -> FetchRows:
+    def _fetches(self, snapshot: ClusterSnapshot, table: PolledPartitions) -> FetchRows:
         """One fetch response per follower that answered, partitions in order and each
         one's followers in replica order, as columns joined as arrays: no Python object
         per follower (a poll of 100,000 partitions has 200,000)."""

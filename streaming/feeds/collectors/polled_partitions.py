@@ -49,7 +49,7 @@ def lists_differ(start_a: Ints, flat_a: Ints, start_b: Ints, flat_b: Ints) -> np
     return np.asarray(differ, np.bool_)
 
 
-class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
+class PolledPartitions(Mapping[str, Mapping[int, "PartitionInfo"]]):
     """Every partition a poll described: rows by topic name then partition index, the
     replicas and ISR of row i at ``replicas[replica_start[i]:replica_start[i + 1]]`` (and
     likewise ``isr``). Read as a mapping: topic -> partition -> ``PartitionInfo``."""
@@ -95,14 +95,14 @@ class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
         self._index: dict[str, int] | None = None
 
     @staticmethod
-    def of(partitions: Mapping[str, Mapping[int, PartitionInfo]]) -> PartitionTable:
+    def of(partitions: Mapping[str, Mapping[int, PartitionInfo]]) -> PolledPartitions:
         """``partitions`` as a table (itself if it is one): a snapshot made of dicts (the
         state file's, a test's)."""
-        if isinstance(partitions, PartitionTable):
+        if isinstance(partitions, PolledPartitions):
             return partitions
         topics = tuple(sorted(partitions))
         rows = [(p, partitions[t][p]) for t in topics for p in sorted(partitions[t])]
-        return PartitionTable(
+        return PolledPartitions(
             topics,
             np.cumsum([0, *(len(partitions[t]) for t in topics)]),
             [p for p, _ in rows],
@@ -125,7 +125,7 @@ class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
         replicas: Any,
         isr_start: Any,
         isr: Any,
-    ) -> PartitionTable:
+    ) -> PolledPartitions:
         """A table of rows in any order (a Metadata answer's), row i of topic
         ``names[topic_of_row[i]]``: sorted by topic name, then partition."""
         order_of_name = sorted(range(len(names)), key=names.__getitem__)
@@ -137,7 +137,7 @@ class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
         replica_start, replicas = _gathered(_ints(replica_start), _ints(replicas), order)
         isr_start, isr = _gathered(_ints(isr_start), _ints(isr), order)
         counts = np.bincount(topic_rank, minlength=len(names))
-        return PartitionTable(
+        return PolledPartitions(
             tuple(names[i] for i in order_of_name),
             np.concatenate(([0], np.cumsum(counts))),
             partition[order],
@@ -163,7 +163,7 @@ class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
         """Each replica slot's row."""
         return np.repeat(np.arange(self.rows), np.diff(self.replica_start))
 
-    def same_partitions(self, other: PartitionTable) -> bool:
+    def same_partitions(self, other: PolledPartitions) -> bool:
         """Whether both describe the same topics and partitions (row i the same
         partition in both)."""
         return (
@@ -172,7 +172,7 @@ class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
             and np.array_equal(self.partition, other.partition)
         )
 
-    def changed_rows(self, before: PartitionTable) -> Ints:
+    def changed_rows(self, before: PolledPartitions) -> Ints:
         """The rows whose leader, leader epoch, replicas or ISR (in order) differ from
         ``before``'s, which holds the same partitions (``same_partitions``)."""
         differ = (self.leader != before.leader) | (self.leader_epoch != before.leader_epoch)
@@ -222,7 +222,7 @@ class PartitionTable(Mapping[str, Mapping[int, "PartitionInfo"]]):
         return topic in self.topic_index()
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, PartitionTable):
+        if isinstance(other, PolledPartitions):
             return self.same_partitions(other) and not len(self.changed_rows(other))
         return super().__eq__(other)
 
@@ -244,13 +244,13 @@ class ReplicaOffsets(Mapping[tuple[str, int, int], int]):
 
     __slots__ = ("_dict", "offsets", "table")
 
-    def __init__(self, table: PartitionTable, offsets: Any) -> None:
+    def __init__(self, table: PolledPartitions, offsets: Any) -> None:
         self.table = table
         self.offsets = _ints(offsets)
         self._dict: dict[tuple[str, int, int], int] | None = None
 
     @staticmethod
-    def aligned(offsets: Mapping[tuple[str, int, int], int], table: PartitionTable) -> Ints:
+    def aligned(offsets: Mapping[tuple[str, int, int], int], table: PolledPartitions) -> Ints:
         """``offsets`` as the column of ``table``'s replica slots."""
         if isinstance(offsets, ReplicaOffsets) and offsets.table is table:
             return offsets.offsets
@@ -300,13 +300,13 @@ class PartitionOffsets(Mapping[tuple[str, int], int]):
 
     __slots__ = ("_dict", "offsets", "table")
 
-    def __init__(self, table: PartitionTable, offsets: Any) -> None:
+    def __init__(self, table: PolledPartitions, offsets: Any) -> None:
         self.table = table
         self.offsets = _ints(offsets)
         self._dict: dict[tuple[str, int], int] | None = None
 
     @staticmethod
-    def aligned(offsets: Mapping[tuple[str, int], int], table: PartitionTable) -> Ints:
+    def aligned(offsets: Mapping[tuple[str, int], int], table: PolledPartitions) -> Ints:
         """``offsets`` as the column of ``table``'s rows."""
         if isinstance(offsets, PartitionOffsets) and offsets.table is table:
             return offsets.offsets
