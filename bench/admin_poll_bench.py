@@ -214,7 +214,7 @@ def summary(label: str, size: int, figures: dict[str, Any]) -> str:
         return float(statistics.median(figures[name]))
 
     return (
-        f"{label:>9} {size:>7} partitions: collector wall p50 {p50('collector_wall'):.3f} s "
+        f"{label:>21} {size:>7} partitions: collector wall p50 {p50('collector_wall'):.3f} s "
         f"max {max(figures['collector_wall']):.3f} s, CPU p50 {p50('collector_cpu'):.3f} s "
         f"(min {min(figures['collector_cpu']):.3f}, max {max(figures['collector_cpu']):.3f})"
         f" | source alone wall p50 {p50('source_wall'):.3f} s, CPU p50 {p50('source_cpu'):.3f} s"
@@ -240,7 +240,11 @@ def main() -> int:
         default=3,
         help="each holds every partition's replica at 3 brokers: one open file each",
     )
-    parser.add_argument("--sink", choices=("packed", "json-lines"), default="packed")
+    parser.add_argument(
+        "--sink",
+        default="packed",
+        help="packed, json-lines, or both (packed,json-lines): each measured in turn",
+    )
     parser.add_argument(
         "--baseline", type=Path, help="another commit's source tree, measured first"
     )
@@ -268,13 +272,15 @@ def main() -> int:
                 source = KafkaAdminSource(config.kafka)
                 print(f"every replica's log end answered after {settle(source, size * 3):.0f} s")
                 source.close()
-                for label, tree in trees:
-                    print(f"load average before {label}: {os.getloadavg()}", flush=True)
-                    figures = measured_in(
-                        tree, cluster.bootstrap_servers, size * 3, options.polls, options.sink
-                    )
-                    rows.append((label, size, figures))
-                    print(summary(label, size, figures), flush=True)
+                for sink in options.sink.split(","):
+                    for tree_label, tree in trees:
+                        label = f"{tree_label}, {sink}"
+                        print(f"load average before {label}: {os.getloadavg()}", flush=True)
+                        figures = measured_in(
+                            tree, cluster.bootstrap_servers, size * 3, options.polls, sink
+                        )
+                        rows.append((label, size, figures))
+                        print(summary(label, size, figures), flush=True)
                 print(f"load average at the end: {os.getloadavg()}", flush=True)
     for label, size, figures in rows:
         if size != rows[-1][1]:
