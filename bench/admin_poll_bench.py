@@ -282,12 +282,12 @@ def main() -> int:
                     for tree_label, tree in trees:
                         label = f"{tree_label}, {sink}"
                         print(f"load average before {label}: {os.getloadavg()}", flush=True)
-                        figures = measured_in(
+                        measured = measured_in(
                             tree, cluster.bootstrap_servers, size * 3, options.polls, sink
                         )
-                        if figures is not None:
-                            rows.append((label, size, figures))
-                            print(summary(label, size, figures), flush=True)
+                        if measured is not None:
+                            rows.append((label, size, measured))
+                            print(summary(label, size, measured), flush=True)
                 print(f"load average at the end: {os.getloadavg()}", flush=True)
     for label, size, figures in rows:
         if size != rows[-1][1]:
