@@ -197,3 +197,33 @@ def test_changed_rows_are_those_whose_leader_epoch_replicas_or_isr_differ() -> N
     assert after.changed_rows(before).tolist() == [0, 3, 4]
     assert after != before
     assert table() == before
+
+
+CONFIGS = sorted(DATA.glob("describe-configs-v4-*.bin"))
+
+
+def test_config_values_read_as_kafka_python_reads_them() -> None:
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResourceType
+    from kafka.protocol.admin import DescribeConfigsResponse
+
+    from streaming.feeds.collectors.admin_source import _config_entries, _config_values
+
+    answers = [kafka_pythons(DescribeConfigsResponse, 4, path.read_bytes()) for path in CONFIGS]
+    theirs = KafkaAdminClient._describe_configs_process_responses(answers, "all")
+    topics = _config_entries(answers, ConfigResourceType.TOPIC)
+    brokers = _config_entries(answers, ConfigResourceType.BROKER)
+    assert _config_values(topics, "min.insync.replicas") == {"orders": 1, "clicks": 1}
+    assert _config_values(brokers, "replica.lag.time.max.ms") == {
+        "1": 10000,
+        "2": 10000,
+        "3": 10000,
+    }
+    assert _config_values(brokers, "controller.quorum.fetch.timeout.ms") == {
+        "1": 2000,
+        "2": 2000,
+        "3": 2000,
+    }
+    for kind, found in (("topic", topics), ("broker", brokers)):
+        for name in ("min.insync.replicas", "replica.lag.time.max.ms"):
+            assert _config_values(found, name) == _config_values(theirs.get(kind, {}), name)

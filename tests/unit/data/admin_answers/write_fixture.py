@@ -1,6 +1,6 @@
-"""Capture the Metadata and ListOffsets answers of one ``collect admin`` poll of a real
-Kafka cluster (the lab's: Apache Kafka 4.1.1 from the Maven jars, three combined KRaft
-nodes), as the bytes the brokers sent.
+"""Capture the Metadata, ListOffsets and DescribeConfigs answers of one ``collect admin``
+poll of a real Kafka cluster (the lab's: Apache Kafka 4.1.1 from the Maven jars, three
+combined KRaft nodes), as the bytes the brokers sent.
 
     python tests/unit/data/admin_answers/write_fixture.py tests/unit/data/admin_answers
 
@@ -11,7 +11,7 @@ answer kept as kafka-python's protocol parser received it (response header and b
 without the 4-byte size). Answers are numbered in the order they arrived (the poll's
 16: DescribeCluster, Metadata, DescribeQuorum, DescribeConfigs x 4, ListOffsets x 9).
 Run with the collector of commit ad04f8f (kafka-python's own requests, the versions it
-negotiated with Kafka 4.1.1: Metadata v13, ListOffsets v10).
+negotiated with Kafka 4.1.1: Metadata v13, ListOffsets v10, DescribeConfigs v4).
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from streaming.config import IsrwatchConfig
 from streaming.feeds.collectors.admin_source import KafkaAdminSource
 from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
-
-NAMES = {2: "list-offsets", 3: "metadata"}
 
 
 def main(out: Path) -> None:
@@ -74,6 +72,8 @@ def main(out: Path) -> None:
             (out / f"metadata-v{version}.bin").write_bytes(data)
         elif api == 2:
             (out / f"list-offsets-v{version}-{index:02d}.bin").write_bytes(data)
+        elif api == 32:
+            (out / f"describe-configs-v{version}-{index:02d}.bin").write_bytes(data)
 
 
 if __name__ == "__main__":
