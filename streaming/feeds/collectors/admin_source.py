@@ -19,7 +19,7 @@ An API a broker says it does not support is not asked again by this process.
 
 Metadata and ListOffsets, whose answers grow with the partitions, are written and read as
 columns (``admin_wire``: no Python object per partition) where the cluster speaks their
-flexible versions (Kafka 2.8 and later), else with kafka-python's own classes; either way
+recent versions (``admin_wire``'s), else with kafka-python's own classes; either way
 the snapshot holds the partitions and offsets as columns (``polled_partitions``).
 
 The requests addressed to one broker (DescribeConfigs of that broker, ListOffsets) go out

@@ -9,8 +9,8 @@ numpy array written as bytes, and the answers are read by a compiled pass (numba
 into columns: a ``PolledPartitions`` for Metadata, offset columns for ListOffsets.
 
 Only the flexible versions (KIP-482's compact encoding) are written and read here:
-ListOffsets 6 to 10 and Metadata 12 and 13, those of Kafka 2.8 to 4.1 (and of the
-embedded broker, Tansu: ListOffsets 9, Metadata 12). ``supported`` says whether a
+ListOffsets 6 to 10 and Metadata 12 and 13 (Kafka 4.1 answers ListOffsets 10 and
+Metadata 13; the embedded broker, Tansu, 9 and 12). ``supported`` says whether a
 cluster speaks one; the source otherwise asks with kafka-python's own classes.
 
 The requests go through kafka-python's connections like its own (same header, framing,
