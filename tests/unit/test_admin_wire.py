@@ -227,3 +227,30 @@ def test_config_values_read_as_kafka_python_reads_them() -> None:
     for kind, found in (("topic", topics), ("broker", brokers)):
         for name in ("min.insync.replicas", "replica.lag.time.max.ms"):
             assert _config_values(found, name) == _config_values(theirs.get(kind, {}), name)
+
+
+@pytest.mark.parametrize("path", ANSWERS, ids=[path.name for path in ANSWERS])
+def test_kafka_pythons_answer_gives_the_same_columns(path: Path) -> None:
+    """A cluster without ListOffsets 6 is asked with kafka-python's classes: its decoded
+    answer, as columns (``_latest_of``), lands on the same rows with the same offsets."""
+    from streaming.feeds.collectors.admin_source import _answered_rows, _latest_of, _row_keys
+
+    data = path.read_bytes()
+    ours = read(ListOffsetsLatest(empty_table(), np.zeros(0, np.int64), -2), 10, data)
+    theirs = _latest_of(kafka_pythons(ListOffsetsResponse, 10, data))
+    polled = table()
+    keys = _row_keys(polled)
+    rows, offsets = _answered_rows(polled, keys, ours)
+    assert [rows.tolist(), offsets.tolist()] == [
+        part.tolist() for part in _answered_rows(polled, keys, theirs)
+    ]
+    topic = polled.topic_of_row()
+    assert {
+        (polled.topics[topic[row]], int(polled.partition[row])): offset
+        for row, offset in zip(rows.tolist(), offsets.tolist(), strict=True)
+    } == {
+        tp: RECORDS[tp]
+        for tp in zip(
+            [ours.topics[t] for t in ours.topic.tolist()], ours.partition.tolist(), strict=True
+        )
+    }
