@@ -3,6 +3,13 @@
     python bench/admin_poll_bench.py                       # 1,000 and 10,000 partitions x 3
     python bench/admin_poll_bench.py --partitions 1000 --polls 20
     python bench/admin_poll_bench.py --partitions 30000 --brokers 6
+    python bench/admin_poll_bench.py --partitions 10000 --no-records --baseline /tmp/base
+
+``--baseline`` is a source tree of another commit (``git archive <commit> | tar -x -C
+/tmp/base``): its collector is measured too, on the same cluster, right before this
+tree's, so that both figures share the cluster's state and the machine's load. Each tree's
+polls run in a process of their own (``--measure``: the tree's modules on ``PYTHONPATH``),
+so that each CPU figure is that process's alone.
 
 For each size, a cluster of ``--brokers`` (3; the lab's, from the Maven jars) gets that
 many partitions, replication factor 3, with one record in each (none with
@@ -10,9 +17,11 @@ many partitions, replication factor 3, with one record in each (none with
 10,000 is more metadata records than the KRaft controller takes in one operation).
 Once every replica answers its log end offset, one after the other, ``--polls`` of each:
 
-* **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it,
-  publishing to a JSON-lines sink that discards: the requests, the snapshot, the diff and
-  every event encoded and checked;
+* **collector**: ``AdminCollector.poll_once()`` as ``isrwatch collect admin`` runs it:
+  the requests, the snapshot, the diff, every event checked, and encoded as the Kafka
+  records its publisher sends (``--sink packed``, the default ``fetch_responses_form``:
+  the fetch responses in packs; ``--sink json-lines``: ``--dry-run``'s line per event),
+  then discarded;
 * **source alone**: ``KafkaAdminSource.snapshot()``, the public call the collector makes
   first: the same requests on the same kafka-python client (Metadata, DescribeCluster,
   DescribeQuorum, DescribeConfigs, ListOffsets per broker) and their answers as a
@@ -32,7 +41,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import json
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -41,13 +53,27 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from streaming.config import IsrwatchConfig
+from streaming.config import FetchResponsesForm, IsrwatchConfig
 from streaming.feeds.collectors.admin_collector import AdminCollector
 from streaming.feeds.collectors.admin_source import KafkaAdminSource
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.publisher import JsonLinesPublisher
+from streaming.feeds.wire import InputRecord, kafka_records
 from streaming.tools.lab.cluster import LabCluster
 from streaming.tools.lab.distribution import LINES
+
+HERE = Path(__file__).resolve().parent.parent
+
+
+class PackedRecords:
+    """The collector's Kafka publisher up to the producer: each poll's events as the
+    Kafka records it would send (fetch responses packed), then dropped."""
+
+    def publish(self, events: list[InputRecord]) -> None:
+        kafka_records(events, FetchResponsesForm.PACKED)
+
+    def close(self) -> None:
+        pass
 
 
 def count_requests() -> Counter[tuple[str, str]]:
@@ -138,6 +164,72 @@ def create_topic(bootstrap: str, partitions: int, records: bool) -> None:
         producer.flush(300)
 
 
+def measure(bootstrap: str, replicas: int, polls: int, sink: str) -> dict[str, Any]:
+    """This process's figures for one tree: the collector's polls, then the source's."""
+    config = IsrwatchConfig.model_validate({"kafka": {"bootstrap_servers": bootstrap}})
+    source = KafkaAdminSource(config.kafka)
+    publisher: Any = PackedRecords() if sink == "packed" else JsonLinesPublisher(io.StringIO())
+    collector = AdminCollector(source, publisher, CollectorMetrics("admin"), None)
+    settle(source, replicas)
+    collector.poll_once()  # the first poll sends every partition (and compiles): not steady
+    counts = count_requests()
+    c_wall, c_cpu = timed(collector.poll_once, polls)
+    c_requests = per_poll(counts, polls)
+    counts.clear()
+    b_wall, b_cpu = timed(source.snapshot, polls)
+    b_requests = per_poll(counts, polls)
+    source.close()
+    return {
+        "collector_wall": c_wall,
+        "collector_cpu": c_cpu,
+        "source_wall": b_wall,
+        "source_cpu": b_cpu,
+        "collector_requests": c_requests,
+        "source_requests": b_requests,
+        "collector_module": sys.modules[AdminCollector.__module__].__file__,
+    }
+
+
+def measured_in(
+    tree: Path, bootstrap: str, replicas: int, polls: int, sink: str
+) -> dict[str, Any] | None:
+    """``measure`` in a process of its own, with ``tree``'s modules; None if it failed
+    (its error printed: a poll that timed out, at sizes the brokers hardly answer)."""
+    command = [
+        sys.executable,
+        str(Path(__file__).resolve()),
+        "--measure",
+        bootstrap,
+        "--replicas",
+        str(replicas),
+        "--polls",
+        str(polls),
+        "--sink",
+        sink,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(tree)}
+    done = subprocess.run(command, env=env, cwd=tree, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"  failed ({done.returncode}):\n{done.stderr[-3000:]}", flush=True)
+        return None
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def summary(label: str, size: int, figures: dict[str, Any]) -> str:
+    def p50(name: str) -> float:
+        return float(statistics.median(figures[name]))
+
+    return (
+        f"{label:>21} {size:>7} partitions: collector wall p50 {p50('collector_wall'):.3f} s "
+        f"max {max(figures['collector_wall']):.3f} s, CPU p50 {p50('collector_cpu'):.3f} s "
+        f"(min {min(figures['collector_cpu']):.3f}, max {max(figures['collector_cpu']):.3f})"
+        f" | source alone wall p50 {p50('source_wall'):.3f} s, CPU p50 {p50('source_cpu'):.3f} s"
+        f"\n  requests per poll, collector: {figures['collector_requests']}"
+        f"\n  requests per poll, source alone: {figures['source_requests']}"
+        f"\n  collector from {figures['collector_module']}"
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--partitions", default="1000,10000")
@@ -154,7 +246,23 @@ def main() -> int:
         default=3,
         help="each holds every partition's replica at 3 brokers: one open file each",
     )
+    parser.add_argument(
+        "--sink",
+        default="packed",
+        help="packed, json-lines, or both (packed,json-lines): each measured in turn",
+    )
+    parser.add_argument(
+        "--baseline", type=Path, help="another commit's source tree, measured first"
+    )
+    parser.add_argument("--measure", metavar="BOOTSTRAP", help=argparse.SUPPRESS)
+    parser.add_argument("--replicas", type=int, help=argparse.SUPPRESS)
     options = parser.parse_args()
+    if options.measure:
+        figures = measure(options.measure, options.replicas, options.polls, options.sink)
+        print(json.dumps(figures))
+        return 0
+    trees = [("baseline", options.baseline)] if options.baseline else []
+    trees.append(("this tree", HERE))
     rows = []
     for size in [int(p) for p in options.partitions.split(",")]:
         with tempfile.TemporaryDirectory(prefix="admin-bench-") as work:
@@ -168,33 +276,28 @@ def main() -> int:
                     {"kafka": {"bootstrap_servers": cluster.bootstrap_servers}}
                 )
                 source = KafkaAdminSource(config.kafka)
-                collector = AdminCollector(
-                    source, JsonLinesPublisher(io.StringIO()), CollectorMetrics("admin"), None
-                )
                 print(f"every replica's log end answered after {settle(source, size * 3):.0f} s")
-                collector.poll_once()  # the first poll sends every partition: not steady
-                counts = count_requests()
-                c_wall, c_cpu = timed(collector.poll_once, options.polls)
-                c_requests = per_poll(counts, options.polls)
-                counts.clear()
-                b_wall, b_cpu = timed(source.snapshot, options.polls)
-                b_requests = per_poll(counts, options.polls)
                 source.close()
-            rows.append((size, c_wall, c_cpu, b_wall, b_cpu))
-            print(
-                f"{size:>7} partitions: collector wall p50 {statistics.median(c_wall):.3f} s "
-                f"max {max(c_wall):.3f} s, CPU {statistics.median(c_cpu):.3f} s | source alone "
-                f"wall p50 {statistics.median(b_wall):.3f} s, CPU {statistics.median(b_cpu):.3f} s"
-                f"\n  requests per poll, collector: {c_requests}"
-                f"\n  requests per poll, source alone: {b_requests}",
-                flush=True,
-            )
-    size, _, c_cpu, _, _ = rows[-1]
-    per_partition_ms = statistics.median(c_cpu) / size * 1000
-    print(
-        f"collector CPU per partition (x3 replicas) per poll: {per_partition_ms * 1000:.1f} us; "
-        f"one core at a 1 s poll keeps about {int(1000 / per_partition_ms):,} partitions"
-    )
+                for sink in options.sink.split(","):
+                    for tree_label, tree in trees:
+                        label = f"{tree_label}, {sink}"
+                        print(f"load average before {label}: {os.getloadavg()}", flush=True)
+                        measured = measured_in(
+                            tree, cluster.bootstrap_servers, size * 3, options.polls, sink
+                        )
+                        if measured is not None:
+                            rows.append((label, size, measured))
+                            print(summary(label, size, measured), flush=True)
+                print(f"load average at the end: {os.getloadavg()}", flush=True)
+    for label, size, figures in rows:
+        if size != rows[-1][1]:
+            continue
+        per_partition_ms = statistics.median(figures["collector_cpu"]) / size * 1000
+        print(
+            f"{label}: collector CPU per partition (x3 replicas) per poll: "
+            f"{per_partition_ms * 1000:.1f} us; one core at a 1 s poll keeps about "
+            f"{int(1000 / per_partition_ms):,} partitions"
+        )
     return 0
 
 

@@ -46,6 +46,11 @@ from streaming.config import FetchResponsesForm, IsrwatchConfig, load_config
 from streaming.feeds.collectors.admin_collector import AdminCollector
 from streaming.feeds.collectors.admin_poller import ClusterSnapshot, PartitionInfo
 from streaming.feeds.collectors.metrics import CollectorMetrics
+from streaming.feeds.collectors.polled_partitions import (
+    PartitionOffsets,
+    PolledPartitions,
+    ReplicaOffsets,
+)
 from streaming.feeds.publisher import KafkaPublisher
 from streaming.tools.embedded_broker import EmbeddedBroker
 
@@ -71,16 +76,19 @@ def cluster(partitions: int, poll: int) -> ClusterSnapshot:
             offsets[(topic, number, broker)] = leo
         watermarks[(topic, number)] = leo
     ts = T0_MS + 1000 * poll
+    # as columns, as KafkaAdminSource gives them: the dicts would be turned into columns
+    # in every timed poll, a cost the collector does not have
+    table = PolledPartitions.of(topics)
     return ClusterSnapshot(
         ts=ts,
         controller_id=0,
         controller_epoch=1,
         brokers=tuple(range(BROKERS)),
-        partitions=topics,
+        partitions=table,
         min_insync_replicas=dict.fromkeys(topics, 2),
         replica_lag_time_max_ms=dict.fromkeys(range(BROKERS), 30_000),
-        log_end_offsets=offsets,
-        high_watermarks=watermarks,
+        log_end_offsets=ReplicaOffsets(table, ReplicaOffsets.aligned(offsets, table)),
+        high_watermarks=PartitionOffsets(table, PartitionOffsets.aligned(watermarks, table)),
         offsets_ts=ts,
     )
 

@@ -73,6 +73,8 @@ _OPTIONAL = frozenset(name for name, (_, required) in _RULES.items() if not requ
 _REQUIRED_SCHEMA = pa.schema([field for field in PACK_SCHEMA if field.name not in _OPTIONAL])
 """The columns of a poll's fetch responses (``FetchRows.of_columns``): every field a row
 must hold."""
+IntColumn = Sequence[int] | npt.NDArray[np.int64]
+"""A column of ``FetchRows.of_columns``: a list, or numpy's (``collect admin``'s joins)."""
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 """Arrow's end-of-stream marker: a stream cut at a message boundary still reads, so
 the reader asks for the marker to tell a whole pack from a truncated one."""
@@ -114,15 +116,15 @@ class FetchRows:
     @staticmethod
     def of_columns(
         *,
-        ts: Sequence[int],
-        topic: Sequence[str],
-        partition: Sequence[int],
-        leader: Sequence[int],
-        follower: Sequence[int],
-        leader_epoch: Sequence[int],
-        fetch_offset: Sequence[int],
-        leader_leo: Sequence[int],
-        high_watermark: Sequence[int],
+        ts: IntColumn,
+        topic: Sequence[str] | npt.NDArray[np.object_],
+        partition: IntColumn,
+        leader: IntColumn,
+        follower: IntColumn,
+        leader_epoch: IntColumn,
+        fetch_offset: IntColumn,
+        leader_leo: IntColumn,
+        high_watermark: IntColumn,
     ) -> FetchRows:
         """Rows of the contract's required fields, a column each (of equal lengths): fetch
         responses without error, log start offset or bytes, as a poll observes them."""

@@ -82,7 +82,7 @@ class AdminCollector:
         for reason, count in self._poller.skipped.items():
             if count > skipped_before.get(reason, 0):
                 self._metrics.dropped.labels(reason).inc(count - skipped_before.get(reason, 0))
-        self._metrics.partitions.set(sum(len(p) for p in snapshot.partitions.values()))
+        self._metrics.partitions.set(snapshot.partition_count)
         count_published(events, self._metrics)
         self._metrics.succeeded()
         return len(events)

@@ -42,6 +42,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from state.events import (
     BrokerChange,
     BrokerConfig,
@@ -56,6 +58,13 @@ from state.events import (
     TopicConfig,
 )
 from state.fetch_pack import FetchRows
+from streaming.feeds.collectors.polled_partitions import (
+    NO_EPOCH,
+    NO_OFFSET,
+    PartitionOffsets,
+    PolledPartitions,
+    ReplicaOffsets,
+)
 from streaming.feeds.wire import InputBatch, InputRecord, split_created
 from streaming.feeds.wire_encoding import input_record
 
@@ -92,6 +101,10 @@ class QuorumSnapshot:
 
 @dataclass(frozen=True, slots=True)
 class ClusterSnapshot:
+    """What one poll saw. ``admin_source`` gives the partitions and offsets as columns
+    (``PolledPartitions``, ``ReplicaOffsets``, ``PartitionOffsets``); any mapping of the
+    same shape will do (the state file's, a test's)."""
+
     ts: int
     controller_id: int | None
     controller_epoch: int | None
@@ -104,6 +117,10 @@ class ClusterSnapshot:
     high_watermarks: Mapping[tuple[str, int], int] = field(default_factory=dict)
     offsets_ts: int | None = None
     quorum: QuorumSnapshot | None = None  # KRaft (not compared between polls)
+
+    @property
+    def partition_count(self) -> int:
+        return PolledPartitions.of(self.partitions).rows
 
     def to_json(self, partitions: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """The part a later diff compares (offsets are not compared, only reported).
@@ -168,6 +185,10 @@ class AdminPoller:
             raise ValueError(f"unknown admin collector state version {state.get('version')!r}")
         previous = state.get("snapshot")
         self._previous = ClusterSnapshot.from_json(previous) if previous else None
+        # the previous snapshot's partitions as a table, made once (its own if a source's)
+        self._previous_table = (
+            PolledPartitions.of(self._previous.partitions) if self._previous else None
+        )
         # self._previous.partitions_json(), once made: kept while the partitions do not
         # change (every poll of a quiet cluster), since making it for 100,000 partitions
         # cost more than the rest of the poll once its fetches were columns.
@@ -193,10 +214,17 @@ class AdminPoller:
     def poll(self, snapshot: ClusterSnapshot) -> InputBatch:
         """The events since the previous snapshot: the controller events, then the fetch
         responses as columns."""
-        previous = self._previous
+        previous, previous_table = self._previous, self._previous_table
+        table = PolledPartitions.of(snapshot.partitions)
         # Most polls: no partition changed (only offsets moved, which are not compared):
-        # no partition or topic to diff, and the state's partitions as they were.
-        unchanged = previous is not None and previous.partitions == snapshot.partitions
+        # no partition or topic to diff, and the state's partitions as they were. When
+        # the same partitions are described, only the rows that differ are diffed one by
+        # one (an ISR change: a few rows of 100,000).
+        same = previous_table is not None and table.same_partitions(previous_table)
+        changed = (
+            table.changed_rows(previous_table) if same and previous_table is not None else None
+        )
+        unchanged = changed is not None and not len(changed)
         out: list[InputRecord] = []
         controller = snapshot.controller_id
         if controller is not None and controller < 0:
@@ -228,7 +256,19 @@ class AdminPoller:
             live = self._live(previous, snapshot)
             if self._broker_changes:
                 event(BrokerChange, live=live)
-        if self._partition_events and not unchanged:
+        if self._partition_events and changed is not None and previous_table is not None:
+            topic_of_row = table.topic_of_row()
+            for row in changed.tolist():
+                change = self._partition_event(
+                    table.topics[topic_of_row[row]],
+                    int(table.partition[row]),
+                    previous_table.info(row),
+                    table.info(row),
+                )
+                if change is not None:
+                    kind, fields = change
+                    event(kind, **fields)
+        elif self._partition_events:
             created, deleted = _topic_changes(previous, snapshot)
             for part in split_created(created):
                 event(TopicChange, created=part)
@@ -250,10 +290,10 @@ class AdminPoller:
                 event(BrokerConfig, broker=broker, replica_lag_time_max_ms=value)
         if snapshot.quorum is not None:
             event(MetadataLogProgress, **self._quorum_progress(snapshot.quorum))
-        fetches = self._fetches(snapshot) if self._fetch_responses else FetchRows.empty()
+        fetches = self._fetches(snapshot, table) if self._fetch_responses else FetchRows.empty()
         if not unchanged:
             self._partitions_json = None
-        self._previous = snapshot
+        self._previous, self._previous_table = snapshot, table
         return InputBatch(out, fetches)
 
     def _snapshot_json(self) -> dict[str, Any] | None:
@@ -322,57 +362,39 @@ class AdminPoller:
             live.append(BrokerRegistration(id=broker, epoch=self._epochs[broker]))
         return tuple(live)
 
-    def _fetches(self, snapshot: ClusterSnapshot) -> FetchRows:
+    def _fetches(self, snapshot: ClusterSnapshot, table: PolledPartitions) -> FetchRows:
         """One fetch response per follower that answered, partitions in order and each
-        one's followers in replica order, as columns: no object per follower (a poll of
-        100,000 partitions has 200,000)."""
+        one's followers in replica order, as columns joined as arrays: no Python object
+        per follower (a poll of 100,000 partitions has 200,000)."""
         if snapshot.offsets_ts is None:
             return FetchRows.empty()
-        # A list a column, appended in the loop: no tuple a follower to transpose after
-        # (zip(*rows) of 200,000 rows costs more than the loop).
-        topics: list[str] = []
-        partitions: list[int] = []
-        leaders: list[int] = []
-        followers: list[int] = []
-        epochs: list[int] = []
-        offsets: list[int] = []
-        leader_leos: list[int] = []
-        watermarks: list[int] = []
-        leos, hws = snapshot.log_end_offsets, snapshot.high_watermarks
-        for topic, parts in sorted(snapshot.partitions.items()):
-            for partition, info in sorted(parts.items()):
-                leader, epoch = info.leader, info.leader_epoch
-                if leader < 0 or epoch is None:
-                    continue
-                leader_leo = leos.get((topic, partition, leader))
-                hw = hws.get((topic, partition))
-                if leader_leo is None or hw is None:
-                    self._skip("fetch_without_leader_offsets")
-                    continue
-                for follower in info.replicas:
-                    if follower == leader:
-                        continue
-                    fetch_offset = leos.get((topic, partition, follower))
-                    if fetch_offset is None:
-                        continue
-                    topics.append(topic)
-                    partitions.append(partition)
-                    leaders.append(leader)
-                    followers.append(follower)
-                    epochs.append(epoch)
-                    offsets.append(fetch_offset)
-                    leader_leos.append(leader_leo)
-                    watermarks.append(hw)
+        leos = ReplicaOffsets.aligned(snapshot.log_end_offsets, table)
+        hws = PartitionOffsets.aligned(snapshot.high_watermarks, table)
+        row_of_slot = table.row_of_slot()
+        leader_slot = table.replicas == table.leader[row_of_slot]
+        # The leader's log end offset, from its own slot: Kafka's leader is one of the
+        # partition's replicas.
+        leader_leos = np.full(table.rows, NO_OFFSET, np.int64)
+        leader_leos[row_of_slot[leader_slot]] = leos[leader_slot]
+        led = (table.leader >= 0) & (table.leader_epoch != NO_EPOCH)
+        answered = (leader_leos != NO_OFFSET) & (hws != NO_OFFSET)
+        missing = int(np.count_nonzero(led & ~answered))
+        if missing:
+            self.skipped["fetch_without_leader_offsets"] = (
+                self.skipped.get("fetch_without_leader_offsets", 0) + missing
+            )
+        slots = np.flatnonzero((led & answered)[row_of_slot] & ~leader_slot & (leos != NO_OFFSET))
+        rows = row_of_slot[slots]
         return FetchRows.of_columns(
-            ts=[snapshot.offsets_ts] * len(topics),
-            topic=topics,
-            partition=partitions,
-            leader=leaders,
-            follower=followers,
-            leader_epoch=epochs,
-            fetch_offset=offsets,
-            leader_leo=leader_leos,
-            high_watermark=watermarks,
+            ts=np.full(len(slots), snapshot.offsets_ts, np.int64),
+            topic=np.array(table.topics, dtype=object)[table.topic_of_row()[rows]],
+            partition=table.partition[rows],
+            leader=table.leader[rows],
+            follower=table.replicas[slots],
+            leader_epoch=table.leader_epoch[rows],
+            fetch_offset=leos[slots],
+            leader_leo=leader_leos[rows],
+            high_watermark=hws[rows],
         )
 
     def _skip(self, reason: str) -> None:

@@ -17,6 +17,11 @@ logged once:
 
 An API a broker says it does not support is not asked again by this process.
 
+Metadata and ListOffsets, whose answers grow with the partitions, are written and read as
+columns (``admin_wire``: no Python object per partition) where the cluster speaks their
+recent versions (``admin_wire``'s), else with kafka-python's own classes; either way
+the snapshot holds the partitions and offsets as columns (``polled_partitions``).
+
 The requests addressed to one broker (DescribeConfigs of that broker, ListOffsets) go out
 to every broker at once and are waited for together, until ``broker_timeout_ms``. A
 broker that does not answer in time (paused, overloaded, cut off) gives nothing this poll
@@ -35,6 +40,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
+
 from streaming.acl_denial import (
     CLUSTER_AUTHORIZATION_FAILED,
     TOPIC_AUTHORIZATION_FAILED,
@@ -47,6 +54,19 @@ from streaming.feeds.collectors.admin_poller import (
     PartitionInfo,
     QuorumReplica,
     QuorumSnapshot,
+)
+from streaming.feeds.collectors.admin_wire import (
+    LatestOffsets,
+    ListOffsetsLatest,
+    MetadataAnswer,
+    MetadataOfAllTopics,
+    supported,
+)
+from streaming.feeds.collectors.polled_partitions import (
+    NO_OFFSET,
+    PartitionOffsets,
+    PolledPartitions,
+    ReplicaOffsets,
 )
 
 log = logging.getLogger("isrwatch.collect.admin")
@@ -100,7 +120,7 @@ class KafkaAdminSource:
         controller = cluster.get("controller_id")
         brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
         self._know_brokers(brokers)
-        partitions = _partitions(self._admin.describe_topics())
+        partitions = self._described_partitions()
         snapshot: dict[str, Any] = {}
         quorum = self._optional("describe_quorum", self._admin.describe_metadata_quorum)
         snapshot["quorum"] = quorum_snapshot(quorum) if quorum else None
@@ -148,6 +168,24 @@ class KafkaAdminSource:
             if manager.connection_delay(broker) > 0:
                 manager.reset_backoff(broker)
 
+    def _described_partitions(self) -> PolledPartitions:
+        """Every topic's partitions (Metadata), as columns."""
+        manager = self._admin._manager
+        request = MetadataOfAllTopics()
+        if not supported(manager, MetadataOfAllTopics):
+            return PolledPartitions.of(_partitions(self._admin.describe_topics()))
+
+        async def ask() -> Any:
+            return await manager.send(request)
+
+        answer: MetadataAnswer = manager.run(ask)
+        if answer.error_code != 0:
+            # v13: the whole request failed (no topic listed), not "every topic deleted"
+            import kafka.errors as errors
+
+            raise errors.for_code(answer.error_code)(f"Metadata: error {answer.error_code}")
+        return answer.partitions
+
     # ------------------------------------------------------------------ optional parts
 
     def _optional(self, api: str, request: Callable[[], Any]) -> Any:
@@ -184,7 +222,7 @@ class KafkaAdminSource:
             return await manager.send(request)
 
         response = manager.run(ask)
-        found = self._admin._describe_configs_process_responses([response], "all").get("topic", {})
+        found = _config_entries([response], ConfigResourceType.TOPIC)
         values = _config_values(found, MIN_INSYNC_REPLICAS)
         missing = set(partitions) - set(values)
         refused = _refused(response, TOPIC_AUTHORIZATION_FAILED)
@@ -217,7 +255,7 @@ class KafkaAdminSource:
             ],
         )
         responses = [answer for answer in answers if answer is not None]
-        found = self._admin._describe_configs_process_responses(responses, "all").get("broker", {})
+        found = _config_entries(responses, ConfigResourceType.BROKER)
         values = {int(b): v for b, v in _config_values(found, REPLICA_LAG_TIME_MAX_MS).items()}
         timeouts = _config_values(found, QUORUM_FETCH_TIMEOUT_MS).values()
         self._fetch_timeout_ms = min(timeouts) if timeouts else None
@@ -236,26 +274,27 @@ class KafkaAdminSource:
         return values
 
     def _log_offsets(
-        self, partitions: Mapping[str, Mapping[int, PartitionInfo]], brokers: Iterable[int]
-    ) -> tuple[dict[tuple[str, int, int], int], dict[tuple[str, int], int]]:
-        led: dict[int, list[tuple[str, int]]] = defaultdict(list)
-        followed: dict[int, list[tuple[str, int]]] = defaultdict(list)
-        live = set(brokers)
-        for topic, parts in partitions.items():
-            for partition, info in parts.items():
-                if info.leader in live:
-                    led[info.leader].append((topic, partition))
-                for replica in info.replicas:
-                    if replica != info.leader and replica in live:
-                        followed[replica].append((topic, partition))
-        leos: dict[tuple[str, int, int], int] = {}
-        hws: dict[tuple[str, int], int] = {}
+        self, table: PolledPartitions, brokers: Iterable[int]
+    ) -> tuple[ReplicaOffsets, PartitionOffsets]:
+        leos = np.full(len(table.replicas), NO_OFFSET, np.int64)
+        hws = np.full(table.rows, NO_OFFSET, np.int64)
         if "list_offsets" in self._unsupported:
-            return leos, hws
+            return ReplicaOffsets(table, leos), PartitionOffsets(table, hws)
+        live = sorted(set(brokers))
+        row_of_slot = table.row_of_slot()
+        follower_slot = table.replicas != table.leader[row_of_slot]
+        # each broker's rows: those it leads, then those it follows
+        led = {broker: np.flatnonzero(table.leader == broker) for broker in live}
+        followed = {
+            broker: row_of_slot[follower_slot & (table.replicas == broker)] for broker in live
+        }
+        raw = supported(self._admin._manager, ListOffsetsLatest)
+        keys = _row_keys(table)
         for phase in (led, followed):  # every leader before any follower
             asked = [
                 (broker, replica_id)
-                for broker in sorted(phase)
+                for broker in live
+                if len(phase[broker])
                 for replica_id in (
                     (DEBUGGING_REPLICA_ID, CONSUMER_REPLICA_ID)
                     if phase is led
@@ -265,19 +304,29 @@ class KafkaAdminSource:
             answers = self._ask_each(
                 "list_offsets",
                 [
-                    (broker, _list_offsets_request(phase[broker], replica_id))
+                    (
+                        broker,
+                        ListOffsetsLatest(table, phase[broker], replica_id)
+                        if raw
+                        else _list_offsets_request(
+                            _topic_partitions(table, phase[broker]), replica_id
+                        ),
+                    )
                     for broker, replica_id in asked
                 ],
             )
             for (broker, replica_id), answer in zip(asked, answers, strict=True):
                 if answer is None:
                     continue
-                for tp, offset in _latest_offsets(answer).items():
-                    if replica_id == DEBUGGING_REPLICA_ID:
-                        leos[(*tp, broker)] = offset
-                    else:
-                        hws[tp] = offset
-        return leos, hws
+                latest = answer if isinstance(answer, LatestOffsets) else _latest_of(answer)
+                rows, offsets = _answered_rows(table, keys, latest)
+                if replica_id == DEBUGGING_REPLICA_ID:
+                    slots = _slot_of(table, row_of_slot, broker)[rows]
+                    held = slots >= 0
+                    leos[slots[held]] = offsets[held]
+                else:
+                    hws[rows] = offsets
+        return ReplicaOffsets(table, leos), PartitionOffsets(table, hws)
 
     def _ask_each(self, api: str, requests: list[tuple[int, Any]]) -> list[Any | None]:
         """Send each (broker, request) at once; each answer, or None for a broker that
@@ -342,13 +391,63 @@ def _list_offsets_request(tps: list[tuple[str, int]], replica_id: int) -> Any:
     )
 
 
-def _latest_offsets(response: Any) -> dict[tuple[str, int], int]:
-    offsets: dict[tuple[str, int], int] = {}
-    for topic in response.topics:
-        for partition in topic.partitions:
-            if partition.error_code == 0 and partition.offset >= 0:
-                offsets[(topic.name, partition.partition_index)] = partition.offset
-    return offsets
+def _topic_partitions(table: PolledPartitions, rows: Any) -> list[tuple[str, int]]:
+    topic = table.topic_of_row()[rows]
+    return [
+        (table.topics[t], p)
+        for t, p in zip(topic.tolist(), table.partition[rows].tolist(), strict=True)
+    ]
+
+
+def _latest_of(response: Any) -> LatestOffsets:
+    """A ListOffsets answer as kafka-python decodes it (a version before 6), as columns."""
+    names = [str(topic.name) for topic in response.topics]
+    entries = [
+        (t, p.partition_index, p.error_code, p.offset)
+        for t, topic in enumerate(response.topics)
+        for p in topic.partitions
+    ]
+    topic, partition, error, offset = (
+        (np.array(column, np.int64).reshape(-1) for column in zip(*entries, strict=True))
+        if entries
+        else (np.zeros(0, np.int64) for _ in range(4))
+    )
+    return LatestOffsets(
+        throttle_time_ms=int(getattr(response, "throttle_time_ms", 0) or 0),
+        topics=names,
+        topic=topic,
+        partition=partition,
+        error=error,
+        offset=offset,
+    )
+
+
+def _row_keys(table: PolledPartitions) -> Any:
+    """Each row's (topic, partition) as one int64, ascending as the rows are."""
+    return table.topic_of_row() * (1 << 32) + table.partition
+
+
+def _answered_rows(table: PolledPartitions, keys: Any, latest: LatestOffsets) -> tuple[Any, Any]:
+    """The table's rows a ListOffsets answer gave an offset for, and those offsets: the
+    partitions without error and with an offset (-1: none, as for a partition of an
+    old message format)."""
+    index = table.topic_index()
+    topic = np.array([index.get(name, -1) for name in latest.topics], np.int64)[latest.topic]
+    wanted = (topic >= 0) & (latest.error == 0) & (latest.offset >= 0)
+    key = topic * (1 << 32) + latest.partition
+    rows = np.minimum(np.searchsorted(keys, key), max(len(keys) - 1, 0))
+    wanted &= len(keys) > 0
+    if len(keys):
+        wanted &= keys[rows] == key
+    return rows[wanted], latest.offset[wanted]
+
+
+def _slot_of(table: PolledPartitions, row_of_slot: Any, broker: int) -> Any:
+    """Per row, the slot of ``broker`` among its replicas (-1: not one of them)."""
+    slot = np.full(table.rows, -1, np.int64)
+    held = np.flatnonzero(table.replicas == broker)
+    slot[row_of_slot[held]] = held
+    return slot
 
 
 def _partitions(topics: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, PartitionInfo]]:
@@ -405,6 +504,21 @@ def _known_time(value: Any) -> int | None:
 def _refused(response: Any, error_code: int) -> list[str]:
     """The resources a DescribeConfigs response refused with ``error_code``."""
     return [str(r.resource_name) for r in response.results if r.error_code == error_code]
+
+
+def _config_entries(responses: Iterable[Any], resource_type: int) -> dict[str, dict[str, Any]]:
+    """Each described resource's settings as ``{name: {"value": value}}``, from
+    DescribeConfigs answers as kafka-python decodes them. kafka-python's own reading
+    (``_describe_configs_process_responses``) makes a dict and enums of each of a broker's
+    300-odd settings: a fifth of a steady poll's CPU at 10,000 partitions x 3 (py-spy)."""
+    found: dict[str, dict[str, Any]] = {}
+    for response in responses:
+        for result in response.results:
+            if result.resource_type == resource_type:
+                found[str(result.resource_name)] = {
+                    str(config.name): {"value": config.value} for config in result.configs
+                }
+    return found
 
 
 def _config_values(found: Mapping[str, Mapping[str, Any]], name: str) -> dict[str, int]:
