@@ -52,10 +52,10 @@ def caught_up_known(last_caught_up_ms: I64) -> BOOL:
     return known
 
 
-def lag_time_known(last_caught_up_ms: I64, log_end_offset: I64, leader_leo: I64) -> BOOL:
-    """Where a follower has a lag time: caught up once since the reset, or at the leader's
-    LEO now (lag 0)."""
-    known: BOOL = caught_up_known(last_caught_up_ms) | (log_end_offset == leader_leo)
+def lag_time_known(last_caught_up_ms: I64, at_leader_leo: BOOL) -> BOOL:
+    """Where a follower has a lag time: caught up once since the reset, or known to be at
+    the leader's LEO now (lag 0: ``state.shrink_rule.at_leader_leo``)."""
+    known: BOOL = caught_up_known(last_caught_up_ms) | at_leader_leo
     return known
 
 

@@ -48,6 +48,7 @@ from state.shrink_rule import (
     STATUS_NAMES,
     FollowerFacts,
     FollowerStatus,
+    at_leader_leo,
     classify,
     lag_time_ms,
     shrink_deadline_ms,
@@ -407,9 +408,7 @@ def evaluate(
         follower_fetch_offset=facts.log_end_offset,
         follower_last_caught_up_ms=facts.last_caught_up_ms,
         follower_lag_time_ms=lag_time_ms(facts, now_ms),
-        follower_lag_time_known=lag_time_known(
-            facts.last_caught_up_ms, facts.log_end_offset, facts.leader_leo
-        ),
+        follower_lag_time_known=lag_time_known(facts.last_caught_up_ms, at_leader_leo(facts)),
         follower_shrink_by_ms=shrink_deadline_ms(
             facts.last_caught_up_ms, facts.lag_time_max_ms, facts.isr_since_ms
         ),

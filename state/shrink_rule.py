@@ -80,10 +80,20 @@ class FollowerFacts:
     isr_since_ms: I64  # when it last entered the ISR as seen; NEVER (0) if not seen
 
 
+def at_leader_leo(facts: FollowerFacts) -> BOOL:
+    """Followers known to have everything the leader has: at its LEO as last seen, while
+    the leader is heard of. Under a silent leader (``state.leader_news``) the LEO last seen
+    is no news of now: a leader that comes back takes the writes queued while it hung
+    before its followers fetch again, and removes them at its first check (the real-Kafka
+    scoreboard, 4.1 paused-twice: followers last seen at its LEO, removed on its return)."""
+    known: BOOL = (facts.log_end_offset == facts.leader_leo) & ~facts.leader_silent
+    return known
+
+
 def lag_time_ms(facts: FollowerFacts, now_ms: int) -> I64:
-    """0 for a follower at the leader's LEO (it has everything), else now - last caught up."""
-    at_leo = facts.log_end_offset == facts.leader_leo
-    return np.where(at_leo, 0, now_ms - facts.last_caught_up_ms)
+    """0 for a follower known to be at the leader's LEO (:func:`at_leader_leo`: it has
+    everything), else now - last caught up."""
+    return np.where(at_leader_leo(facts), 0, now_ms - facts.last_caught_up_ms)
 
 
 def shrink_deadline_ms(last_caught_up_ms: I64, lag_time_max_ms: I64, isr_since_ms: I64) -> I64:

@@ -133,5 +133,5 @@ def test_known_masks_boundaries() -> None:
     leader_leo = np.array([7, 7, 7, 7, 7], dtype=np.int64)
     isr_since = np.array([never, never, never, B, never], dtype=np.int64)
     assert caught_up_known(lcu).tolist() == [False, True, True, False, False]
-    assert lag_time_known(lcu, leo, leader_leo).tolist() == [False, True, True, True, False]
+    assert lag_time_known(lcu, leo == leader_leo).tolist() == [False, True, True, True, False]
     assert shrink_deadline_known(lcu, isr_since).tolist() == [False, True, True, True, False]

@@ -224,3 +224,19 @@ def test_news_is_the_latest_fetch_among_the_followers_heard_from() -> None:
     heard_from = np.asarray([[False, True, True], [False, True, False], [False, False, False]])
     # the leader's own slot (0 here) and slots not heard from do not count
     assert partition_news_ms(fetched, heard_from).tolist() == [20, 50, 0]
+
+
+def test_a_follower_last_seen_at_a_silent_leaders_leo_is_not_known_to_be_there() -> None:
+    """docs/real-kafka.md, 4.1 paused-twice: the last poll read the followers at the paused
+    leader's log end; back before its fence, the leader took the writes queued meanwhile
+    and removed them at its first check. Follower 3 was at leader 1's 500 at 1 000: lag 0
+    while the leader is heard of; once it is silent (6 001), its lag is counted from that
+    catch-up, and it is flagged LAGGING, not named."""
+    m = stalled_leader_model()
+    heard = follower(health(m, 6_000), 3)
+    assert (heard.status, heard.lag_time_ms) == ("IN_SYNC", 0)
+    silent = health(m, 6_001)
+    assert (follower(silent, 3).status, follower(silent, 3).lag_time_ms) == ("LAGGING", 5_001)
+    late = health(m, 30_000)
+    assert follower(late, 3).status == "LAGGING"
+    assert late.predicted_under_replicated is False
