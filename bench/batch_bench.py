@@ -52,7 +52,7 @@ from streaming.job.metrics import HealthExporter
 from streaming.job.routing import (
     FETCH,
     ROUTED_ARROW_SCHEMA,
-    _pandas_type,  # the frames Spark hands the state function
+    pandas_type,  # the frames Spark hands the state function
 )
 from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process
 from streaming.job.sinks import BatchSink
@@ -134,7 +134,7 @@ def fetches(
         for f in ROUTED_ARROW_SCHEMA
     ]
     batch = pa.RecordBatch.from_arrays(arrays, schema=ROUTED_ARROW_SCHEMA)
-    frame: pd.DataFrame = batch.to_pandas(types_mapper=_pandas_type)
+    frame: pd.DataFrame = batch.to_pandas(types_mapper=pandas_type)
     return frame
 
 

@@ -47,7 +47,7 @@ from state.events import LeaderAndIsr
 from state.settings import RuleSettings
 from streaming.job.exporter_http import ExporterServer
 from streaming.job.metrics import HealthExporter
-from streaming.job.routing import FETCH, ROUTED_ARROW_SCHEMA, _pandas_type
+from streaming.job.routing import FETCH, ROUTED_ARROW_SCHEMA, pandas_type
 from streaming.job.shard_state import ShardJobSettings, ShardSnapshot, process
 from streaming.job.sinks import BatchSink
 from streaming.tools.embedded_broker import free_port
@@ -160,7 +160,7 @@ def _rows(
         for f in ROUTED_ARROW_SCHEMA
     ]
     batch = pa.RecordBatch.from_arrays(arrays, schema=ROUTED_ARROW_SCHEMA)
-    frame: pd.DataFrame = batch.to_pandas(types_mapper=_pandas_type)
+    frame: pd.DataFrame = batch.to_pandas(types_mapper=pandas_type)
     return frame
 
 

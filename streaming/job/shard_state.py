@@ -166,20 +166,24 @@ def _process(
         is_late = events.ts < watermark
         # Every fetch counts here; of a controller event, the one part routing marked.
         counts = events.counts
-        late_rows = np.flatnonzero(is_late & counts).tolist()
-        late = len(late_rows)
-        detail = f"event time older than the watermark {watermark}"
-        out += [
-            dead_letter_row(row, DeadLetterReason.LATE, detail) for row in events.rows_at(late_rows)
-        ]
+        letters = _dead_letters(
+            events,
+            is_late & counts,
+            DeadLetterReason.LATE,
+            f"event time older than the watermark {watermark}",
+        )
+        late = len(letters)
+        out += letters
         events = events.kept(~is_late)
         keep = _first_sightings(snapshot, events, watermark)
-        repeated = np.flatnonzero(~keep & counts[~is_late]).tolist()
-        duplicates = len(repeated)
-        out += [
-            dead_letter_row(row, DeadLetterReason.DUPLICATE, "same controller event seen before")
-            for row in events.rows_at(repeated)
-        ]
+        letters = _dead_letters(
+            events,
+            ~keep & counts[~is_late],
+            DeadLetterReason.DUPLICATE,
+            "same controller event seen before",
+        )
+        duplicates = len(letters)
+        out += letters
         events = events.kept(keep)
         report = snapshot.model.apply(events.model_input())
         snapshot.applied_total.update(report.applied)
@@ -213,6 +217,16 @@ def _process(
         snapshot.signature_scheme = SIGNATURES
     out.append(_stats_row(snapshot, frame, unhealthy, report, late, duplicates, now))
     return conform(pd.DataFrame(out, columns=OUTPUT_COLUMNS), OUTPUT_SCHEMA)
+
+
+def _dead_letters(
+    events: ShardEvents, which: BOOL, reason: DeadLetterReason, detail: str
+) -> list[dict[str, object]]:
+    """The dead letters of the events ``which`` marks, all for ``reason``."""
+    return [
+        dead_letter_row(row, reason, detail)
+        for row in events.rows_at(np.flatnonzero(which).tolist())
+    ]
 
 
 def _first_sightings(snapshot: ShardSnapshot, events: ShardEvents, watermark: int) -> BOOL:
