@@ -93,7 +93,9 @@ class LogCollectorSettings(BaseModel):
         description="where to start a file with no saved position: beginning or end",
     )
     poll_interval_ms: PositiveInt = Field(
-        default=1000, description="--follow: time between two reads of the files, ms"
+        default=1000,
+        description="--follow: longest wait between two reads of the files, ms;"
+        " a write to a followed file wakes the reader at once",
     )
     max_read_bytes: PositiveInt = Field(
         default=8 * 1024 * 1024, description="most bytes read from one file in one read"
@@ -161,7 +163,9 @@ class MetadataLogCollectorSettings(BaseModel):
     model_config = FROZEN
 
     poll_interval_ms: PositiveInt = Field(
-        default=1000, description="--follow: time between two reads of the log, ms"
+        default=1000,
+        description="--follow: longest wait between two reads of the log, ms;"
+        " a write to a segment wakes the reader at once",
     )
     max_read_bytes: PositiveInt = Field(
         default=8 * 1024 * 1024, description="most bytes read from the log in one read"

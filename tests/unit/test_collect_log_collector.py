@@ -4,6 +4,7 @@ restarts, failed publishes and rotation on real files."""
 from __future__ import annotations
 
 import shutil
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -18,6 +19,7 @@ from streaming.config import LogCollectorSettings
 from streaming.feeds.collectors.log_collector import LogCollector
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputRecord
+from tests.unit.waiting import wait_until
 
 DATA = Path(__file__).resolve().parent / "data" / "kafka_logs"
 ZK_FILES = ("controller.log", "state-change.log", "server.log")
@@ -502,6 +504,38 @@ def test_follow_across_a_rotation(tmp_path: Path) -> None:
         )
         == 1
     )
+
+
+def test_following_reads_a_line_when_kafka_writes_it(tmp_path: Path) -> None:
+    """With an hour's poll interval, only the write itself can wake the collector; the
+    state file beside the log, written after each read, must not wake it in a loop."""
+    log = tmp_path / "server.log"
+    lines = (DATA / "zk" / "server.log").read_text().splitlines(keepends=True)
+    log.write_text("".join(lines[:4]))  # up to the first commit
+    capture = Capture()
+    made, metrics = collector([log], tmp_path / "logs.json", capture, poll_interval_ms=3_600_000)
+    stop = threading.Event()
+    follower = threading.Thread(target=made.run, kwargs={"follow": True, "stop": stop})
+    follower.start()
+    try:
+        assert wait_until(lambda: len(capture.values) == 1)
+        with log.open("a") as out:
+            out.write("".join(lines[4:]))
+        assert wait_until(lambda: len(capture.values) == 2)
+    finally:
+        stop.set()
+        follower.join(timeout=30)
+    assert not follower.is_alive()
+    assert [(v["old_isr"], v["new_isr"]) for v in capture.values] == [
+        ([2, 3, 1], [2, 1]),
+        ([2, 1], [2, 1, 3]),
+    ]
+    woken = sample(
+        metrics.registry,
+        "isrwatch_collect_reads_woken_total",
+        {"collector": "logs", "by": "file_change"},
+    )
+    assert 1 <= woken <= 3  # the append, perhaps seen in parts; never the state file
 
 
 def test_without_a_state_file_nothing_is_written(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollect
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputRecord
 from tests.unit import metadata_log_synthetic as syn
+from tests.unit.waiting import wait_until
 
 T = "v9meXjI1RVKB-NSvF0GXDA"
 T0 = 1_700_000_000_000
@@ -97,6 +98,32 @@ def test_rolls_to_the_next_segment(tmp_path: Path) -> None:
     syn.write_segment(tmp_path, 4, [expand(4, T0 + 30), shrink(5, T0 + 40)])
     drain(c)
     assert offsets(out.events) == [0, 1, 2, 3, 4, 5]
+
+
+def test_following_reads_a_batch_when_the_controller_writes_it(tmp_path: Path) -> None:
+    """With an hour's poll interval, only the write itself can wake the collector."""
+    segment = syn.write_segment(tmp_path, 0, first_batches())
+    out = Recorder()
+    metrics = CollectorMetrics("metadata-log")
+    c = MetadataLogCollector([tmp_path], out, metrics, None, poll_interval_ms=3_600_000)
+    stop = threading.Event()
+    follower = threading.Thread(target=c.run, kwargs={"follow": True, "stop": stop})
+    follower.start()
+    try:
+        assert wait_until(lambda: len(out.events) == 4)
+        with segment.open("ab") as f:
+            f.write(expand(4, T0 + 30))
+        assert wait_until(lambda: len(out.events) == 5)
+    finally:
+        stop.set()
+        follower.join(timeout=30)
+    assert not follower.is_alive()
+    assert offsets(out.events) == [0, 1, 2, 3, 4]
+    woken = metrics.registry.get_sample_value(
+        "isrwatch_collect_reads_woken_total", {"collector": "metadata-log", "by": "file_change"}
+    )
+    assert woken is not None
+    assert woken >= 1
 
 
 def test_resumes_after_a_restart_without_skipping_or_resending(tmp_path: Path) -> None:

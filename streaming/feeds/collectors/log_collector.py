@@ -28,6 +28,7 @@ from zoneinfo import ZoneInfo
 
 from streaming.config import LogCollectorSettings
 from streaming.config.collect import compile_custom_layout
+from streaming.feeds.collectors.file_watch import FileWatch
 from streaming.feeds.collectors.log_follower import LogFollower
 from streaming.feeds.collectors.log_lines import (
     Continuation,
@@ -212,6 +213,7 @@ class LogCollector:
             follow=follow,
             stop=stop,
             at_end=self.report_all,
+            watch=lambda: FileWatch.of_files(Path(p) for p in self._paths),
         )
 
     def close(self) -> None:

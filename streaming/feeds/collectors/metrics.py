@@ -79,6 +79,13 @@ class CollectorMetrics:
             ["collector"],
             registry=r,
         )
+        self.reads_woken = Counter(
+            "isrwatch_collect_reads_woken",
+            "Reads of followed files started after a wait, by what ended it: a change to a"
+            " followed file, or the poll interval",
+            ["collector", "by"],
+            registry=r,
+        )
         self.poll_failures = Counter(
             "isrwatch_collect_poll_failures",
             "Reads or polls that failed, by collector and stage",

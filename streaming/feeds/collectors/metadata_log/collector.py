@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from streaming.feeds.collectors.file_watch import FileWatch
 from streaming.feeds.collectors.metadata_log.image import MetadataImage
 from streaming.feeds.collectors.metadata_log.replay import MetadataReplayer
 from streaming.feeds.collectors.metadata_log.resync import image_events
@@ -40,6 +41,7 @@ from streaming.feeds.collectors.metadata_log.segments import (
     Segment,
     Snapshot,
     batches_in,
+    holds_records,
     partition_dir,
     read_file,
     segments,
@@ -287,6 +289,7 @@ class MetadataLogCollector:
             interval_ms=self._poll_interval_ms,
             follow=follow,
             stop=stop,
+            watch=lambda: FileWatch(self._dirs, holds_records),
         )
 
     def close(self) -> None:

@@ -91,6 +91,11 @@ def snapshots(directory: Path) -> list[Snapshot]:
     return sorted(found, key=lambda s: s.end_offset)
 
 
+def holds_records(path: Path) -> bool:
+    """Whether ``path`` is a segment or a snapshot: a change to it may bring records."""
+    return bool(_SEGMENT.match(path.name) or _SNAPSHOT.match(path.name))
+
+
 def _names(directory: Path) -> list[str]:
     try:
         return os.listdir(directory)
