@@ -6,8 +6,12 @@ instead of hanging it: a wait that returns True was ended by a change, never by 
 
 from __future__ import annotations
 
+import errno
 import threading
 from pathlib import Path
+
+import pytest
+from watchdog.observers.api import BaseObserver
 
 from streaming.feeds.collectors.file_watch import FileWatch
 from streaming.feeds.collectors.metadata_log.segments import holds_records
@@ -90,3 +94,21 @@ def test_a_stop_ends_the_wait(tmp_path: Path) -> None:
     with FileWatch.of_files([tmp_path / "server.log"]) as watch:
         threading.Timer(0.1, stop.set).start()
         assert not watch.wait(HOUR_S, stop)
+
+
+def test_a_watch_that_cannot_be_set_up_leaves_the_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the inotify limits (``fs.inotify.max_user_instances``, ``max_user_watches``)
+    the observer fails to start: the collector reads every poll interval instead."""
+
+    def refuse(_self: object) -> None:
+        raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+    monkeypatch.setattr(BaseObserver, "start", refuse)
+    log = tmp_path / "server.log"
+    log.write_text("")
+    with FileWatch.of_files([log]) as watch:
+        assert not watch.watching
+        log.write_text("a line\n")
+        assert not watch.wait(QUIET_S, threading.Event())
