@@ -4,7 +4,6 @@ restarts, failed publishes and rotation on real files."""
 from __future__ import annotations
 
 import shutil
-import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -19,7 +18,7 @@ from streaming.config import LogCollectorSettings
 from streaming.feeds.collectors.log_collector import LogCollector
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputRecord
-from tests.unit.waiting import wait_until
+from tests.unit.waiting import following, wait_until
 
 DATA = Path(__file__).resolve().parent / "data" / "kafka_logs"
 ZK_FILES = ("controller.log", "state-change.log", "server.log")
@@ -514,18 +513,11 @@ def test_following_reads_a_line_when_kafka_writes_it(tmp_path: Path) -> None:
     log.write_text("".join(lines[:4]))  # up to the first commit
     capture = Capture()
     made, metrics = collector([log], tmp_path / "logs.json", capture, poll_interval_ms=3_600_000)
-    stop = threading.Event()
-    follower = threading.Thread(target=made.run, kwargs={"follow": True, "stop": stop})
-    follower.start()
-    try:
+    with following(made):
         assert wait_until(lambda: len(capture.values) == 1)
         with log.open("a") as out:
             out.write("".join(lines[4:]))
         assert wait_until(lambda: len(capture.values) == 2)
-    finally:
-        stop.set()
-        follower.join(timeout=30)
-    assert not follower.is_alive()
     assert [(v["old_isr"], v["new_isr"]) for v in capture.values] == [
         ([2, 3, 1], [2, 1]),
         ([2, 1], [2, 1, 3]),

@@ -13,7 +13,7 @@ from streaming.feeds.collectors.metadata_log.collector import MetadataLogCollect
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.wire import InputRecord
 from tests.unit import metadata_log_synthetic as syn
-from tests.unit.waiting import wait_until
+from tests.unit.waiting import following, wait_until
 
 T = "v9meXjI1RVKB-NSvF0GXDA"
 T0 = 1_700_000_000_000
@@ -106,18 +106,11 @@ def test_following_reads_a_batch_when_the_controller_writes_it(tmp_path: Path) -
     out = Recorder()
     metrics = CollectorMetrics("metadata-log")
     c = MetadataLogCollector([tmp_path], out, metrics, None, poll_interval_ms=3_600_000)
-    stop = threading.Event()
-    follower = threading.Thread(target=c.run, kwargs={"follow": True, "stop": stop})
-    follower.start()
-    try:
+    with following(c):
         assert wait_until(lambda: len(out.events) == 4)
         with segment.open("ab") as f:
             f.write(expand(4, T0 + 30))
         assert wait_until(lambda: len(out.events) == 5)
-    finally:
-        stop.set()
-        follower.join(timeout=30)
-    assert not follower.is_alive()
     assert offsets(out.events) == [0, 1, 2, 3, 4]
     woken = metrics.registry.get_sample_value(
         "isrwatch_collect_reads_woken_total", {"collector": "metadata-log", "by": "file_change"}

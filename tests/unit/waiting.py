@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Protocol
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:
@@ -15,3 +18,22 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 60.0) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+class Following(Protocol):
+    def run(self, *, follow: bool, stop: threading.Event) -> None: ...
+
+
+@contextlib.contextmanager
+def following(collector: Following) -> Iterator[None]:
+    """``collector.run(follow=True)`` in a thread for the ``with`` block, then stopped; the
+    block fails if the collector does not stop."""
+    stop = threading.Event()
+    thread = threading.Thread(target=collector.run, kwargs={"follow": True, "stop": stop})
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=30)
+    assert not thread.is_alive()
