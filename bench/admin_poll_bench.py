@@ -59,7 +59,7 @@ from streaming.feeds.collectors.admin_source import KafkaAdminSource
 from streaming.feeds.collectors.metrics import CollectorMetrics
 from streaming.feeds.publisher import JsonLinesPublisher
 from streaming.feeds.wire import InputRecord, kafka_records
-from streaming.tools.lab.cluster import LabCluster
+from streaming.tools.lab.cluster import DEFAULT_HEAP_MB, LabCluster
 from streaming.tools.lab.distribution import LINES
 
 HERE = Path(__file__).resolve().parent.parent
@@ -247,6 +247,12 @@ def main() -> int:
         help="each holds every partition's replica at 3 brokers: one open file each",
     )
     parser.add_argument(
+        "--broker-heap-mb",
+        type=int,
+        default=DEFAULT_HEAP_MB,
+        help="each broker's heap (the lab's 512 MiB is for a dozen partitions)",
+    )
+    parser.add_argument(
         "--sink",
         default="packed",
         help="packed, json-lines, or both (packed,json-lines): each measured in turn",
@@ -266,7 +272,9 @@ def main() -> int:
     rows = []
     for size in [int(p) for p in options.partitions.split(",")]:
         with tempfile.TemporaryDirectory(prefix="admin-bench-") as work:
-            cluster = LabCluster(LINES["4.1"], options.brokers, Path(work))
+            cluster = LabCluster(
+                LINES["4.1"], options.brokers, Path(work), heap_mb=options.broker_heap_mb
+            )
             with cluster:
                 cluster.start()
                 started = time.monotonic()

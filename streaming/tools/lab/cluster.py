@@ -62,8 +62,8 @@ log = logging.getLogger(__name__)
 CLUSTER_FILE = "cluster.json"
 START_TIMEOUT_S = 180.0
 # UTC: the log lines' stamps carry no zone, and collect.logs reads them in UTC by default.
+DEFAULT_HEAP_MB = 512  # a dozen partitions; thousands of replicas a broker need more
 JVM_OPTIONS = (
-    "-Xmx512m",
     "-Xms128m",
     "-XX:+UseSerialGC",
     "-Djava.awt.headless=true",
@@ -114,6 +114,7 @@ class LabCluster:
     port_base: int | None = None  # None: ports the OS picks
     consoles: tuple[ConsoleLayout, ...] = ()  # more layouts each broker writes (node_config)
     client: ClientListener | None = None  # None: a PLAINTEXT listener for clients
+    heap_mb: int = DEFAULT_HEAP_MB  # each broker's -Xmx
     _nodes: dict[int, _Node] = field(default_factory=dict, init=False)
     _zookeeper: _Node | None = field(default=None, init=False)
     _zookeeper_port: int | None = field(default=None, init=False)
@@ -170,6 +171,7 @@ class LabCluster:
             layout.properties_file.write_text(render_properties(properties), encoding="utf-8")
             command = [
                 java,
+                f"-Xmx{self.heap_mb}m",
                 *JVM_OPTIONS,
                 f"-Dkafka.logs.dir={layout.logs}",
                 _log_config_option(self.kafka.log4j2, log_config),
