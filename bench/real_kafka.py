@@ -86,6 +86,7 @@ COLUMNS = (
     "false predictions",
     "final state equal",
     "commit to record p99 ms",
+    "batch p99 ms",
     "changes never seen",
     "gated stops (under min ISR)",
 )

@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -348,11 +348,14 @@ def run(
     stop: threading.Event | None = None,
     on_batch: Callable[[int, pd.DataFrame], None] | None = None,
     on_started: Callable[[], None] | None = None,
+    on_progress: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> None:
     """Run the job until ``stop`` is set (or, with ``available_now``, until caught up).
 
     A failing query (broker gone while writing, say) is restarted from its checkpoint
-    with back-off, so the job does not die of a transient fault.
+    with back-off, so the job does not die of a transient fault. ``on_progress`` gets
+    each micro-batch's ``StreamingQueryProgress`` (as a dict) once, within a second of
+    its end.
     """
     guard_checkpoint(config)
     exporter = exporter or HealthExporter()
@@ -384,10 +387,14 @@ def run(
                 if available_now:
                     until_caught_up(query, stop)
                     return
+                reported = NewProgress(query) if on_progress is not None else None
                 while not stop.is_set() and query.isActive:
                     query.awaitTermination(1)
                     if supervised is not None:
                         supervised.progressed(query.lastProgress)
+                    if reported is not None and on_progress is not None:
+                        for progress in reported.since_last():
+                            on_progress(progress)
                 if query.exception() is None:
                     return
             except Exception as error:  # a failed batch: restart from the checkpoint
@@ -409,6 +416,22 @@ def run(
         exporter.watch = None  # its last state would go stale
         sink.close()
         server.close()
+
+
+class NewProgress:
+    """The progress reports of ``query``'s micro-batches not handed out yet: Spark keeps
+    the last ``spark.sql.streaming.numRecentProgressUpdates`` (100), more than a second
+    of batches holds."""
+
+    def __init__(self, query: Any) -> None:  # a pyspark StreamingQuery
+        self._query = query
+        self._last_batch = -1
+
+    def since_last(self) -> list[Mapping[str, Any]]:
+        new = [p for p in self._query.recentProgress if p["batchId"] > self._last_batch]
+        if new:
+            self._last_batch = max(p["batchId"] for p in new)
+        return new
 
 
 def explain_query_failure(config: IsrwatchConfig, text: str) -> ConnectionProblem | None:

@@ -75,6 +75,9 @@ def test_lab_on_kafka_4_1_is_scored_against_kafka_and_leaves_nothing_behind(
     assert score.unseen_changes == []
     assert score.final_differs == []
     assert len(score.final_equal) == 9
+    # Spark's progress reports reached the lab's progress log: the batches that read the
+    # collectors' events, with their durations
+    assert score.batch_ms, "no micro-batch with input in progress.jsonl"
 
     deadline = time.monotonic() + 15  # orphans are reaped by init, not instantly
     while still_running(seen) and time.monotonic() < deadline:

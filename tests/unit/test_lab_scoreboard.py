@@ -6,13 +6,15 @@ the lab saw, with their wall times. Every expectation is worked out by hand.
 
 from __future__ import annotations
 
+import json
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from streaming.tools.lab.decisions import Fence, IsrChange, LeaderShrinkLine, MetadataTruth
-from streaming.tools.lab.scoreboard import SeenRecord, score
+from streaming.tools.lab.scoreboard import PROGRESS_FILE, SeenRecord, read_batch_times, score
 
 T = 10_000
 COMMIT = 100_000  # Kafka removes follower 3 from orders-0 here
@@ -224,3 +226,26 @@ def test_a_stop_called_safe_that_left_a_partition_under_min_isr_is_counted() -> 
     assert result.gated_stops == 2
     assert result.unsafe_stops == [(3, [("orders", 0)])]
     assert result.row()["gated stops (under min ISR)"] == "2 (1)"
+
+
+def test_batch_times_are_those_of_batches_that_read_input(tmp_path: Path) -> None:
+    """The lab's progress.jsonl, lines as ProgressLog writes Spark's reports (durations by
+    hand): a batch with no input rows is Spark's idle trigger, not a batch of the job's."""
+    progress = tmp_path / PROGRESS_FILE
+    entries = [
+        {
+            "batch": 0,
+            "start_ms": 1_000,
+            "input_rows": 120,
+            "duration_ms": {"triggerExecution": 8_602},
+        },
+        {"batch": 1, "start_ms": 9_700, "input_rows": 0, "duration_ms": {"triggerExecution": 12}},
+        {"batch": 2, "start_ms": 10_000, "input_rows": 7, "duration_ms": {"triggerExecution": 640}},
+        {"batch": 3, "start_ms": 11_000, "input_rows": 9, "duration_ms": {"addBatch": 500}},
+    ]
+    progress.write_text("".join(json.dumps(entry) + "\n" for entry in entries))
+    assert read_batch_times(progress) == [8_602, 640]
+    assert read_batch_times(tmp_path / "absent.jsonl") == []
+    result = score(MetadataTruth([CREATED]), [], [seen(20_000, "IN_SYNC")], T, ["orders"])
+    result.batch_ms = [640, 8_602]
+    assert result.row()["batch p99 ms"] == 8_602

@@ -93,6 +93,19 @@ def read_tombstones(path: Path) -> set[tuple[str, int]]:
     return deleted
 
 
+def read_batch_times(path: Path) -> list[int]:
+    """How long each micro-batch that read input took (Spark's ``triggerExecution``), from
+    the lab's ``progress.jsonl``; none for a run before the lab kept it."""
+    if not path.exists():
+        return []
+    entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    return [
+        int(entry["duration_ms"]["triggerExecution"])
+        for entry in entries
+        if entry["input_rows"] and "triggerExecution" in entry["duration_ms"]
+    ]
+
+
 def read_seen(path: Path) -> list[SeenRecord]:
     if not path.exists():
         return []
@@ -142,6 +155,7 @@ class Score:
     final_equal: list[tuple[str, int]] = field(default_factory=list)
     final_differs: list[tuple[tuple[str, int], str]] = field(default_factory=list)
     latencies_ms: list[int] = field(default_factory=list)
+    batch_ms: list[int] = field(default_factory=list)  # micro-batches that read input
     unseen_changes: list[IsrChange] = field(default_factory=list)
 
     gated_stops: int = 0  # rolling restart: stops `check restart --wait` called safe
@@ -174,6 +188,7 @@ class Score:
             "final state equal": f"{len(self.final_equal)}/"
             f"{len(self.final_equal) + len(self.final_differs)}",
             "commit to record p99 ms": _percentile(self.latencies_ms, 0.99),
+            "batch p99 ms": _percentile(self.batch_ms, 0.99),
             "changes never seen": len(self.unseen_changes),
             **(
                 {"gated stops (under min ISR)": f"{self.gated_stops} ({len(self.unsafe_stops)})"}
@@ -390,6 +405,7 @@ def _outcome(
 SEEN_FILE = "health-seen.jsonl"
 RUN_FILE = "run.json"
 RESTARTS_FILE = "restarts.jsonl"
+PROGRESS_FILE = "progress.jsonl"
 
 
 def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
@@ -412,6 +428,7 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
         int(described["replica_lag_time_max_ms"]),
         [*(topic.name for topic in LAB_TOPICS), CHURN_TOPIC],
     )
+    result.batch_ms = read_batch_times(workdir / PROGRESS_FILE)
     tombstones = read_tombstones(workdir / SEEN_FILE)
     for change in truth.changes:
         key = (change.topic, change.partition)

@@ -25,8 +25,9 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -56,7 +57,7 @@ from streaming.tools.lab.distribution import KafkaLine, LabError, Mode
 from streaming.tools.lab.faults import FaultDesk
 from streaming.tools.lab.node_config import DEFAULT_LAG_TIME_MAX_MS
 from streaming.tools.lab.scenarios import ScenarioRunner, Step
-from streaming.tools.lab.scoreboard import RESTARTS_FILE, RUN_FILE, SEEN_FILE
+from streaming.tools.lab.scoreboard import PROGRESS_FILE, RESTARTS_FILE, RUN_FILE, SEEN_FILE
 from streaming.tools.lab.workload import CHURN_TOPIC, Workload, create_topics
 from streaming.tools.live_view import clock, describe_fact, render, show_until_finished
 
@@ -131,6 +132,27 @@ class HealthSeenLog:
             out.writelines(
                 json.dumps({"seen_ms": seen_ms, "deleted": key}) + "\n" for key in deleted
             )
+
+
+class ProgressLog:
+    """Each micro-batch's start, input rows and durations, from Spark's progress report
+    (``DIR/progress.jsonl``: ``{"batch", "start_ms", "input_rows", "duration_ms": {...}}``
+    per line, ``duration_ms`` Spark's ``durationMs``): the scoreboard's batch times, the
+    part of commit-to-record a record's own batch took."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def on_progress(self, progress: Mapping[str, Any]) -> None:
+        started = datetime.fromisoformat(str(progress["timestamp"]).replace("Z", "+00:00"))
+        entry = {
+            "batch": progress["batchId"],
+            "start_ms": int(started.timestamp() * 1000),
+            "input_rows": progress.get("numInputRows", 0),
+            "duration_ms": progress.get("durationMs", {}),
+        }
+        with self.path.open("a", encoding="utf-8") as out:
+            out.write(json.dumps(entry) + "\n")
 
 
 @dataclass
@@ -424,6 +446,7 @@ def _run_job(
     from streaming.job.query import run, stop_thread_session
 
     seen = HealthSeenLog(options.workdir / SEEN_FILE)
+    progress = ProgressLog(options.workdir / PROGRESS_FILE)
 
     def on_batch(batch_id: int, rows: pd.DataFrame) -> None:
         health.on_batch(batch_id, rows)
@@ -437,6 +460,7 @@ def _run_job(
             stop=stop,
             on_batch=on_batch,
             on_started=on_started,
+            on_progress=progress.on_progress,
         )
     finally:
         stop_thread_session()
