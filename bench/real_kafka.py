@@ -70,6 +70,9 @@ def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> d
     row |= score.row()
     row["wall s"] = round(time.monotonic() - started)
     row["final differs"] = [f"{t}-{p}: {why}" for (t, p), why in score.final_differs]
+    row["changes back to the state shown"] = [
+        f"{c.topic}-{c.partition} at {c.ts_ms}" for c in score.restored_changes
+    ]
     return row
 
 

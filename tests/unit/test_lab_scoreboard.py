@@ -136,6 +136,29 @@ def test_a_change_no_record_shows_is_unseen_and_the_final_state_differs() -> Non
     assert result.final_differs == [(("orders", 0), "isr [1, 2, 3] (Kafka: [1, 2])")]
 
 
+EXPANDED = replace(change(COMMIT + 300, (1, 2, 3)), added=(3,), created=False)
+
+
+def test_a_shrink_undone_between_two_batches_is_not_unseen() -> None:
+    """Kafka removed follower 3 and added it back 300 ms later (a short bounce); the job
+    read both in one micro-batch, where the partition's health was what its last record
+    already said, so it wrote none: neither change is missed."""
+    records = [seen(20_000, "IN_SYNC")]
+    result = score(MetadataTruth([CREATED, SHRUNK, EXPANDED]), [], records, T, ["orders"])
+    assert result.unseen_changes == []
+    assert result.restored_changes == [EXPANDED]
+    assert result.final_equal == [("orders", 0)]
+
+
+def test_an_expansion_after_a_shown_shrink_must_be_shown() -> None:
+    """A record showed the shrink: the expansion changes the job's view, and no record
+    showing it is a change missed."""
+    records = [seen(20_000, "IN_SYNC"), seen(COMMIT + 100, "OUT_OF_SYNC", isr=(1, 2))]
+    result = score(MetadataTruth([CREATED, SHRUNK, EXPANDED]), [], records, T, ["orders"])
+    assert result.unseen_changes == [EXPANDED]
+    assert result.restored_changes == []
+
+
 @pytest.mark.parametrize(
     ("deleted_ms", "unseen"),
     [

@@ -157,6 +157,10 @@ class Score:
     latencies_ms: list[int] = field(default_factory=list)
     batch_ms: list[int] = field(default_factory=list)  # micro-batches that read input
     unseen_changes: list[IsrChange] = field(default_factory=list)
+    # a partition's last change, back to the leader and ISR its last record showed (an ISR
+    # shrunk and expanded again between two micro-batches): the job's view needed no new
+    # record, so none shows the change, and it is not counted unseen
+    restored_changes: list[IsrChange] = field(default_factory=list)
 
     gated_stops: int = 0  # rolling restart: stops `check restart --wait` called safe
     unsafe_stops: list[tuple[int, list[tuple[str, int]]]] = field(default_factory=list)
@@ -271,9 +275,11 @@ def score(
             )
             if shown is None:
                 later = [c for c in changes if c.topic == change.topic and c.ts_ms > change.ts_ms]
-                if not any(c.partition == change.partition for c in later) and not _deleting(
-                    truth, change
-                ):
+                if any(c.partition == change.partition for c in later) or _deleting(truth, change):
+                    pass  # replaced before a record had to show it
+                elif _back_to_shown(history, change):
+                    result.restored_changes.append(change)
+                else:
                     result.unseen_changes.append(change)
             else:
                 result.latencies_ms.append(shown.seen_ms - change.ts_ms)
@@ -300,6 +306,19 @@ def score(
         else:
             result.final_equal.append(key)
     return result
+
+
+def _back_to_shown(history: Sequence[SeenRecord], change: IsrChange) -> bool:
+    """Whether no record came after ``change`` and the last before it already showed its
+    leader and ISR (the caller knows no later change replaced it)."""
+    if any(r.seen_ms >= change.ts_ms for r in history):
+        return False
+    last = history[-1].record if history else None
+    return (
+        last is not None
+        and last.get("leader") == change.leader
+        and sorted(last.get("isr", [])) == sorted(change.isr)
+    )
 
 
 def _deleting(truth: MetadataTruth, change: IsrChange) -> bool:
