@@ -62,6 +62,20 @@ def free_port(host: str = "127.0.0.1") -> int:
         return port
 
 
+def free_ports(count: int, host: str = "127.0.0.1") -> list[int]:
+    """``count`` distinct TCP ports nothing listens on now. The probes stay bound until
+    all are picked: one at a time, the OS may hand out a port it just gave (a 3-broker lab
+    once got the same port for one broker's client listener and another's replication
+    listener, and the second broker refused to start)."""
+    with contextlib.ExitStack() as probes:
+        ports = []
+        for _ in range(count):
+            probe = probes.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+            probe.bind((host, 0))
+            ports.append(int(probe.getsockname()[1]))
+        return ports
+
+
 def bindable(port: int, host: str = "127.0.0.1") -> bool:
     """Whether a server could listen on ``host:port`` now. With SO_REUSEADDR, as servers
     bind (Java sets it on its listening sockets, as does Python's HTTP server): a port a

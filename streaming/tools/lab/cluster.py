@@ -30,7 +30,7 @@ from typing import IO, Any
 from streaming.tools.embedded_broker import (
     accepts_connections,
     bindable,
-    free_port,
+    free_ports,
     output_tail,
     parent_death_signal,
     terminate_process_group,
@@ -376,8 +376,9 @@ class LabCluster:
         """Ports per node id (0: ZooKeeper), checked free. With ``port_base`` P, node n
         uses P + 4n .. P + 4n + 3 and ZooKeeper P."""
         if self.port_base is None:
+            free = iter(free_ports(_PORTS_PER_NODE * (self.brokers + 1)))
             return {
-                node_id: tuple(free_port() for _ in range(_PORTS_PER_NODE))
+                node_id: tuple(next(free) for _ in range(_PORTS_PER_NODE))
                 for node_id in range(self.brokers + 1)
             }
         ports = {

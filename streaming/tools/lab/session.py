@@ -40,7 +40,7 @@ from streaming.tools.cluster_health import ClusterHealth
 from streaming.tools.embedded_broker import (
     EmbeddedBroker,
     bindable,
-    free_port,
+    free_ports,
     parent_death_signal,
 )
 from streaming.tools.foreground import (
@@ -327,6 +327,8 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
     state.mkdir(parents=True, exist_ok=True)
     kraft = options.kafka.mode is Mode.KRAFT
     common = ["--set", f"kafka.bootstrap_servers={sink}", "--set", "collect.metrics_host=127.0.0.1"]
+    # the collectors' metrics ports, distinct: admin, logs, then one per metadata log
+    metrics_ports = iter(free_ports(2 + (len(cluster.node_ids) if kraft else 0)))
     commands: dict[str, list[str]] = {
         "admin": _isrwatch_command(
             "collect",
@@ -342,7 +344,7 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
             "--set",
             f"collect.admin.state_file={state / 'admin.json'}",
             "--set",
-            f"collect.admin.metrics_port={free_port()}",
+            f"collect.admin.metrics_port={next(metrics_ports)}",
             "--set",
             "collect.admin.broker_changes=false",
             "--set",
@@ -356,7 +358,7 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
             "--set",
             f"collect.logs.state_file={state / 'logs.json'}",
             "--set",
-            f"collect.logs.metrics_port={free_port()}",
+            f"collect.logs.metrics_port={next(metrics_ports)}",
             "--set",
             f"collect.logs.poll_interval_ms={LOG_POLL_MS}",
             *[
@@ -378,7 +380,7 @@ def _start_collectors(cluster: LabCluster, sink: str, options: LabOptions) -> li
                 "--set",
                 f"collect.metadata_log.state_file={state / f'metadata-log-{node}.json'}",
                 "--set",
-                f"collect.metadata_log.metrics_port={free_port()}",
+                f"collect.metadata_log.metrics_port={next(metrics_ports)}",
                 str(cluster.layout(node).metadata / "__cluster_metadata-0"),
             )
     started: list[_Collector] = []
