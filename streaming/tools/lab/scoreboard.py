@@ -95,14 +95,19 @@ def read_tombstones(path: Path) -> set[tuple[str, int]]:
 
 def read_batch_times(path: Path) -> list[int]:
     """How long each micro-batch that read input took (Spark's ``triggerExecution``), from
-    the lab's ``progress.jsonl``; none for a run before the lab kept it."""
+    the lab's ``progress.jsonl``, after the first: as for commit to record, the first
+    batch (Spark's start, and what the collectors sent before it) is left out. None for a
+    run before the lab kept the file."""
     if not path.exists():
         return []
     entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    first = min((entry["batch"] for entry in entries), default=None)
     return [
         int(entry["duration_ms"]["triggerExecution"])
         for entry in entries
-        if entry["input_rows"] and "triggerExecution" in entry["duration_ms"]
+        if entry["batch"] != first
+        and entry["input_rows"]
+        and "triggerExecution" in entry["duration_ms"]
     ]
 
 
