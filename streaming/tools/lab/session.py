@@ -68,6 +68,9 @@ log = logging.getLogger(__name__)
 LAB_SETTINGS: dict[str, object] = {
     "streaming.trigger_interval_ms": 1_000,  # commit to health in a trigger plus a poll
     "streaming.state_shards": 4,  # a dozen partitions
+    # one task a core of local[2]: a micro-batch of the lab's few events took 537 ms at
+    # the median with 2, 701 ms with the shipped 4 (docs/real-kafka.md#results)
+    "streaming.shuffle_partitions": 2,
     "kafka.starting_offsets": "earliest",
 }
 ADMIN_POLL_MS = 1_000
