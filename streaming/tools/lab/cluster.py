@@ -61,8 +61,8 @@ log = logging.getLogger(__name__)
 
 CLUSTER_FILE = "cluster.json"
 START_TIMEOUT_S = 180.0
-# UTC: the log lines' stamps carry no zone, and collect.logs reads them in UTC by default.
 DEFAULT_HEAP_MB = 512  # a dozen partitions; thousands of replicas a broker need more
+# UTC: the log lines' stamps carry no zone, and collect.logs reads them in UTC by default.
 JVM_OPTIONS = (
     "-Xms128m",
     "-XX:+UseSerialGC",

@@ -96,8 +96,8 @@ def read_tombstones(path: Path) -> set[tuple[str, int]]:
 def read_batch_times(path: Path) -> list[int]:
     """How long each micro-batch that read input took (Spark's ``triggerExecution``), from
     the lab's ``progress.jsonl``, after the first: as for commit to record, the first
-    batch (Spark's start, and what the collectors sent before it) is left out. None for a
-    run before the lab kept the file."""
+    batch (Spark's start, and what the collectors sent before it) is left out. Empty for
+    a run before the lab kept the file."""
     if not path.exists():
         return []
     entries = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
