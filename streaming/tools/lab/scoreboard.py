@@ -269,23 +269,18 @@ def score(
             )
         if change.ts_ms >= watch_started_ms:  # what came before, the job read as backlog
             shown = next(
-                (
-                    r
-                    for r in history
-                    if r.seen_ms >= change.ts_ms
-                    and r.record.get("leader") == change.leader
-                    and sorted(r.record.get("isr", [])) == sorted(change.isr)
-                ),
+                (r for r in history if r.seen_ms >= change.ts_ms and _shows(r.record, change)),
                 None,
             )
             if shown is None:
                 later = [c for c in changes if c.topic == change.topic and c.ts_ms > change.ts_ms]
-                if any(c.partition == change.partition for c in later) or _deleting(truth, change):
-                    pass  # replaced before a record had to show it
-                elif _back_to_shown(history, change):
-                    result.restored_changes.append(change)
-                else:
-                    result.unseen_changes.append(change)
+                # a change replaced before a record had to show it is neither
+                replaced = any(c.partition == change.partition for c in later)
+                if not replaced and not _deleting(truth, change):
+                    if _back_to_shown(history, change):
+                        result.restored_changes.append(change)
+                    else:
+                        result.unseen_changes.append(change)
             else:
                 result.latencies_ms.append(shown.seen_ms - change.ts_ms)
     result.predictions = _predictions(by_partition, changes, truth, lag_time_max_ms)
@@ -316,13 +311,15 @@ def score(
 def _back_to_shown(history: Sequence[SeenRecord], change: IsrChange) -> bool:
     """Whether no record came after ``change`` and the last before it already showed its
     leader and ISR (the caller knows no later change replaced it)."""
-    if any(r.seen_ms >= change.ts_ms for r in history):
+    if not history or any(r.seen_ms >= change.ts_ms for r in history):
         return False
-    last = history[-1].record if history else None
-    return (
-        last is not None
-        and last.get("leader") == change.leader
-        and sorted(last.get("isr", [])) == sorted(change.isr)
+    return _shows(history[-1].record, change)
+
+
+def _shows(record: dict[str, Any], change: IsrChange) -> bool:
+    """Whether a health record shows ``change``'s leader and ISR."""
+    return record.get("leader") == change.leader and sorted(record.get("isr", [])) == sorted(
+        change.isr
     )
 
 
