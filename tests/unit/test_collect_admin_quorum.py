@@ -4,8 +4,8 @@ The embedded test broker (Tansu) does not answer DescribeQuorum, so the answer i
 here byte by byte from Apache Kafka's public description of it,
 https://github.com/apache/kafka/blob/3.8.0/clients/src/main/resources/common/message/DescribeQuorumResponse.json
 (version 1, KIP-836: flexible, compact arrays and strings, a tagged-field section after
-each struct), and decoded by kafka-python's own DescribeQuorumResponse, the class
-``describe_metadata_quorum`` uses. SYNTHETIC bytes: no broker wrote them.
+each struct), and decoded by kafka-python's own DescribeQuorumResponse, the class the
+collector's request is answered with. SYNTHETIC bytes: no broker wrote them.
 """
 
 from __future__ import annotations
@@ -55,18 +55,14 @@ def describe_quorum_v1() -> bytes:
     return i16(0) + bytes([2]) + topic + NO_TAGS  # ErrorCode, Topics, tagged fields
 
 
-def as_kafka_python_returns(data: bytes) -> dict[str, Any]:
-    """What ``KafkaAdminClient.describe_metadata_quorum`` makes of the response."""
+def decoded(data: bytes) -> dict[str, Any]:
+    """The response as the collector reads it: kafka-python's decoding, as a dict."""
     result: dict[str, Any] = DescribeQuorumResponse.decode(data, version=1).to_dict()
-    for topic in result["topics"]:
-        for partition in topic["partitions"]:
-            partition.pop("error_message", None)
-            partition["error"] = None if partition.pop("error_code") == 0 else "error"
     return result
 
 
 def test_hand_built_response_decodes_to_the_quorum() -> None:
-    quorum = quorum_snapshot(as_kafka_python_returns(describe_quorum_v1()))
+    quorum = quorum_snapshot(decoded(describe_quorum_v1()))
     assert quorum == QuorumSnapshot(
         leader=3000,
         epoch=7,
@@ -80,8 +76,8 @@ def test_hand_built_response_decodes_to_the_quorum() -> None:
 
 
 def test_a_partition_in_error_gives_no_quorum() -> None:
-    described = as_kafka_python_returns(describe_quorum_v1())
-    described["topics"][0]["partitions"][0]["error"] = "NOT_LEADER_OR_FOLLOWER"
+    described = decoded(describe_quorum_v1())
+    described["topics"][0]["partitions"][0]["error_code"] = 6  # NOT_LEADER_OR_FOLLOWER
     assert quorum_snapshot(described) is None
 
 

@@ -1,9 +1,19 @@
 """One poll of a live cluster with kafka-python's admin client -> a ``ClusterSnapshot``.
 
 Requests, in order: DescribeCluster (controller id, live brokers) and Metadata for all
-topics (leader, leader epoch, replicas, ISR) must answer, or the poll fails. The others
-may be missing; the snapshot then lacks what they give, the gap is counted per API and
-logged once:
+topics (leader, leader epoch, replicas, ISR) must answer, or the poll fails. Both go to
+one broker, the same poll after poll (``describing_broker``): each broker answers them
+from its own metadata cache, which moves only forward, but two brokers' caches differ
+until the controller's update reaches both, and Metadata carries no partition epoch by
+which to tell the newer answer. Asked of any broker (kafka-python's least loaded, chosen
+at random among the idle), Kafka 3.9's ISR of ``clicks-0`` went back and forth six times
+in 18 s of the lab's inter-broker-cut, between a broker the controller's UpdateMetadata
+had reached and one it had not, and the collector published every turn as an ISR
+change. The collector turns to another broker only when its broker fails to answer
+(once per poll, within ``broker_timeout_ms``) or leaves the live set.
+
+The others may be missing; the snapshot then lacks what they give, the gap is counted
+per API and logged once:
 
 * DescribeQuorum (KRaft only): the controller epoch (the quorum leader's epoch), and how
   far every replica of the metadata log has fetched (voters and observers: log end
@@ -109,6 +119,13 @@ class KafkaAdminSource:
         self._clock = clock
         self._unsupported: set[str] = set()
         self._fetch_timeout_ms: int | None = None
+        self._describing_broker: int | None = None
+
+    @property
+    def describing_broker(self) -> int | None:
+        """The broker whose metadata cache the last poll described the cluster from
+        (DescribeCluster, Metadata), asked again at the next."""
+        return self._describing_broker
 
     def close(self) -> None:
         self._admin.close()
@@ -116,13 +133,15 @@ class KafkaAdminSource:
     def snapshot(self) -> ClusterSnapshot:
         ts = self._clock()
         self._silent = set()
-        cluster = self._admin.describe_cluster()
+        cluster = self._described_cluster()
         controller = cluster.get("controller_id")
         brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
+        if self._describing_broker not in brokers:
+            self._describing_broker = None  # fenced or gone: its cache is no longer fed
         self._know_brokers(brokers)
         partitions = self._described_partitions()
         snapshot: dict[str, Any] = {}
-        quorum = self._optional("describe_quorum", self._admin.describe_metadata_quorum)
+        quorum = self._optional("describe_quorum", self._described_quorum)
         snapshot["quorum"] = quorum_snapshot(quorum) if quorum else None
         snapshot["controller_epoch"] = snapshot["quorum"].epoch if snapshot["quorum"] else None
         snapshot["min_insync_replicas"] = (
@@ -168,23 +187,112 @@ class KafkaAdminSource:
             if manager.connection_delay(broker) > 0:
                 manager.reset_backoff(broker)
 
+    def _described_cluster(self) -> dict[str, Any]:
+        """DescribeCluster's answer (controller id, live brokers), from the describing
+        broker; a cluster older than DescribeCluster (Kafka < 2.8) through kafka-python's
+        Metadata-based fallback, from any broker.
+
+        Fenced brokers are left out. Kafka 4.0+ (KIP-1073, DescribeCluster v2) lists them
+        too when asked, as kafka-python's ``describe_cluster`` does: Kafka 4.1 listed a
+        broker stopped by a controlled shutdown, and the collector took it for live. A
+        fenced broker leads nothing and is out of every ISR."""
+        from kafka.protocol.admin import DescribeClusterRequest
+
+        if not supported(self._admin._manager, DescribeClusterRequest):
+            return dict(self._admin.describe_cluster())
+        answer = self._ask_describing_broker(
+            "describe_cluster",
+            lambda: DescribeClusterRequest(
+                include_cluster_authorized_operations=False, include_fenced_brokers=False
+            ),
+        )
+        if answer.error_code != 0:
+            import kafka.errors as errors
+
+            raise errors.for_code(answer.error_code)(
+                f"DescribeCluster: {answer.error_message or answer.error_code}"
+            )
+        return dict(answer.to_dict())
+
+    def _described_quorum(self) -> dict[str, Any]:
+        """DescribeQuorum's answer for the metadata log (``__cluster_metadata``-0), from
+        the describing broker, which forwards it to the active controller (KRaft; a
+        ZooKeeper-mode broker does not know the API)."""
+        from kafka.protocol.admin import DescribeQuorumRequest
+
+        topic = DescribeQuorumRequest.TopicData
+        answer = self._ask_describing_broker(
+            "describe_quorum",
+            lambda: DescribeQuorumRequest(
+                topics=[
+                    topic(
+                        topic_name="__cluster_metadata",
+                        partitions=[topic.PartitionData(partition_index=0)],
+                    )
+                ]
+            ),
+        )
+        if answer.error_code != 0:
+            import kafka.errors as errors
+
+            raise errors.for_code(answer.error_code)(
+                f"DescribeQuorum: {answer.error_message or answer.error_code}"
+            )
+        return dict(answer.to_dict())
+
     def _described_partitions(self) -> PolledPartitions:
-        """Every topic's partitions (Metadata), as columns."""
+        """Every topic's partitions (Metadata), as columns, from the describing broker."""
         manager = self._admin._manager
-        request = MetadataOfAllTopics()
         if not supported(manager, MetadataOfAllTopics):
             return PolledPartitions.of(_partitions(self._admin.describe_topics()))
-
-        async def ask() -> Any:
-            return await manager.send(request)
-
-        answer: MetadataAnswer = manager.run(ask)
+        answer: MetadataAnswer = self._ask_describing_broker("metadata", MetadataOfAllTopics)
         if answer.error_code != 0:
             # v13: the whole request failed (no topic listed), not "every topic deleted"
             import kafka.errors as errors
 
             raise errors.for_code(answer.error_code)(f"Metadata: error {answer.error_code}")
         return answer.partitions
+
+    def _ask_describing_broker(self, api: str, request: Callable[[], Any]) -> Any:
+        """``request()``'s answer from the describing broker. A broker that fails or does
+        not answer within ``broker_timeout_ms`` is silent for the rest of the poll, its
+        gap reported under ``api``, and the request goes once to another live broker,
+        which describes the cluster from then on; if that one fails too, the poll fails."""
+        manager = self._admin._manager
+        for attempt in (1, 2):
+            broker = self._describing_broker
+            if broker is None or broker in self._silent:
+                broker = self._another_broker()
+            asked = request()
+
+            async def ask(node: int | None = broker, sent: Any = asked) -> Any:
+                return await manager.send(sent, node_id=node)
+
+            try:
+                answer = manager.run(ask)
+            except Exception as error:
+                self._describing_broker = None
+                if attempt == 2 or broker is None:
+                    raise
+                self._silent.add(broker)
+                self._gap(api, BrokerSilentError(broker, error))
+                continue
+            self._describing_broker = broker
+            return answer
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def _another_broker(self) -> int | None:
+        """A broker to describe the cluster from: the client's least loaded, unless it
+        was silent this poll, then the lowest id of the brokers the client knows that
+        was not (None: the client knows none, and sends to a bootstrap server)."""
+        manager = self._admin._manager
+        chosen = manager.least_loaded_node()
+        if isinstance(chosen, int) and chosen not in self._silent:
+            return chosen
+        known = sorted(
+            b.node_id for b in manager.cluster.brokers() if b.node_id not in self._silent
+        )
+        return known[0] if known else None
 
     # ------------------------------------------------------------------ optional parts
 
@@ -215,13 +323,9 @@ class KafkaAdminSource:
         resources = [ConfigResource(ConfigResourceType.TOPIC, topic) for topic in partitions]
         # kafka-python's describe_configs drops each resource's error code: its request and
         # response handling, so that a refused topic is told from one without the value
-        request = self._admin._describe_configs_request(resources)
-        manager = self._admin._manager
-
-        async def ask() -> Any:
-            return await manager.send(request)
-
-        response = manager.run(ask)
+        response = self._ask_describing_broker(
+            "describe_topic_configs", lambda: self._admin._describe_configs_request(resources)
+        )
         found = _config_entries([response], ConfigResourceType.TOPIC)
         values = _config_values(found, MIN_INSYNC_REPLICAS)
         missing = set(partitions) - set(values)
@@ -471,12 +575,12 @@ def _partitions(topics: Iterable[Mapping[str, Any]]) -> dict[str, dict[int, Part
 
 
 def quorum_snapshot(described: Mapping[str, Any]) -> QuorumSnapshot | None:
-    """The ``__cluster_metadata`` partition of a DescribeQuorum answer (kafka-python's
-    ``describe_metadata_quorum``), or None if it holds an error or no leader epoch."""
+    """The ``__cluster_metadata`` partition of a DescribeQuorum answer (the response's
+    ``to_dict``), or None if it holds an error or no leader epoch."""
     for topic in described.get("topics", []):
         for partition in topic.get("partitions", []):
             epoch = partition.get("leader_epoch")
-            if partition.get("error") is not None or not isinstance(epoch, int) or epoch < 0:
+            if partition.get("error_code") != 0 or not isinstance(epoch, int) or epoch < 0:
                 continue
             replicas = [
                 QuorumReplica(
