@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from itertools import cycle
 from typing import Any
 
+import kafka.errors as errors
 import pytest
 
 from streaming.config import IsrwatchConfig
@@ -42,6 +43,7 @@ class Manager:
     least_loaded: Iterator[int]
     cluster: Cache
     failing: set[int] = field(default_factory=set)
+    refusal: Exception | None = None  # what every broker answers instead, if set
     asked: list[int | None] = field(default_factory=list)
 
     def least_loaded_node(self) -> int:
@@ -51,6 +53,8 @@ class Manager:
         self.asked.append(node_id)
         if node_id in self.failing:
             raise TimeoutError(f"request to {node_id} timed out")
+        if self.refusal is not None:
+            raise self.refusal
         return f"{request} answered by {node_id}"
 
     def run(self, coroutine: Callable[[], Coroutine[Any, Any, str]]) -> str:
@@ -130,3 +134,28 @@ def test_the_poll_fails_when_the_second_broker_fails_too(
     assert manager.asked == [1, 2]
     assert [api for api, _ in gaps] == ["metadata"]  # the first; the second fails the poll
     assert source.describing_broker is None  # the next poll chooses again
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        # a ZooKeeper-mode broker asked DescribeQuorum (Kafka 3.9 in the lab)
+        errors.IncompatibleBrokerVersion("no DescribeQuorumRequest"),
+        errors.ClusterAuthorizationFailedError("DescribeQuorum"),
+    ],
+)
+def test_a_refusal_any_broker_would_give_is_no_reason_to_turn(
+    refusal: Exception, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gaps: Gaps = []
+    manager = Manager(cycle([1, 2]), Cache((1, 2, 3)))
+    source = source_over(manager, gaps, monkeypatch)
+    a_poll(source)
+    manager.refusal = refusal
+    with pytest.raises(type(refusal)):
+        source._ask_describing_broker("describe_quorum", lambda: "DescribeQuorum")
+    assert manager.asked == [1, 1]
+    assert source._silent == set()  # broker 1 answered: its ListOffsets are asked
+    assert gaps == []  # the caller reports the refusal, once
+    manager.refusal = None
+    assert a_poll(source) == "Metadata answered by 1"

@@ -257,7 +257,11 @@ class KafkaAdminSource:
         """``request()``'s answer from the describing broker. A broker that fails or does
         not answer within ``broker_timeout_ms`` is silent for the rest of the poll, its
         gap reported under ``api``, and the request goes once to another live broker,
-        which describes the cluster from then on; if that one fails too, the poll fails."""
+        which describes the cluster from then on; if that one fails too, the poll fails.
+        A refusal that any broker would give (an API or version it does not support, an
+        ACL) is raised at once: the broker answered."""
+        import kafka.errors as errors
+
         manager = self._admin._manager
         for attempt in (1, 2):
             broker = self._describing_broker
@@ -270,6 +274,8 @@ class KafkaAdminSource:
 
             try:
                 answer = manager.run(ask)
+            except (errors.UnsupportedVersionError, errors.AuthorizationError):
+                raise
             except Exception as error:
                 self._describing_broker = None
                 if attempt == 2 or broker is None:
