@@ -2,15 +2,16 @@
 
 Requests, in order: DescribeCluster (controller id, live brokers) and Metadata for all
 topics (leader, leader epoch, replicas, ISR) must answer, or the poll fails. Both go to
-one broker, the same poll after poll (``describing_broker``): each broker answers them
-from its own metadata cache, which moves only forward, but two brokers' caches differ
-until the controller's update reaches both, and Metadata carries no partition epoch by
-which to tell the newer answer. Asked of any broker (kafka-python's least loaded, chosen
-at random among the idle), Kafka 3.9's ISR of ``clicks-0`` went back and forth six times
-in 18 s of the lab's inter-broker-cut, between a broker the controller's UpdateMetadata
-had reached and one it had not, and the collector published every turn as an ISR
-change. The collector turns to another broker only when its broker fails to answer
-(once per poll, within ``broker_timeout_ms``) or leaves the live set.
+one broker, the same poll after poll (``describing_broker``), as do the other requests
+about the whole cluster (DescribeQuorum, the topics' DescribeConfigs). Each broker
+answers them from its own metadata cache, which moves only forward, but two brokers'
+caches differ until the controller's update reaches both, and Metadata carries no
+partition epoch by which to tell the newer answer. Asked of any broker (kafka-python's
+least loaded, chosen at random among the idle), Kafka 3.9's ISR of ``clicks-0`` went
+back and forth six times in 18 s of the lab's inter-broker-cut, between a broker the
+controller's UpdateMetadata had reached and one it had not, and the collector published
+every turn as an ISR change. The collector turns to another broker only when its broker
+fails to answer (once per poll, within ``broker_timeout_ms``) or leaves the live set.
 
 The others may be missing; the snapshot then lacks what they give, the gap is counted
 per API and logged once:
@@ -124,7 +125,8 @@ class KafkaAdminSource:
     @property
     def describing_broker(self) -> int | None:
         """The broker whose metadata cache the last poll described the cluster from
-        (DescribeCluster, Metadata), asked again at the next."""
+        (DescribeCluster, Metadata, DescribeQuorum, the topics' DescribeConfigs), asked
+        again at the next."""
         return self._describing_broker
 
     def close(self) -> None:
@@ -206,13 +208,7 @@ class KafkaAdminSource:
                 include_cluster_authorized_operations=False, include_fenced_brokers=False
             ),
         )
-        if answer.error_code != 0:
-            import kafka.errors as errors
-
-            raise errors.for_code(answer.error_code)(
-                f"DescribeCluster: {answer.error_message or answer.error_code}"
-            )
-        return dict(answer.to_dict())
+        return dict(_without_error("DescribeCluster", answer).to_dict())
 
     def _described_quorum(self) -> dict[str, Any]:
         """DescribeQuorum's answer for the metadata log (``__cluster_metadata``-0), from
@@ -232,25 +228,18 @@ class KafkaAdminSource:
                 ]
             ),
         )
-        if answer.error_code != 0:
-            import kafka.errors as errors
-
-            raise errors.for_code(answer.error_code)(
-                f"DescribeQuorum: {answer.error_message or answer.error_code}"
-            )
-        return dict(answer.to_dict())
+        return dict(_without_error("DescribeQuorum", answer).to_dict())
 
     def _described_partitions(self) -> PolledPartitions:
         """Every topic's partitions (Metadata), as columns, from the describing broker."""
         manager = self._admin._manager
         if not supported(manager, MetadataOfAllTopics):
             return PolledPartitions.of(_partitions(self._admin.describe_topics()))
-        answer: MetadataAnswer = self._ask_describing_broker("metadata", MetadataOfAllTopics)
-        if answer.error_code != 0:
-            # v13: the whole request failed (no topic listed), not "every topic deleted"
-            import kafka.errors as errors
-
-            raise errors.for_code(answer.error_code)(f"Metadata: error {answer.error_code}")
+        # v13: a top-level error fails the whole request (no topic listed), not "every
+        # topic deleted"
+        answer: MetadataAnswer = _without_error(
+            "Metadata", self._ask_describing_broker("metadata", MetadataOfAllTopics)
+        )
         return answer.partitions
 
     def _ask_describing_broker(self, api: str, request: Callable[[], Any]) -> Any:
@@ -484,6 +473,18 @@ class BrokerSilentError(Exception):
         super().__init__(f"broker {broker}: {cause}")
         self.broker = broker
         self.cause = cause
+
+
+def _without_error(api: str, answer: Any) -> Any:
+    """``answer``, unless its top-level error code says the request failed: then that
+    error, raised."""
+    code = answer.error_code
+    if code != 0:
+        import kafka.errors as errors
+
+        message = getattr(answer, "error_message", None)
+        raise errors.for_code(code)(f"{api}: {message or f'error {code}'}")
+    return answer
 
 
 def _list_offsets_request(tps: list[tuple[str, int]], replica_id: int) -> Any:
