@@ -32,9 +32,22 @@ news is more than T / 2 old (strictly), T the leader's ``replica.lag.time.max.ms
   the leader 20 s later).
 
 With one follower (replication factor 2) a silent leader and a silent follower look the
-same from the partition: it is not judged, and its follower's lag runs on as before. The
-rule is the partition's own, so every shard, and replay, which holds every partition,
-judge it the same.
+same from the partition. There, the news is of the leader's broker itself, where the
+monitor has it: in KRaft mode, when that broker last caught up with the metadata log, as
+the quorum's leader reports every broker (DescribeQuorum's ``LastCaughtUpTimestamp``,
+KIP-836, which ``collect admin`` publishes at each poll as ``MetadataLogProgress``). A
+running broker fetches the metadata log continuously (the controller appends a
+``NoOpRecord`` every ``metadata.max.idle.interval.ms``, 500 ms by default) and is caught
+up at every fetch; a hung one stops, and its report stays where it stopped. The same T / 2
+applies. Without such a report (ZooKeeper mode, or no DescribeQuorum) the partition is
+not judged, and its follower's lag runs on as before. Partitions with two followers or
+more keep their own news: their leader's broker fetching the metadata log says that it
+runs, not that it serves its followers (a leader cut off from them on the replication
+listener goes on fetching from the controllers).
+
+Both rules read what every shard holds alike (the partition's own rows, and the quorum
+report, which goes to every shard), so every shard, and replay, which holds every
+partition, judge a partition the same.
 
 While its leader is silent, a follower of the ISR is never SHRINK_ELIGIBLE or
 SHRINK_OVERDUE (``state.shrink_rule.classify``): nobody is going to run the check it is
@@ -44,10 +57,15 @@ back before its fence, removes it at once.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from state.arrays import BOOL, I64
 from state.caught_up import NEVER
+
+if TYPE_CHECKING:
+    from state.propagation_window import QuorumProgress
 
 MIN_FOLLOWERS_TO_JUDGE = 2
 """Followers on live brokers a partition needs for their common silence to be its
@@ -61,11 +79,37 @@ def partition_news_ms(last_fetch_time_ms: I64, heard_from: BOOL) -> I64:
     return news
 
 
+def broker_news_ms(leader: I64, quorum: QuorumProgress | None) -> I64:
+    """Per partition (row), the latest news of its leader's broker itself: when that broker
+    was last caught up with the metadata log, by the newest quorum report; ``NEVER`` where
+    no report names the broker (or there is none: ZooKeeper mode)."""
+    news: I64 = np.full(len(leader), NEVER, np.int64)
+    if quorum is None or not quorum.last_caught_up_ms:
+        return news
+    for broker, caught_up_ms in quorum.last_caught_up_ms.items():
+        news[leader == broker] = caught_up_ms
+    return news
+
+
+def judged_by_followers(live_followers: I64) -> BOOL:
+    """Where the partition's own news tells of its leader: at least
+    :data:`MIN_FOLLOWERS_TO_JUDGE` followers on live brokers."""
+    judged: BOOL = live_followers >= MIN_FOLLOWERS_TO_JUDGE
+    return judged
+
+
+def leader_news_ms(live_followers: I64, partition_news: I64, broker_news: I64) -> I64:
+    """Per partition, the news its leader is judged by: the partition's own where its
+    followers can tell, else its leader's broker's (``NEVER``: none)."""
+    news: I64 = np.where(judged_by_followers(live_followers), partition_news, broker_news)
+    return news
+
+
 def leader_silent(live_followers: I64, news_ms: I64, now_ms: int, lag_time_max_ms: I64) -> BOOL:
-    """Where the partition has at least :data:`MIN_FOLLOWERS_TO_JUDGE` followers on live
-    brokers and its latest news is more than T / 2 old at ``now_ms``: ``2 (now - news) >
-    T`` in integers (exact for an odd T)."""
-    silent: BOOL = (live_followers >= MIN_FOLLOWERS_TO_JUDGE) & (
-        2 * (now_ms - news_ms) > lag_time_max_ms
-    )
+    """Where the leader's news (``leader_news_ms``) is known and more than T / 2 old at
+    ``now_ms``: ``2 (now - news) > T`` in integers (exact for an odd T). The partition's
+    own news is judged with :data:`MIN_FOLLOWERS_TO_JUDGE` followers on live brokers or
+    more, whatever it is; the broker's only where a report named it."""
+    known = judged_by_followers(live_followers) | (news_ms != NEVER)
+    silent: BOOL = known & (2 * (now_ms - news_ms) > lag_time_max_ms)
     return silent

@@ -34,7 +34,7 @@ from state.lag_time import (
     lag_time_known,
     shrink_deadline_known,
 )
-from state.leader_news import leader_silent, partition_news_ms
+from state.leader_news import broker_news_ms, leader_news_ms, leader_silent, partition_news_ms
 from state.metadata_cache import (
     METADATA_STATE_NAMES,
     MetadataCaches,
@@ -98,7 +98,7 @@ class HealthFrame:
     at_min_isr: BOOL
     offline: BOOL
     offline_recovery: npt.NDArray[np.int8]  # an OfflineRecovery, NOT_OFFLINE with a leader
-    leader_silent: BOOL  # every follower silent for more than T / 2 (state.leader_news)
+    leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
     leader_heard_ms: I64  # the partition's latest news of its leader (NEVER: none)
     predicted_under_replicated: BOOL
     lag_time_max_ms: I64
@@ -331,8 +331,13 @@ def evaluate(
     leader_leo = table.leader_leo[rows]
     broker_live = cluster.live_mask(broker)
     live_follower = is_follower & broker_live
-    heard = partition_news_ms(table.last_fetch_time_ms[rows], live_follower)
-    silent = leader_live & leader_silent(live_follower.sum(axis=1), heard, now_ms, lag_time_max)
+    live_followers = live_follower.sum(axis=1)
+    heard = leader_news_ms(
+        live_followers,
+        partition_news_ms(table.last_fetch_time_ms[rows], live_follower),
+        broker_news_ms(leader, windows.quorum),
+    )
+    silent = leader_live & leader_silent(live_followers, heard, now_ms, lag_time_max)
     facts = FollowerFacts(
         in_isr=table.in_isr[rows],
         broker_live=broker_live,

@@ -12,7 +12,9 @@ import numpy as np
 import pytest
 
 from state import ReplicationModel
-from state.leader_news import leader_silent, partition_news_ms
+from state.events import MetadataLogProgress, ReplicaProgress
+from state.leader_news import broker_news_ms, leader_silent, partition_news_ms
+from state.propagation_window import QuorumProgress
 from tests.unit.builders import (
     apply,
     brokers,
@@ -131,23 +133,120 @@ def test_news_of_another_partition_does_not_count() -> None:
     assert health(m, 20_000, partition=1).leader_silent_since_ms is None
 
 
-def test_one_follower_is_not_judged() -> None:
-    """Replication factor 2: follower 2 alone stopped, or its leader did; the partition
-    cannot tell, and follower 2's lag runs on as the rule says (docs/domain.md)."""
+def pair_model(*reports: MetadataLogProgress) -> ReplicationModel:
+    """Replication factor 2: leader 1, follower 2 one record behind since 1 000 (caught up
+    at 0 by the election), then the quorum reports given."""
     m = model(replica_lag_time_max_ms=T)
     apply(
         m,
+        brokers(0, (1, 1), (2, 1), (3, 1)),
         leader_and_isr(0, isr=(1, 2), replicas=(1, 2)),
         fetch(LAST_NEWS, follower=2, offset=499, leader_leo=500),
+        *reports,
     )
+    return m
+
+
+def quorum_report(ts: int, **caught_up_ms: int) -> MetadataLogProgress:
+    """The quorum leader's report at ``ts``: broker ``bN`` last caught up with the metadata
+    log at ``caught_up_ms["bN"]``."""
+    return MetadataLogProgress(
+        ts=ts,
+        controller_id=3000,
+        controller_epoch=1,
+        high_watermark=900,
+        replicas=tuple(
+            ReplicaProgress(broker=int(name[1:]), log_end_offset=900, last_caught_up_ms=ms)
+            for name, ms in caught_up_ms.items()
+        ),
+        interval_ms=1_000,
+    )
+
+
+def test_one_follower_without_news_of_the_broker_is_not_judged() -> None:
+    """Replication factor 2 and no quorum report (ZooKeeper mode): follower 2 alone
+    stopped, or its leader did; the partition cannot tell, and follower 2's lag runs on
+    as the rule says (docs/domain.md)."""
+    record = health(pair_model(), T + 1)
+    assert record.leader_silent_since_ms is None
+    assert follower(record, 2).status == "SHRINK_ELIGIBLE"
+
+
+BROKER_NEWS = 3_000  # broker 1 last caught up with the metadata log (paused after it)
+
+
+@pytest.mark.parametrize(
+    ("now", "silent", "status"),
+    [
+        (BROKER_NEWS + T // 2, False, "LAGGING"),  # = T / 2 old; lag 8 000 > warn 5 000
+        (BROKER_NEWS + T // 2 + 1, True, "LAGGING"),
+        (T + 1, True, "LAGGING"),  # the rule would name it: nobody is to check
+        (3 * T // 2 + 1, True, "LAGGING"),
+    ],
+)
+def test_one_follower_is_judged_by_news_of_its_leaders_broker(
+    now: int, silent: bool, status: str
+) -> None:
+    """Broker 1 last caught up with the metadata log at 3 000, by every report since
+    (the reports go on: the quorum leader runs): it is silent from 2 (now - 3 000) > T."""
+    reports = range(1_000, now, 1_000)
+    m = pair_model(*(quorum_report(ts, b1=min(ts, BROKER_NEWS), b2=ts) for ts in reports))
+    record = health(m, now)
+    assert record.leader_silent_since_ms == (BROKER_NEWS if silent else None)
+    assert record.conditions()["leader_silent"] is silent
+    assert follower(record, 2).status == status
+
+
+def test_a_running_leaders_broker_leaves_the_rule_to_name_its_follower() -> None:
+    """Broker 1 catches up with the metadata log at every report: it runs, and follower 2,
+    behind since 1 000 (caught up at 0), is named as Kafka's rule says."""
+    m = pair_model(*(quorum_report(ts, b1=ts, b2=ts) for ts in range(1_000, 16_001, 1_000)))
+    assert follower(health(m, T + 1), 2).status == "SHRINK_ELIGIBLE"
+    record = health(m, 16_000)
+    assert record.leader_silent_since_ms is None
+    assert follower(record, 2).status == "SHRINK_OVERDUE"  # lag 16 000 > 1.5 T
+
+
+def test_a_report_that_does_not_name_the_leader_is_no_news() -> None:
+    m = pair_model(quorum_report(5_000, b2=5_000, b3=5_000))
     record = health(m, T + 1)
     assert record.leader_silent_since_ms is None
     assert follower(record, 2).status == "SHRINK_ELIGIBLE"
 
 
+def test_two_followers_keep_their_partitions_own_news() -> None:
+    """Leader 1's broker stopped catching up with the metadata log at 3 000 (a slow
+    controller, or its controller listener cut), while its followers' fetches are served:
+    the partition's own news says the leader runs. And the other way: the broker fresh,
+    the followers silent since 1 000, the partition says its leader is silent."""
+    served = stalled_leader_model()
+    apply(served, fetch(20_000, follower=3, offset=500, leader_leo=500))
+    apply(served, quorum_report(20_000, b1=BROKER_NEWS, b2=20_000, b3=20_000))
+    assert health(served, 20_000).leader_silent_since_ms is None
+    unserved = stalled_leader_model()
+    apply(unserved, quorum_report(20_000, b1=20_000, b2=20_000, b3=20_000))
+    assert health(unserved, 20_000).leader_silent_since_ms == LAST_NEWS
+
+
+@pytest.mark.parametrize(
+    ("leaders", "expected"),
+    [
+        ([1, 2, 3, 1], [500, 700, 0, 500]),  # broker 3: not in the report
+        ([], []),
+    ],
+)
+def test_broker_news_is_each_leaders_last_catch_up_in_the_report(
+    leaders: list[int], expected: list[int]
+) -> None:
+    quorum = QuorumProgress.of(quorum_report(1_000, b1=500, b2=700), 1_000)
+    news = broker_news_ms(np.asarray(leaders, dtype=np.int64), quorum)
+    assert news.tolist() == expected
+    assert broker_news_ms(np.asarray(leaders, dtype=np.int64), None).tolist() == [0] * len(leaders)
+
+
 def test_a_follower_on_a_dead_broker_is_not_counted() -> None:
     """Broker 3 is gone: partition 0 has one follower on a live broker, and is not
-    judged."""
+    judged by its own news (nor by its broker's: no quorum report)."""
     m = stalled_leader_model()
     apply(m, brokers(2_000, (1, 1), (2, 1)))
     record = health(m, T + 1)
