@@ -88,12 +88,31 @@ def test_a_paused_follower_stays_behind_and_catches_up_when_resumed(cluster: Lab
             # every other replica answered in the same poll
             others = [b for b in info.replicas if b not in (leader, follower)]
             assert all(("clicks", 0, b) in paused.log_end_offsets for b in others)
+            # the quorum's report, the news of each broker (docs/domain.md#silent-leader):
+            # the hung broker's last catch-up with the metadata log stays where it
+            # stopped, while every running broker catches up again by the next poll
+            time.sleep(1.5)
+            later = source.snapshot()
+            before, after = _caught_up(paused), _caught_up(later)
+            assert after[follower] == before[follower]
+            assert all(after[b] > before[b] for b in (1, 2, 3) if b != follower)
         finally:
             cluster.apply(BrokerFault.RESUME, follower)
         caught_up = _until(source, lambda s: _leo(s, follower) == _leo(s, leader) == 500)
         assert caught_up.high_watermarks[("clicks", 0)] == 500
+        _until(source, lambda s: _caught_up(s)[follower] > after[follower])
     finally:
         source.close()
+
+
+def _caught_up(snapshot: ClusterSnapshot) -> dict[int, int]:
+    """Each broker's last catch-up with the metadata log, by the poll's quorum report
+    (-1: none reported)."""
+    assert snapshot.quorum is not None
+    return {
+        r.broker: -1 if r.last_caught_up_ms is None else r.last_caught_up_ms
+        for r in snapshot.quorum.replicas
+    }
 
 
 def _leo(snapshot: ClusterSnapshot, broker: int) -> int | None:

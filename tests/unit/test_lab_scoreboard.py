@@ -245,7 +245,7 @@ def test_a_stop_called_safe_that_left_a_partition_under_min_isr_is_counted() -> 
         {"broker": 1, "safe": False},  # the check never said yes: no stop
     ]
     result = score(kafka, [], [], T, ["orders"])
-    judge_gated_stops(result, kafka, gates, ["orders"], 2)
+    judge_gated_stops(result, kafka, gates, {"orders": 2})
     assert result.gated_stops == 2
     assert result.unsafe_stops == [(3, [("orders", 0)])]
     assert result.row()["gated stops (under min ISR)"] == "2 (1)"

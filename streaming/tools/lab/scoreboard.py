@@ -27,7 +27,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -458,7 +458,9 @@ def score_workdir(workdir: Path) -> tuple[Score, MetadataTruth]:
     restarts = workdir / RESTARTS_FILE
     if restarts.exists():
         gates = [json.loads(line) for line in restarts.read_text(encoding="utf-8").splitlines()]
-        judge_gated_stops(result, truth, gates, [t.name for t in LAB_TOPICS], 2)
+        brokers = len(described["brokers"])
+        min_isr = {t.name: t.min_insync_replicas_on(brokers) for t in LAB_TOPICS}
+        judge_gated_stops(result, truth, gates, min_isr)
     return result, truth
 
 
@@ -466,22 +468,20 @@ def judge_gated_stops(
     result: Score,
     truth: MetadataTruth,
     gates: Sequence[dict[str, Any]],
-    topics: Iterable[str],
-    min_insync_replicas: int,
+    min_insync_replicas: Mapping[str, int],
 ) -> None:
     """Each stop the restart check called safe, against Kafka: the partitions whose ISR
-    the controlled shutdown left under ``min_insync_replicas`` (the lab's topics all have
-    the same), by the metadata log as of the broker's exit."""
+    the controlled shutdown left under their topic's ``min_insync_replicas`` (the topics
+    judged), by the metadata log as of the broker's exit."""
     for gate in gates:
         if not gate.get("safe") or "stopped_ms" not in gate:
             continue
         result.gated_stops += 1
         after = truth.until(int(gate["stopped_ms"])).final_state()
-        watched = set(topics)
         under = sorted(
             key
             for key, state in after.items()
-            if key[0] in watched and len(state.isr) < min_insync_replicas
+            if key[0] in min_insync_replicas and len(state.isr) < min_insync_replicas[key[0]]
         )
         if under:
             result.unsafe_stops.append((int(gate["broker"]), under))

@@ -9,10 +9,14 @@ stays in the ISR until the controller fences its broker (``ReplicaState.java`` 4
   (``NOT_ENOUGH_REPLICAS``), which the producer counts;
 * ``clicks``: written with ``acks=1``: under min ISR the writes are appended, but since
   Kafka 3.7 (KAFKA-15583) the high watermark does not move, so consumers do not see them;
-* ``idle``: never written: only fencing removes its followers.
+* ``idle``: never written: only fencing removes its followers;
+* ``pairs``: written with ``acks=1``, replication factor 2 and ``min.insync.replicas`` 1,
+  as many clusters keep their less precious topics: one follower per partition, whose
+  silence cannot tell a stopped follower from a hung leader by the partition alone
+  (docs/domain.md#silent-leader).
 
-Each has one partition per broker, replication factor min(3, brokers) and
-``min.insync.replicas`` min(2, brokers).
+Each has one partition per broker; the first three have replication factor min(3,
+brokers) and ``min.insync.replicas`` min(2, brokers).
 """
 
 from __future__ import annotations
@@ -38,9 +42,24 @@ __all__ = [
 class LabTopic:
     name: str
     acks: str | None  # None: not written
+    replication_factor: int = 3
+    min_insync_replicas: int = 2
+
+    def replicas_on(self, brokers: int) -> int:
+        """Its replication factor on a cluster of ``brokers``."""
+        return min(self.replication_factor, brokers)
+
+    def min_insync_replicas_on(self, brokers: int) -> int:
+        """Its ``min.insync.replicas`` on a cluster of ``brokers``."""
+        return min(self.min_insync_replicas, self.replicas_on(brokers))
 
 
-LAB_TOPICS = (LabTopic("orders", "all"), LabTopic("clicks", "1"), LabTopic("idle", None))
+LAB_TOPICS = (
+    LabTopic("orders", "all"),
+    LabTopic("clicks", "1"),
+    LabTopic("idle", None),
+    LabTopic("pairs", "1", replication_factor=2, min_insync_replicas=1),
+)
 RECORDS_PER_SECOND_PER_PARTITION = 20
 
 
@@ -49,14 +68,13 @@ def create_topics(bootstrap: str, brokers: int, timeout_s: float = 60.0) -> None
     from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    replicas = min(3, brokers)
     futures = admin.create_topics(
         [
             NewTopic(
                 topic.name,
                 num_partitions=brokers,
-                replication_factor=replicas,
-                config={"min.insync.replicas": str(min(2, replicas))},
+                replication_factor=topic.replicas_on(brokers),
+                config={"min.insync.replicas": str(topic.min_insync_replicas_on(brokers))},
             )
             for topic in LAB_TOPICS
         ],
