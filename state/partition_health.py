@@ -99,7 +99,7 @@ class HealthFrame:
     offline: BOOL
     offline_recovery: npt.NDArray[np.int8]  # an OfflineRecovery, NOT_OFFLINE with a leader
     leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
-    leader_heard_ms: I64  # the latest news of its leader, own or its broker.s (NEVER: none)
+    leader_heard_ms: I64  # the latest news of its leader, the partition's or its broker's
     predicted_under_replicated: BOOL
     lag_time_max_ms: I64
     min_insync_replicas: I64  # of the topic (TopicConfig, else the configured default)
