@@ -66,12 +66,21 @@ def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> d
             line for line in said if line.startswith(("Error", "error", "Stopping"))
         ] or said[-1:]
         return row
+    return row | scored(workdir) | {"wall s": round(time.monotonic() - started)}
+
+
+def scored(workdir: Path) -> dict[str, object]:
+    """The row of the lab run kept in ``workdir``, and what its JSON adds to the table."""
     score, _truth = score_workdir(workdir)
-    row |= score.row()
-    row["wall s"] = round(time.monotonic() - started)
+    row: dict[str, object] = score.row()
     row["final differs"] = [f"{t}-{p}: {why}" for (t, p), why in score.final_differs]
     row["changes back to the state shown"] = [
         f"{c.topic}-{c.partition} at {c.ts_ms}" for c in score.restored_changes
+    ]
+    # each follower named SHRINK_ELIGIBLE or worse, and what Kafka did about it
+    row["predictions"] = [
+        f"{p.topic}-{p.partition} follower {p.follower} at {p.named_ms}: {p.outcome}"
+        for p in score.predictions
     ]
     return row
 
@@ -123,7 +132,7 @@ def main() -> int:
             if options.rescore:
                 if not (workdir / "cluster.json").exists():
                     continue
-                row = {"setup": setup, "scenario": scenario} | score_workdir(workdir)[0].row()
+                row = {"setup": setup, "scenario": scenario} | scored(workdir)
             else:
                 row = run_one(setup, scenario, workdir, options.lag_time_max_ms)
             rows.append(row)

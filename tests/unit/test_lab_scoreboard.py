@@ -95,24 +95,37 @@ def test_a_leader_line_too_long_before_the_commit_is_another_shrinks() -> None:
     assert [s.by_leader for s in result.shrinks] == [False]
 
 
+def leader_line(at: int, out_of_sync: tuple[int, ...] = (3,)) -> LeaderShrinkLine:
+    return LeaderShrinkLine(at, 1, "orders", 0, out_of_sync, dict.fromkeys(out_of_sync, 88_000))
+
+
 @pytest.mark.parametrize(
-    ("kafka", "fences", "later", "outcome"),
+    ("kafka", "fences", "later", "lines", "outcome"),
     [
         # named at 99,000: Kafka removes it within T/2 + 5 s (by 109,000)
-        ([SHRUNK], [], [], "removed"),
-        ([change(109_001, (1, 2), removed=(3,))], [], [], "false"),
-        ([], [], [(101_000, "IN_SYNC")], "caught up"),
-        ([], [Fence(104_000, 3, True)], [], "fenced"),
-        ([], [Fence(104_000, 1, True)], [], "leader fenced"),
-        ([], [Fence(104_000, 1, False)], [], "false"),  # an unfence is no reason
-        ([], [], [(110_000, "IN_SYNC")], "false"),  # caught up, but too late
+        ([SHRUNK], [], [], [], "removed"),
+        ([change(109_001, (1, 2), removed=(3,))], [], [], [], "false"),
+        ([], [], [(101_000, "IN_SYNC")], [], "caught up"),
+        ([], [Fence(104_000, 3, True)], [], [], "fenced"),
+        ([], [Fence(104_000, 1, True)], [], [], "leader fenced"),
+        ([], [Fence(104_000, 1, False)], [], [], "false"),  # an unfence is no reason
+        ([], [], [(110_000, "IN_SYNC")], [], "false"),  # caught up, but too late
+        # the leader's check removed it, and no controller committed it in time (3.9,
+        # controller-failover: the controller was the killed broker)
+        ([], [], [], [leader_line(104_000)], "leader decided"),
+        ([], [], [], [leader_line(109_001)], "false"),  # too late
+        ([], [], [], [leader_line(104_000, out_of_sync=(2,))], "false"),  # another one
     ],
 )
 def test_what_kafka_did_after_a_follower_was_named(
-    kafka: list[IsrChange], fences: list[Fence], later: list[tuple[int, str]], outcome: str
+    kafka: list[IsrChange],
+    fences: list[Fence],
+    later: list[tuple[int, str]],
+    lines: list[LeaderShrinkLine],
+    outcome: str,
 ) -> None:
     records = [seen(99_000, "SHRINK_ELIGIBLE")] + [seen(at, s) for at, s in later]
-    result = score(MetadataTruth([CREATED, *kafka], fences), [], records, T, ["orders"])
+    result = score(MetadataTruth([CREATED, *kafka], fences), lines, records, T, ["orders"])
     assert [p.outcome for p in result.predictions] == [outcome]
     assert len(result.false_predictions) == (outcome == "false")
 

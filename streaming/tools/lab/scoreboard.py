@@ -150,7 +150,8 @@ class Prediction:
     partition: int
     follower: int
     named_ms: int
-    outcome: str  # "removed", "caught up", "fenced", "leader fenced", "false"
+    # "removed", "leader decided", "caught up", "fenced", "leader fenced", "false"
+    outcome: str
 
 
 @dataclass
@@ -283,7 +284,7 @@ def score(
                         result.unseen_changes.append(change)
             else:
                 result.latencies_ms.append(shown.seen_ms - change.ts_ms)
-    result.predictions = _predictions(by_partition, changes, truth, lag_time_max_ms)
+    result.predictions = _predictions(by_partition, changes, truth, lines, lag_time_max_ms)
     for key, last in truth.final_state().items():
         if key[0] not in topics:
             continue
@@ -350,6 +351,7 @@ def _predictions(
     by_partition: dict[tuple[str, int], list[SeenRecord]],
     changes: Sequence[IsrChange],
     truth: MetadataTruth,
+    lines: Sequence[LeaderShrinkLine],
     lag_time_max_ms: int,
 ) -> list[Prediction]:
     """Each run of records naming a follower SHRINK_ELIGIBLE, and what Kafka did."""
@@ -372,6 +374,7 @@ def _predictions(
                             _outcome(
                                 changes,
                                 truth,
+                                lines,
                                 history,
                                 topic,
                                 partition,
@@ -389,6 +392,7 @@ def _predictions(
 def _outcome(
     changes: Sequence[IsrChange],
     truth: MetadataTruth,
+    lines: Sequence[LeaderShrinkLine],
     history: Sequence[SeenRecord],
     topic: str,
     partition: int,
@@ -396,6 +400,14 @@ def _outcome(
     named_ms: int,
     window_end: int,
 ) -> str:
+    """What Kafka did about a follower named at ``named_ms``, by ``window_end``.
+
+    "leader decided": the leader's check removed it (its ``Shrinking ISR`` line) but no
+    commit followed in time. The leader acted as predicted; the controller that commits
+    the change was gone. Kafka 3.9 (ZooKeeper mode, the lab's controller-failover): the
+    leaders' AlterPartition went to the killed controller until ZooKeeper expired its
+    session and another broker took over, 20 s later, removing the dead broker from
+    every ISR itself."""
     for change in changes:
         if (
             change.topic == topic
@@ -404,6 +416,14 @@ def _outcome(
             and named_ms - MARGIN_MS <= change.ts_ms <= window_end
         ):
             return "removed"
+    if any(
+        line.topic == topic
+        and line.partition == partition
+        and follower in line.out_of_sync
+        and named_ms - MARGIN_MS <= line.ts_ms <= window_end
+        for line in lines
+    ):
+        return "leader decided"
     if any(
         f.broker == follower and f.fenced and named_ms - MARGIN_MS <= f.ts_ms <= window_end
         for f in truth.fences
