@@ -79,16 +79,30 @@ def partition_news_ms(last_fetch_time_ms: I64, heard_from: BOOL) -> I64:
     return news
 
 
-def broker_news_ms(leader: I64, quorum: QuorumProgress | None) -> I64:
-    """Per partition (row), the latest news of its leader's broker itself: when that broker
-    was last caught up with the metadata log, by the newest quorum report; ``NEVER`` where
-    no report names the broker (or there is none: ZooKeeper mode)."""
-    news: I64 = np.full(len(leader), NEVER, np.int64)
+def broker_news_ms(brokers: I64, quorum: QuorumProgress | None) -> I64:
+    """For each broker id of ``brokers`` (any shape: the partitions' leaders, their replica
+    slots), the latest news of that broker itself: when it was last caught up with the
+    metadata log, by the newest quorum report; ``NEVER`` where no report names it (or
+    there is none: ZooKeeper mode)."""
+    news: I64 = np.full(np.shape(brokers), NEVER, np.int64)
     if quorum is None or not quorum.last_caught_up_ms:
         return news
     for broker, caught_up_ms in quorum.last_caught_up_ms.items():
-        news[leader == broker] = caught_up_ms
+        news[brokers == broker] = caught_up_ms
     return news
+
+
+def broker_silent(news_ms: I64, now_ms: int, lag_time_max_ms: I64) -> BOOL:
+    """Where a broker's own news (``broker_news_ms``) is known and more than T / 2 old:
+    ``2 (now - news) > T``, as for a leader (module doc)."""
+    silent: BOOL = (news_ms != NEVER) & _older_than_half_t(news_ms, now_ms, lag_time_max_ms)
+    return silent
+
+
+def _older_than_half_t(news_ms: I64, now_ms: int, lag_time_max_ms: I64) -> BOOL:
+    """``2 (now - news) > T`` in integers (exact for an odd T)."""
+    older: BOOL = 2 * (now_ms - news_ms) > lag_time_max_ms
+    return older
 
 
 def judged_by_followers(live_followers: I64) -> BOOL:
@@ -111,5 +125,5 @@ def leader_silent(live_followers: I64, news_ms: I64, now_ms: int, lag_time_max_m
     own news is judged with :data:`MIN_FOLLOWERS_TO_JUDGE` followers on live brokers or
     more, whatever it is; the broker's only where a report named it."""
     known = judged_by_followers(live_followers) | (news_ms != NEVER)
-    silent: BOOL = known & (2 * (now_ms - news_ms) > lag_time_max_ms)
+    silent: BOOL = known & _older_than_half_t(news_ms, now_ms, lag_time_max_ms)
     return silent

@@ -34,7 +34,13 @@ from state.lag_time import (
     lag_time_known,
     shrink_deadline_known,
 )
-from state.leader_news import broker_news_ms, leader_news_ms, leader_silent, partition_news_ms
+from state.leader_news import (
+    broker_news_ms,
+    broker_silent,
+    leader_news_ms,
+    leader_silent,
+    partition_news_ms,
+)
 from state.metadata_cache import (
     METADATA_STATE_NAMES,
     MetadataCaches,
@@ -343,6 +349,9 @@ def evaluate(
         broker_live=broker_live,
         leader_live=np.broadcast_to(leader_live[:, None], broker.shape),
         leader_silent=np.broadcast_to(silent[:, None], broker.shape),
+        follower_silent=broker_silent(
+            broker_news_ms(broker, windows.quorum), now_ms, lag_time_max[:, None]
+        ),
         log_end_offset=table.log_end_offset[rows],
         leader_leo=np.broadcast_to(leader_leo[:, None], broker.shape),
         high_watermark=np.broadcast_to(table.high_watermark[rows][:, None], broker.shape),

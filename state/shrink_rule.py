@@ -15,6 +15,17 @@ the monitor saw it enter the ISR (NEVER = 0 when not seen: the first term alone)
 A silent leader (``state.leader_news``: every follower of the partition silent for more
 than T / 2) may not be running its check at all: its followers are not named
 SHRINK_ELIGIBLE or SHRINK_OVERDUE meanwhile, only LAGGING.
+
+A follower whose own broker is silent (its news, the quorum's report of its catch-up with
+the metadata log, more than T / 2 old: ``state.leader_news.broker_silent``) fetches
+nothing. Last seen at the leader's LEO, it is not known to be there now: its lag counts
+from its last catch-up. Whether Kafka's leader removes it depends on whether the leader
+has taken writes since, which only another follower's fetch would show (the leader's LEO
+moving past it): until then it is LAGGING at most. A partition that takes writes has it
+removed T after its last fetch; an idle one keeps it in the ISR until the controller
+fences its broker (the real-Kafka scoreboard, 4.1 paused-follower: the replication
+factor 2 topic's follower on the paused broker, last read at its leader's LEO, stayed
+IN_SYNC until Kafka removed it).
 """
 
 from __future__ import annotations
@@ -70,7 +81,8 @@ class FollowerFacts:
     in_isr: BOOL
     broker_live: BOOL
     leader_live: BOOL
-    leader_silent: BOOL  # every follower silent for more than T / 2 (state.leader_news)
+    leader_silent: BOOL  # no news of the leader for more than T / 2 (state.leader_news)
+    follower_silent: BOOL  # no news of its own broker for more than T / 2 (the same)
     log_end_offset: I64  # -1: unknown, never at the leader's LEO
     leader_leo: I64
     high_watermark: I64
@@ -80,13 +92,21 @@ class FollowerFacts:
     isr_since_ms: I64  # when it last entered the ISR as seen; NEVER (0) if not seen
 
 
+def last_seen_at_leader_leo(facts: FollowerFacts) -> BOOL:
+    """Followers last seen at the leader's LEO as last seen."""
+    at: BOOL = facts.log_end_offset == facts.leader_leo
+    return at
+
+
 def at_leader_leo(facts: FollowerFacts) -> BOOL:
     """Followers known to have everything the leader has: at its LEO as last seen, while
-    the leader is heard of. Under a silent leader (``state.leader_news``) the LEO last seen
-    is no news of now: a leader that comes back takes the writes queued while it hung
-    before its followers fetch again, and removes them at its first check (the real-Kafka
-    scoreboard, 4.1 paused-twice: followers last seen at its LEO, removed on its return)."""
-    known: BOOL = (facts.log_end_offset == facts.leader_leo) & ~facts.leader_silent
+    both the leader and the follower's broker are heard of. Under a silent leader
+    (``state.leader_news``) the LEO last seen is no news of now: a leader that comes back
+    takes the writes queued while it hung before its followers fetch again, and removes
+    them at its first check (the real-Kafka scoreboard, 4.1 paused-twice: followers last
+    seen at its LEO, removed on its return). A follower whose broker is silent fetches
+    nothing: where it was is no news of where it is (module doc)."""
+    known: BOOL = last_seen_at_leader_leo(facts) & ~facts.leader_silent & ~facts.follower_silent
     return known
 
 
@@ -110,7 +130,8 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
     In the ISR: IN_SYNC when at the leader's LEO or ``lag <= warn_ratio T``; LAGGING up to
     ``T``; SHRINK_ELIGIBLE beyond that until :func:`shrink_deadline_ms`, SHRINK_OVERDUE after
     it: ``lag > 1.5 T`` and more than ``T / 2`` since it entered the ISR; while the leader
-    is silent (``state.leader_news``), LAGGING instead of either. Out of the ISR: OFFLINE
+    is silent (``state.leader_news``), or the follower's broker is and it was last seen
+    at the leader's LEO, LAGGING instead of either. Out of the ISR: OFFLINE
     when its broker is not live, CATCHING_UP when the leader would add it back on its next
     fetch (offset at least the HW and the start offset of the leader epoch: Kafka's
     isFollowerInSync), OUT_OF_SYNC otherwise. Without a live leader no isr-expiration
@@ -123,7 +144,10 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
     # 45 000 is 31 499.999... in floating point).
     warn = Fraction(str(warn_ratio)).limit_denominator(10_000)
     judged = facts.in_isr & facts.leader_live
-    checked = judged & ~facts.leader_silent  # a silent leader may run no isr-expiration
+    # a silent leader may run no isr-expiration; a silent follower last seen at the
+    # leader's LEO is removed only if the leader has taken writes since, not known here
+    unknown_writes = facts.follower_silent & last_seen_at_leader_leo(facts)
+    checked = judged & ~facts.leader_silent & ~unknown_writes
     entry_run_passed = 2 * (now_ms - facts.isr_since_ms) > t
     caught_up_offset = np.maximum(facts.high_watermark, facts.epoch_start_offset)
     status = np.select(

@@ -339,3 +339,80 @@ def test_a_follower_last_seen_at_a_silent_leaders_leo_is_not_known_to_be_there()
     late = health(m, 30_000)
     assert follower(late, 3).status == "LAGGING"
     assert late.predicted_under_replicated is False
+
+
+FOLLOWER_NEWS = 1_000  # broker 2 last caught up with the metadata log (paused after it)
+
+
+def paused_follower_model(now: int, leader_moved: bool = False) -> ReplicationModel:
+    """Replication factor 2: leader 1, follower 2 read at the leader's LEO 500 at 1 000,
+    then its broker paused: the reports go on, broker 2's catch-up stays at 1 000, and no
+    poll reaches broker 2 again. With ``leader_moved``, broker 3 (a follower added to
+    the assignment, as a replication factor 3 partition has) tells the leader's LEO went
+    on to 600 at 2 000."""
+    m = model(replica_lag_time_max_ms=T)
+    replicas = (1, 2, 3) if leader_moved else (1, 2)
+    apply(
+        m,
+        brokers(0, (1, 1), (2, 1), (3, 1)),
+        leader_and_isr(0, isr=replicas, replicas=replicas),
+        fetch(FOLLOWER_NEWS, follower=2, offset=500, leader_leo=500),
+        *(
+            [
+                fetch(FOLLOWER_NEWS, follower=3, offset=500, leader_leo=500),
+                fetch(2_000, follower=3, offset=600, leader_leo=600),
+            ]
+            if leader_moved
+            else []
+        ),
+        *(
+            quorum_report(ts, b1=ts, b2=min(ts, FOLLOWER_NEWS), b3=ts)
+            for ts in range(1_000, now + 1, 1_000)
+        ),
+    )
+    if leader_moved:  # follower 3 keeps fetching: the leader is heard of
+        apply(m, fetch(now, follower=3, offset=600, leader_leo=600))
+    return m
+
+
+@pytest.mark.parametrize(
+    ("now", "status", "lag"),
+    [
+        (FOLLOWER_NEWS + T // 2, "IN_SYNC", 0),  # its broker heard of T / 2 ago: at the LEO
+        (FOLLOWER_NEWS + T // 2 + 1, "LAGGING", T // 2 + 1),  # silent: lag from 1 000
+        (FOLLOWER_NEWS + T + 1, "LAGGING", T + 1),  # not named: writes since not known
+        (FOLLOWER_NEWS + 3 * T, "LAGGING", 3 * T),
+    ],
+)
+def test_a_silent_followers_place_at_the_leaders_leo_is_no_news_of_now(
+    now: int, status: str, lag: int
+) -> None:
+    """docs/real-kafka.md, set w, 4.1 paused-follower: the follower of a replication
+    factor 2 partition on the paused broker, last read at its leader's LEO, stayed
+    IN_SYNC with lag 0 until Kafka removed it, as no row told of the leader's writes."""
+    record = health(paused_follower_model(now), now)
+    assert record.leader_silent_since_ms is None  # broker 1 is heard of
+    assert (follower(record, 2).status, follower(record, 2).lag_time_ms) == (status, lag)
+
+
+def test_a_silent_follower_behind_the_leaders_moved_leo_is_named() -> None:
+    """The leader's LEO went on past where follower 2 was last seen (another follower's
+    fetch said so): the leader has taken writes it lacks, and removes it T after its last
+    catch-up, as the rule says."""
+    record = health(paused_follower_model(FOLLOWER_NEWS + T + 1, leader_moved=True), 11_001)
+    assert follower(record, 2).status == "SHRINK_ELIGIBLE"
+
+
+def test_a_follower_whose_broker_is_heard_of_stays_in_sync_at_the_leo() -> None:
+    """Broker 2 catches up with the metadata log at every report, and follower 2 was last
+    read at the leader's LEO: an idle partition, whose follower Kafka keeps in the ISR."""
+    m = model(replica_lag_time_max_ms=T)
+    apply(
+        m,
+        brokers(0, (1, 1), (2, 1)),
+        leader_and_isr(0, isr=(1, 2), replicas=(1, 2)),
+        fetch(FOLLOWER_NEWS, follower=2, offset=500, leader_leo=500),
+        *(quorum_report(ts, b1=ts, b2=ts) for ts in range(1_000, 40_001, 1_000)),
+    )
+    record = health(m, 40_000)
+    assert (follower(record, 2).status, follower(record, 2).lag_time_ms) == ("IN_SYNC", 0)
