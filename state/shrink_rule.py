@@ -12,8 +12,8 @@ at most T / 2 after the entry, removes it. So the deadline of an ISR follower is
 ``max(last_caught_up_ms + 1.5 T, isr_since_ms + T / 2)``, where ``isr_since_ms`` is when
 the monitor saw it enter the ISR (NEVER = 0 when not seen: the first term alone).
 
-A silent leader (``state.leader_news``: every follower of the partition silent for more
-than T / 2) may not be running its check at all: its followers are not named
+A silent leader (``state.leader_news``: no news of it for more than T / 2, from its
+followers or its broker) may not be running its check at all: its followers are not named
 SHRINK_ELIGIBLE or SHRINK_OVERDUE meanwhile, only LAGGING.
 
 A follower whose own broker is silent (its news, the quorum's report of its catch-up with
@@ -93,7 +93,7 @@ class FollowerFacts:
 
 
 def last_seen_at_leader_leo(facts: FollowerFacts) -> BOOL:
-    """Followers last seen at the leader's LEO as last seen."""
+    """Followers whose log end, as last seen, is the leader's LEO as last seen."""
     at: BOOL = facts.log_end_offset == facts.leader_leo
     return at
 
