@@ -145,7 +145,9 @@ def classify(facts: FollowerFacts, now_ms: int, warn_ratio: float) -> npt.NDArra
     warn = Fraction(str(warn_ratio)).limit_denominator(10_000)
     judged = facts.in_isr & facts.leader_live
     # a silent leader may run no isr-expiration; a silent follower last seen at the
-    # leader's LEO is removed only if the leader has taken writes since, not known here
+    # leader's LEO is removed only if the leader has taken writes since, not known here.
+    # Seen past it (read after the leader in the same poll), it says the leader was
+    # taking writes then: the rule applies.
     unknown_writes = facts.follower_silent & last_seen_at_leader_leo(facts)
     checked = judged & ~facts.leader_silent & ~unknown_writes
     entry_run_passed = 2 * (now_ms - facts.isr_since_ms) > t
