@@ -159,3 +159,24 @@ def test_a_refusal_any_broker_would_give_is_no_reason_to_turn(
     assert gaps == []  # the caller reports the refusal, once
     manager.refusal = None
     assert a_poll(source) == "Metadata answered by 1"
+
+
+def test_a_forwarded_request_that_times_out_keeps_its_broker(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """DescribeQuorum is answered by the active controller, which the describing broker
+    forwards it to: its timeout (a controller being replaced) says nothing of the broker,
+    which stays, and is asked for the rest of the poll."""
+    gaps: Gaps = []
+    manager = Manager(cycle([1, 2]), Cache((1, 2, 3)))
+    source = source_over(manager, gaps, monkeypatch)
+    a_poll(source)
+    manager.failing = {1}
+    with pytest.raises(TimeoutError, match="request to 1"):
+        source._ask_describing_broker(
+            "describe_quorum", lambda: "DescribeQuorum", answered_by_it=False
+        )
+    assert manager.asked == [1, 1]  # not asked of another
+    assert source._silent == set()
+    assert source.describing_broker == 1
+    assert gaps == []  # the caller reports it, once
