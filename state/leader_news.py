@@ -61,7 +61,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from state.arrays import BOOL, I64
+from state.arrays import BOOL, I64, values_of
 from state.caught_up import NEVER
 
 if TYPE_CHECKING:
@@ -84,11 +84,8 @@ def broker_news_ms(brokers: I64, quorum: QuorumProgress | None) -> I64:
     slots), the latest news of that broker itself: when it was last caught up with the
     metadata log, by the newest quorum report; ``NEVER`` where no report names it (or
     there is none: ZooKeeper mode)."""
-    news: I64 = np.full(np.shape(brokers), NEVER, np.int64)
-    if quorum is None or not quorum.last_caught_up_ms:
-        return news
-    for broker, caught_up_ms in quorum.last_caught_up_ms.items():
-        news[brokers == broker] = caught_up_ms
+    caught_up = quorum.last_caught_up_ms if quorum is not None else {}
+    news: I64 = values_of(np.ravel(brokers), caught_up, NEVER).reshape(np.shape(brokers))
     return news
 
 
