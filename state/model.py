@@ -418,7 +418,9 @@ class ReplicationModel:
                 table.eligible_leaders[row] = NONE_ELIGIBLE
 
     def _metadata_log_progress(self, event: MetadataLogProgress, report: ApplyReport) -> None:
-        quorum = QuorumProgress.of(event, self.settings.propagation.kraft_propagation_max_ms)
+        quorum = QuorumProgress.of(
+            event, self.settings.propagation.kraft_propagation_max_ms
+        ).keeping_news_of(self.windows.quorum, self.cluster.is_live)
         self.windows.quorum = quorum
         if self.zookeeper_mode:
             return

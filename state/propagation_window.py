@@ -28,7 +28,8 @@ cache holds the change (``state.metadata_cache``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -122,7 +123,9 @@ def applied_by_ms(change_ms: int, report_ms: int, last_caught_up_ms: int | None)
 @dataclass
 class QuorumProgress:
     """The newest DescribeQuorum report: each replica's log end offset and when it was
-    taken; ``next_report_ms`` is when the one after is due."""
+    taken; ``next_report_ms`` is when the one after is due. ``last_caught_up_ms`` is each
+    live broker's latest catch-up with the metadata log by any report so far
+    (:meth:`keeping_news_of`)."""
 
     report_ms: int
     log_end_offsets: dict[int, int]
@@ -148,6 +151,31 @@ class QuorumProgress:
             fetch_timeout_ms=event.fetch_timeout_ms or DEFAULT_QUORUM_FETCH_TIMEOUT_MS,
             next_report_ms=event.ts + interval,
         )
+
+    def keeping_news_of(
+        self, earlier: QuorumProgress | None, is_live: Callable[[int], bool]
+    ) -> QuorumProgress:
+        """This report, with each live broker's last catch-up from ``earlier`` where this
+        one states none.
+
+        A quorum leader reports a catch-up time only for a replica that has caught up with
+        it: a new one (a controller failover) states none for a broker it has not heard
+        from, such as a node that died with the old controller (Kafka 4.1.1 reported -1
+        for it: docs/real-kafka.md, set x). That says nothing new of the broker; its latest
+        news is still the old leader's, which then ages as a paused broker's does
+        (docs/domain.md#silent-leader). A broker the cluster no longer counts live (fenced,
+        gone) keeps nothing, so the map holds at most the live brokers. Log end offsets
+        are this report's only: they judge propagation, which is of now."""
+        if earlier is None:
+            return self
+        kept = {
+            broker: caught_up
+            for broker, caught_up in earlier.last_caught_up_ms.items()
+            if broker not in self.last_caught_up_ms and is_live(broker)
+        }
+        if not kept:
+            return self
+        return replace(self, last_caught_up_ms={**kept, **self.last_caught_up_ms})
 
 
 def controller_blackout_window(change_ms: int) -> BlackoutWindow:

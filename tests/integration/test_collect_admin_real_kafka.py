@@ -92,12 +92,12 @@ def test_a_paused_follower_stays_behind_and_catches_up_when_resumed(cluster: Lab
             assert all(("clicks", 0, b) in paused.log_end_offsets for b in others)
             # the quorum's report, the news of each broker (docs/domain.md#silent-leader):
             # the hung broker's last catch-up with the metadata log stays where it
-            # stopped, while every running broker catches up again by the next poll
-            time.sleep(1.5)
-            later = source.snapshot()
-            before, after = _caught_up(paused), _caught_up(later)
+            # stopped, while every running broker catches up again
+            before = _caught_up(paused)
+            running = [b for b in (1, 2, 3) if b != follower]
+            later = _until(source, lambda s: all(_caught_up(s)[b] > before[b] for b in running))
+            after = _caught_up(later)
             assert after[follower] == before[follower]
-            assert all(after[b] > before[b] for b in (1, 2, 3) if b != follower)
         finally:
             cluster.apply(BrokerFault.RESUME, follower)
         _until(source, lambda s: _leo(s, follower) == _leo(s, leader) == _hw(s) == 500)

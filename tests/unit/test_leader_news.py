@@ -147,13 +147,15 @@ def pair_model(*reports: MetadataLogProgress) -> ReplicationModel:
     return m
 
 
-def quorum_report(ts: int, **caught_up_ms: int) -> MetadataLogProgress:
+def quorum_report(
+    ts: int, *, controller_id: int = 3000, controller_epoch: int = 1, **caught_up_ms: int
+) -> MetadataLogProgress:
     """The quorum leader's report at ``ts``: broker ``bN`` last caught up with the metadata
-    log at ``caught_up_ms["bN"]``."""
+    log at ``caught_up_ms["bN"]`` (-1: none, as Kafka states it)."""
     return MetadataLogProgress(
         ts=ts,
-        controller_id=3000,
-        controller_epoch=1,
+        controller_id=controller_id,
+        controller_epoch=controller_epoch,
         high_watermark=900,
         replicas=tuple(
             ReplicaProgress(broker=int(name[1:]), log_end_offset=900, last_caught_up_ms=ms)
@@ -416,3 +418,61 @@ def test_a_follower_whose_broker_is_heard_of_stays_in_sync_at_the_leo() -> None:
     )
     record = health(m, 40_000)
     assert (follower(record, 2).status, follower(record, 2).lag_time_ms) == ("IN_SYNC", 0)
+
+
+def test_a_new_quorum_leader_that_has_not_heard_from_a_broker_leaves_its_news_as_it_was() -> None:
+    """docs/real-kafka.md, set x, 4.1 controller-failover: the killed node was the active
+    controller and the follower of a replication factor 2 partition. The new quorum
+    leader reported -1 for it, and the follower, last read at its leader's LEO, stayed
+    IN_SYNC until Kafka removed it. Its news is still the old leader's (1 000)."""
+
+    def failed_over(now: int) -> ReplicationModel:
+        m = model(replica_lag_time_max_ms=T)
+        apply(
+            m,
+            brokers(0, (1, 1), (2, 1), (3, 1)),
+            leader_and_isr(0, isr=(1, 2), replicas=(1, 2)),
+            fetch(FOLLOWER_NEWS, follower=2, offset=500, leader_leo=500),
+            quorum_report(FOLLOWER_NEWS, b1=FOLLOWER_NEWS, b2=FOLLOWER_NEWS, b3=FOLLOWER_NEWS),
+            *(
+                quorum_report(ts, controller_id=3, controller_epoch=2, b1=ts, b2=-1, b3=ts)
+                for ts in range(3_000, now + 1, 1_000)
+            ),
+        )
+        return m
+
+    at_half_t = health(failed_over(FOLLOWER_NEWS + T // 2), FOLLOWER_NEWS + T // 2)
+    assert (follower(at_half_t, 2).status, follower(at_half_t, 2).lag_time_ms) == ("IN_SYNC", 0)
+    silent = health(failed_over(FOLLOWER_NEWS + T // 2 + 1), FOLLOWER_NEWS + T // 2 + 1)
+    assert (follower(silent, 2).status, follower(silent, 2).lag_time_ms) == (
+        "LAGGING",
+        T // 2 + 1,
+    )
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later", "live", "expected"),
+    [
+        (None, {1: 900}, {1, 2}, {1: 900}),
+        ({1: 500, 2: 600}, {1: 900, 2: 950}, {1, 2}, {1: 900, 2: 950}),  # stated: the newer
+        ({1: 500, 2: 600}, {1: 900}, {1, 2}, {1: 900, 2: 600}),  # not stated: kept
+        ({1: 500, 2: 600}, {1: 900, 2: -1}, {1, 2}, {1: 900, 2: 600}),  # -1: not stated
+        ({1: 500, 2: 600}, {1: 900}, {1}, {1: 900}),  # broker 2 no longer live: dropped
+        ({1: 500, 2: 600}, {}, set(), {}),
+    ],
+)
+def test_a_reports_news_of_each_broker_is_the_latest_any_report_stated(
+    earlier: dict[int, int] | None,
+    later: dict[int, int],
+    live: set[int],
+    expected: dict[int, int],
+) -> None:
+    def report(ts: int, caught_up: dict[int, int]) -> QuorumProgress:
+        named = {f"b{b}": ms for b, ms in caught_up.items()}
+        return QuorumProgress.of(quorum_report(ts, **named), 1_000)
+
+    before = None if earlier is None else report(1_000, earlier)
+    after = report(2_000, later).keeping_news_of(before, live.__contains__)
+    assert after.last_caught_up_ms == expected
+    assert after.report_ms == 2_000
+    assert after.log_end_offsets == dict.fromkeys(later, 900)  # this report's only
