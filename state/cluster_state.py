@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
 from state.arrays import BOOL, I64, values_of
-from state.events import BrokerChange
+from state.events import BrokerChange, BrokersAnswered
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,13 @@ class ClusterState:
     live_brokers: dict[int, int] | None = None  # id -> broker epoch; None: not yet known
     lag_time_max_ms: dict[int, int] = field(default_factory=dict)  # per broker
     min_insync_replicas: dict[str, int] = field(default_factory=dict)  # per topic
+    # per live broker: the time of the last admin poll it answered (BrokersAnswered)
+    answered_ms: dict[int, int] = field(default_factory=dict)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle (the group state of the releases that pickled it, read once): the
+        answered polls, which those releases did not keep, start unknown."""
+        self.__dict__.update({"answered_ms": {}, **state})
 
     def admits_controller_epoch(self, epoch: int | None) -> bool:
         """A broker ignores requests of a controller older than the newest it has seen."""
@@ -53,7 +61,17 @@ class ClusterState:
             bounced=frozenset(b for b in now.keys() & before.keys() if now[b] > before[b]),
         )
         self.live_brokers = now
+        for broker in change.dead:
+            self.answered_ms.pop(broker, None)
         return change
+
+    def observe_answers(self, event: BrokersAnswered) -> None:
+        """Each listed broker the cluster counts live answered the poll taken at
+        ``event.ts``; an older poll's event does not take a newer answer back. A broker
+        that dies is dropped (``apply_broker_change``), so the map holds live brokers."""
+        for broker in event.brokers:
+            if self.is_live(broker):
+                self.answered_ms[broker] = max(event.ts, self.answered_ms.get(broker, event.ts))
 
     def is_live(self, broker: int) -> bool:
         return self.live_brokers is None or broker in self.live_brokers

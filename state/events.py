@@ -194,6 +194,15 @@ class MetadataLogProgress(ControllerEvent):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BrokersAnswered(ControllerEvent):
+    """The live brokers that answered every request a poll of the admin API sent them,
+    the poll taken at ``ts``: news that each one runs, where no DescribeQuorum report
+    tells of it (ZooKeeper mode). A broker that did not answer in time is not listed."""
+
+    brokers: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class FetchResponse:
     """One follower fetch of one partition served by a leader."""
 
@@ -225,6 +234,7 @@ CONTROLLER_EVENT_TYPES: Mapping[str, type[ControllerEvent]] = {
         ClearElr,
         BrokerConfig,
         MetadataLogProgress,
+        BrokersAnswered,
     )
 }
 """The ``type`` field of a controller event names its class."""

@@ -57,6 +57,7 @@ back before its fence, removes it at once.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -79,13 +80,18 @@ def partition_news_ms(last_fetch_time_ms: I64, heard_from: BOOL) -> I64:
     return news
 
 
-def broker_news_ms(brokers: I64, quorum: QuorumProgress | None) -> I64:
+def broker_news_ms(
+    brokers: I64, quorum: QuorumProgress | None, answered_ms: Mapping[int, int]
+) -> I64:
     """For each broker id of ``brokers`` (any shape: the partitions' leaders, their replica
-    slots), the latest news of that broker itself: when it was last caught up with the
-    metadata log, by the newest quorum report; ``NEVER`` where no report names it (or
-    there is none: ZooKeeper mode)."""
-    caught_up = quorum.last_caught_up_ms if quorum is not None else {}
-    news: I64 = values_of(np.ravel(brokers), caught_up, NEVER).reshape(np.shape(brokers))
+    slots), the latest news of that broker itself: when it last caught up with the
+    metadata log, by the quorum's reports (Kafka's own view, KRaft); where no report
+    names it (ZooKeeper mode), the last admin poll it answered (``answered_ms``);
+    ``NEVER`` where neither tells."""
+    flat = np.ravel(brokers)
+    caught_up = values_of(flat, quorum.last_caught_up_ms if quorum is not None else {}, NEVER)
+    answered = values_of(flat, answered_ms, NEVER)
+    news: I64 = np.where(caught_up != NEVER, caught_up, answered).reshape(np.shape(brokers))
     return news
 
 

@@ -31,6 +31,7 @@ from state.events import (
     NO_LEADER,
     BrokerChange,
     BrokerConfig,
+    BrokersAnswered,
     ClearElr,
     ControllerChange,
     ControllerEvent,
@@ -262,6 +263,8 @@ class ReplicationModel:
                 self.cluster.lag_time_max_ms[event.broker] = event.replica_lag_time_max_ms
             case MetadataLogProgress():
                 self._metadata_log_progress(event, partition_report)
+            case BrokersAnswered():
+                self.cluster.observe_answers(event)
         if reason is not None:
             report.reject(source_id, reason)
             return

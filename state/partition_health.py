@@ -341,7 +341,7 @@ def evaluate(
     heard = leader_news_ms(
         live_followers,
         partition_news_ms(table.last_fetch_time_ms[rows], live_follower),
-        broker_news_ms(leader, windows.quorum),
+        broker_news_ms(leader, windows.quorum, cluster.answered_ms),
     )
     silent = leader_live & leader_silent(live_followers, heard, now_ms, lag_time_max)
     facts = FollowerFacts(
@@ -350,7 +350,9 @@ def evaluate(
         leader_live=np.broadcast_to(leader_live[:, None], broker.shape),
         leader_silent=np.broadcast_to(silent[:, None], broker.shape),
         follower_silent=broker_silent(
-            broker_news_ms(broker, windows.quorum), now_ms, lag_time_max[:, None]
+            broker_news_ms(broker, windows.quorum, cluster.answered_ms),
+            now_ms,
+            lag_time_max[:, None],
         ),
         log_end_offset=table.log_end_offset[rows],
         leader_leo=np.broadcast_to(leader_leo[:, None], broker.shape),

@@ -69,6 +69,7 @@ def test_a_paused_follower_stays_behind_and_catches_up_when_resumed(cluster: Lab
             3: LAG_TIME_MAX_MS,
         }
         assert first.min_insync_replicas["clicks"] == 2
+        assert first.answered == (1, 2, 3)
 
         produce(cluster.bootstrap_servers, 0, 200)
         # the leader's high watermark moves at the follower's fetch after the one that
@@ -90,6 +91,9 @@ def test_a_paused_follower_stays_behind_and_catches_up_when_resumed(cluster: Lab
             # every other replica answered in the same poll
             others = [b for b in info.replicas if b not in (leader, follower)]
             assert all(("clicks", 0, b) in paused.log_end_offsets for b in others)
+            # the brokers that answered: every one but the hung broker (BrokersAnswered,
+            # ZooKeeper mode's news of a broker)
+            assert paused.answered == tuple(b for b in (1, 2, 3) if b != follower)
             # the quorum's report, the news of each broker (docs/domain.md#silent-leader):
             # the hung broker's last catch-up with the metadata log stays where it
             # stopped, while every running broker catches up again

@@ -7,7 +7,13 @@ from typing import Any
 
 from state import parse_json_line
 from state.events import DeadLetter, Source
-from streaming.feeds.collectors.admin_poller import AdminPoller, ClusterSnapshot, PartitionInfo
+from streaming.feeds.collectors.admin_poller import (
+    AdminPoller,
+    ClusterSnapshot,
+    PartitionInfo,
+    QuorumReplica,
+    QuorumSnapshot,
+)
 from streaming.feeds.wire import InputRecord
 
 
@@ -263,6 +269,21 @@ def test_broker_changes_can_be_left_to_the_log_collector() -> None:
         {"id": 1, "epoch": 0},
         {"id": 2, "epoch": 1},
     ]
+
+
+def test_without_a_quorum_report_every_poll_names_the_brokers_that_answered() -> None:
+    """ZooKeeper mode's news of each broker (docs/domain.md#silent-leader): at every
+    poll, answered or not; a KRaft poll's quorum report tells of the brokers instead, and
+    a snapshot that does not know who answered (a state file's) names nobody."""
+    poller = AdminPoller(fetch_responses=False, broker_changes=False)
+    for ts, answered in ((1, (1, 2, 3)), (2, (1, 3)), (3, (1, 3)), (4, ())):
+        events = poller.diff(snap(ts, {}, answered=answered))
+        value = {"type": "BrokersAnswered", "ts": ts, "controller_id": 1, "brokers": [*answered]}
+        assert checked(events) == [("controller-events", "1", value)]
+    quorum = QuorumSnapshot(3000, 7, 10, (QuorumReplica(1, 10, 5, 5),))
+    kraft = poller.diff(snap(5, {}, answered=(1, 2, 3), quorum=quorum, controller_epoch=7))
+    assert "BrokersAnswered" not in types(kraft)
+    assert "BrokersAnswered" not in types(poller.diff(snap(6, {})))
 
 
 def test_controller_change_only_with_a_known_epoch() -> None:

@@ -29,6 +29,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    BrokersAnswered,
     ClearElr,
     ControllerChange,
     DeadLetter,
@@ -278,6 +279,11 @@ VALID: list[tuple[Source, dict[str, Any], Event]] = [
         ),
     ),
     (
+        C,
+        {"type": "BrokersAnswered", "ts": 1009, "controller_id": 3, "brokers": [1, 3]},
+        BrokersAnswered(ts=1009, controller_id=3, brokers=(1, 3)),
+    ),
+    (
         F,
         {
             "ts": 1009,
@@ -520,6 +526,8 @@ BAD_RECORDS: list[tuple[Source, object, DeadLetterReason, str]] = [
     (C, _with("BrokerConfig", replica_lag_time_max_ms=0), R.INVALID_VALUE, "replica_lag"),
     (C, _with("BrokerConfig", broker=-1), R.INVALID_VALUE, "broker must be >= 0"),
     (C, _with("BrokerChange", live=[{"id": -1, "epoch": 0}]), R.INVALID_VALUE, "live[0].id"),
+    (C, _with("BrokersAnswered", brokers=[1, -1]), R.INVALID_VALUE, "brokers[1]"),
+    (C, _with("BrokersAnswered", brokers=1), R.WRONG_TYPE, "brokers"),
     (C, _with("TopicChange", created={"t": {"x": [1]}}), R.INVALID_VALUE, "created.t"),
     (C, _with("TopicChange", created={"t": {"-1": [1]}}), R.INVALID_VALUE, "created.t"),
     (C, _with("TopicChange", created={"t": {"9" * 19: [1]}}), R.INVALID_VALUE, "created.t"),
@@ -737,6 +745,7 @@ VALID_RECORDS: st.SearchStrategy[tuple[Source, dict[str, Any]]] = st.one_of(
     _controller("TopicConfig", {"topic": TOPIC, "min_insync_replicas": st.integers(1, 10)}),
     _controller("ClearElr", {}, topic=TOPIC),
     _controller("BrokerConfig", {"broker": ID, "replica_lag_time_max_ms": st.integers(1, 10**9)}),
+    _controller("BrokersAnswered", {"brokers": st.lists(ID, max_size=4)}),
     st.tuples(st.just(F), FETCH),
 )
 SOURCES = st.sampled_from(Source)

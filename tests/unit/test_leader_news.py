@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from state import ReplicationModel
-from state.events import MetadataLogProgress, ReplicaProgress
+from state.events import BrokersAnswered, MetadataLogProgress, ReplicaProgress
 from state.leader_news import broker_news_ms, leader_silent, partition_news_ms
 from state.propagation_window import QuorumProgress
 from tests.unit.builders import (
@@ -133,9 +133,9 @@ def test_news_of_another_partition_does_not_count() -> None:
     assert health(m, 20_000, partition=1).leader_silent_since_ms is None
 
 
-def pair_model(*reports: MetadataLogProgress) -> ReplicationModel:
+def pair_model(*reports: MetadataLogProgress | BrokersAnswered) -> ReplicationModel:
     """Replication factor 2: leader 1, follower 2 one record behind since 1 000 (caught up
-    at 0 by the election), then the quorum reports given."""
+    at 0 by the election), then the news of brokers given (quorum reports, answered polls)."""
     m = model(replica_lag_time_max_ms=T)
     apply(
         m,
@@ -241,9 +241,10 @@ def test_broker_news_is_each_leaders_last_catch_up_in_the_report(
     leaders: list[int], expected: list[int]
 ) -> None:
     quorum = QuorumProgress.of(quorum_report(1_000, b1=500, b2=700), 1_000)
-    news = broker_news_ms(np.asarray(leaders, dtype=np.int64), quorum)
+    news = broker_news_ms(np.asarray(leaders, dtype=np.int64), quorum, {})
     assert news.tolist() == expected
-    assert broker_news_ms(np.asarray(leaders, dtype=np.int64), None).tolist() == [0] * len(leaders)
+    none = broker_news_ms(np.asarray(leaders, dtype=np.int64), None, {})
+    assert none.tolist() == [0] * len(leaders)
 
 
 def test_a_follower_on_a_dead_broker_is_not_counted() -> None:
@@ -476,3 +477,91 @@ def test_a_reports_news_of_each_broker_is_the_latest_any_report_stated(
     assert after.last_caught_up_ms == expected
     assert after.report_ms == 2_000
     assert after.log_end_offsets == dict.fromkeys(later, 900)  # this report's only
+
+
+@pytest.mark.parametrize(
+    ("caught_up", "answered", "expected"),
+    [
+        ({}, {}, [0, 0, 0]),  # no news of any
+        ({}, {1: 900, 2: 950}, [900, 950, 0]),  # ZooKeeper mode: the polls answered
+        ({1: 500}, {1: 900, 2: 950}, [500, 950, 0]),  # Kafka's own report first
+        ({1: 500, 3: 400}, {}, [500, 0, 400]),
+    ],
+)
+def test_a_brokers_news_is_the_quorums_report_else_the_last_poll_it_answered(
+    caught_up: dict[int, int], answered: dict[int, int], expected: list[int]
+) -> None:
+    quorum = (
+        QuorumProgress.of(quorum_report(1_000, **{f"b{b}": ms for b, ms in caught_up.items()}), 1)
+        if caught_up
+        else None
+    )
+    brokers = np.asarray([[1, 2], [3, 1]], dtype=np.int64)  # any shape
+    news = broker_news_ms(brokers, quorum, answered)
+    assert news.shape == (2, 2)
+    assert news.ravel().tolist() == [expected[0], expected[1], expected[2], expected[0]]
+
+
+def answered(ts: int, *brokers: int) -> BrokersAnswered:
+    return BrokersAnswered(ts=ts, brokers=brokers)
+
+
+@pytest.mark.parametrize(
+    ("now", "silent", "status"),
+    [
+        (BROKER_NEWS + T // 2, False, "LAGGING"),  # = T / 2 old; lag 8 000 > warn 5 000
+        (BROKER_NEWS + T // 2 + 1, True, "LAGGING"),
+        (T + 1, True, "LAGGING"),  # the rule would name it: nobody is to check
+    ],
+)
+def test_zookeeper_mode_one_follower_is_judged_by_the_polls_its_leader_answered(
+    now: int, silent: bool, status: str
+) -> None:
+    """No quorum report (ZooKeeper mode): broker 1 answered the admin polls up to 3 000
+    and none since (paused), broker 2 every one. docs/real-kafka.md, set w: 3.9's
+    replication factor 2 partitions were not judged."""
+    polls = range(1_000, now, 1_000)
+    m = pair_model(*(answered(ts, *((1, 2) if ts <= BROKER_NEWS else (2,))) for ts in polls))
+    record = health(m, now)
+    assert record.leader_silent_since_ms == (BROKER_NEWS if silent else None)
+    assert follower(record, 2).status == status
+
+
+@pytest.mark.parametrize(
+    ("now", "status", "lag"),
+    [
+        (FOLLOWER_NEWS + T // 2, "IN_SYNC", 0),
+        (FOLLOWER_NEWS + T // 2 + 1, "LAGGING", T // 2 + 1),  # silent: lag from 1 000
+        (FOLLOWER_NEWS + T + 1, "LAGGING", T + 1),  # not named: writes since not known
+    ],
+)
+def test_zookeeper_mode_a_follower_whose_broker_stopped_answering_is_no_longer_at_the_leo(
+    now: int, status: str, lag: int
+) -> None:
+    """docs/real-kafka.md, set w, 3.9 paused-follower: the follower of a replication
+    factor 2 partition on the paused broker, last read at its leader's LEO, stayed
+    IN_SYNC with lag 0 until Kafka removed it. Broker 2 answered the polls up to 1 000."""
+    m = model(replica_lag_time_max_ms=T)
+    apply(
+        m,
+        brokers(0, (1, 1), (2, 1)),
+        leader_and_isr(0, isr=(1, 2), replicas=(1, 2)),
+        fetch(FOLLOWER_NEWS, follower=2, offset=500, leader_leo=500),
+        *(
+            answered(ts, *((1, 2) if ts <= FOLLOWER_NEWS else (1,)))
+            for ts in range(1_000, now + 1, 1_000)
+        ),
+    )
+    record = health(m, now)
+    assert record.leader_silent_since_ms is None  # broker 1 answers
+    assert (follower(record, 2).status, follower(record, 2).lag_time_ms) == (status, lag)
+
+
+def test_answered_polls_are_kept_for_live_brokers_only_and_never_go_back() -> None:
+    m = model(replica_lag_time_max_ms=T)
+    apply(m, brokers(0, (1, 1), (2, 1)), answered(2_000, 1, 2, 7))  # 7: not live
+    assert m.cluster.answered_ms == {1: 2_000, 2: 2_000}
+    apply(m, answered(1_500, 1), answered(3_000, 2))  # an older poll's event, then a newer
+    assert m.cluster.answered_ms == {1: 2_000, 2: 3_000}
+    apply(m, brokers(4_000, (1, 1)))  # broker 2 dies
+    assert m.cluster.answered_ms == {1: 2_000}

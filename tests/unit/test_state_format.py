@@ -23,6 +23,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    BrokersAnswered,
     ControllerChange,
     Event,
     LeaderAndIsr,
@@ -125,6 +126,7 @@ def rich_events() -> list[Event]:
                 ReplicaProgress(broker=2, log_end_offset=38),
             ),
         ),
+        BrokersAnswered(ts=2_800, brokers=(1, 2, 4)),  # ZooKeeper mode's news of brokers
     ]
 
 
@@ -343,32 +345,34 @@ def test_a_pickle_is_migrated_to_the_current_version() -> None:
 
 
 def test_migrations_run_in_turn_up_to_the_current_version(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A format 3 that adds a column: the pickle goes to 2 (its objects, written in this
-    release's format), then 2 to 3."""
+    """A next format that adds a column: the pickle goes to this one (its objects,
+    written in this release's format), then this one to the next."""
+    this, following = FORMAT_VERSION, FORMAT_VERSION + 1
     ran: list[int] = []
 
-    def two_to_three(data: bytes) -> bytes:
+    def to_the_next(data: bytes) -> bytes:
         ran.append(stored_version(data))
         batch = read_batch(data)
         schema = batch.schema.append(pa.field("added", pa.int64())).with_metadata(
-            {VERSION_KEY: b"3"}
+            {VERSION_KEY: str(following).encode()}
         )
         added = pa.array([42], pa.int64())
         return write_batch(pa.RecordBatch.from_arrays([*batch.columns, added], schema=schema))
 
-    monkeypatch.setattr(state_format, "FORMAT_VERSION", 3)
-    monkeypatch.setitem(MIGRATIONS, 2, two_to_three)
+    monkeypatch.setattr(state_format, "FORMAT_VERSION", following)
+    monkeypatch.setitem(MIGRATIONS, this, to_the_next)
     migrated = upgrade(pickled_fixture())
-    assert ran == [2]
-    assert stored_version(migrated) == 3
+    assert ran == [this]
+    assert stored_version(migrated) == following
     assert read_batch(migrated).column("added").to_pylist() == [42]
     assert upgrade(migrated) == migrated  # the current version: left alone
 
 
 def test_a_migration_that_does_not_move_forward_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(state_format, "FORMAT_VERSION", 3)
-    monkeypatch.setitem(MIGRATIONS, 2, lambda data: data)
-    with pytest.raises(StateFormatError, match="migration from state format 2 wrote 2"):
+    this = FORMAT_VERSION
+    monkeypatch.setattr(state_format, "FORMAT_VERSION", this + 1)
+    monkeypatch.setitem(MIGRATIONS, this, lambda data: data)
+    with pytest.raises(StateFormatError, match=f"migration from state format {this} wrote {this}"):
         upgrade(pickled_fixture())
 
 

@@ -26,6 +26,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    BrokersAnswered,
     ClearElr,
     ControllerChange,
     ControllerEvent,
@@ -201,6 +202,7 @@ def controller_events() -> st.SearchStrategy[ControllerEvent]:
             fetch_timeout_ms=optional(ints(1, INT32_MAX)),
             interval_ms=optional(ints(1, INT64_MAX)),
         ),
+        with_common(BrokersAnswered, brokers=st.lists(broker_ids, max_size=4).map(tuple)),
     )
 
 
@@ -611,6 +613,12 @@ TABLE: list[tuple[str, Event, str, dict[str, Any]]] = [
                 {"broker": 2, "log_end_offset": -1},
             ],
         },
+    ),
+    (
+        "BrokersAnswered, keyed by its controller; none answered: an empty list",
+        BrokersAnswered(ts=T, controller_id=2, brokers=()),
+        "2",
+        {"type": "BrokersAnswered", "ts": T, "controller_id": 2, "brokers": []},
     ),
     (
         "FetchResponse: error NONE left out, the optional numbers written",

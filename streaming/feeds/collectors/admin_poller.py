@@ -24,6 +24,9 @@ What is observed and what is derived (docs/collectors.md#collect-admin):
 * ``MetadataLogProgress`` at every poll of a KRaft cluster (DescribeQuorum): each
   replica of ``__cluster_metadata`` with its log end offset and last caught-up time, as
   the quorum leader reports them; ``interval_ms`` says when the next report is due.
+* ``BrokersAnswered`` at every other poll (ZooKeeper mode, or DescribeQuorum missing):
+  the live brokers that answered every request the poll sent them, the model's news of
+  each broker where no quorum report gives it (docs/domain.md#silent-leader).
 * ``TopicChange`` for topics (and partitions) that appear or disappear; ``TopicConfig``
   and ``BrokerConfig`` when ``min.insync.replicas`` / ``replica.lag.time.max.ms`` are
   first seen or change (DescribeConfigs).
@@ -48,6 +51,7 @@ from state.events import (
     BrokerChange,
     BrokerConfig,
     BrokerRegistration,
+    BrokersAnswered,
     ControllerChange,
     ControllerEvent,
     IsrChange,
@@ -117,6 +121,9 @@ class ClusterSnapshot:
     high_watermarks: Mapping[tuple[str, int], int] = field(default_factory=dict)
     offsets_ts: int | None = None
     quorum: QuorumSnapshot | None = None  # KRaft (not compared between polls)
+    # the live brokers that answered every request the poll sent them, in id order (None:
+    # not known, as in a state file's snapshot); not compared between polls
+    answered: tuple[int, ...] | None = None
 
     @property
     def partition_count(self) -> int:
@@ -290,6 +297,8 @@ class AdminPoller:
                 event(BrokerConfig, broker=broker, replica_lag_time_max_ms=value)
         if snapshot.quorum is not None:
             event(MetadataLogProgress, **self._quorum_progress(snapshot.quorum))
+        elif snapshot.answered is not None:
+            event(BrokersAnswered, brokers=snapshot.answered)
         fetches = self._fetches(snapshot, table) if self._fetch_responses else FetchRows.empty()
         if not unchanged:
             self._partitions_json = None

@@ -40,6 +40,11 @@ and is not asked again until the next: its followers' progress is missing from o
 snapshot, while every other broker's is there. Asked one after the other, with the
 client's 30 s request timeout, one paused broker stalled the whole poll for 30 s per
 request (found by the lab's paused-follower scenario on Kafka 4.1.1).
+
+The snapshot names the live brokers that answered every request the poll sent them
+(``answered``): every live broker is asked at least its own DescribeConfigs. Published
+as ``BrokersAnswered`` where no DescribeQuorum report tells of the brokers (ZooKeeper
+mode), it is the model's news that a broker runs (docs/domain.md#silent-leader).
 """
 
 from __future__ import annotations
@@ -116,6 +121,7 @@ class KafkaAdminSource:
         self._offsets = offsets
         self._broker_timeout_ms = broker_timeout_ms
         self._silent: set[int] = set()  # brokers that did not answer in time this poll
+        self._answered: set[int] = set()  # brokers that answered a request this poll
         self._on_unavailable = on_unavailable or (lambda api, error: None)
         self._clock = clock
         self._unsupported: set[str] = set()
@@ -134,7 +140,7 @@ class KafkaAdminSource:
 
     def snapshot(self) -> ClusterSnapshot:
         ts = self._clock()
-        self._silent = set()
+        self._silent, self._answered = set(), set()
         cluster = self._described_cluster()
         controller = cluster.get("controller_id")
         brokers = tuple(sorted(int(b["broker_id"]) for b in cluster.get("brokers", [])))
@@ -165,6 +171,7 @@ class KafkaAdminSource:
             controller_id=int(controller) if controller is not None and controller >= 0 else None,
             brokers=brokers,
             partitions=partitions,
+            answered=tuple(b for b in brokers if b in self._answered - self._silent),
             **snapshot,
         )
 
@@ -284,6 +291,8 @@ class KafkaAdminSource:
                 self._gap(api, BrokerSilentError(broker, error))
                 continue
             self._describing_broker = broker
+            if broker is not None:
+                self._answered.add(broker)
             return answer
         raise AssertionError("unreachable: the second attempt returns or raises")
 
@@ -473,6 +482,7 @@ class KafkaAdminSource:
                 self._silent.add(broker)
                 self._gap(api, BrokerSilentError(broker, answer))
             else:
+                self._answered.add(requests[index][0])
                 results[index] = answer
         return results
 

@@ -177,6 +177,7 @@ def _cluster(batch: Any) -> ClusterState:
         live_brokers=live if kept["live_brokers_known"] else None,
         lag_time_max_ms=dict(zip(*_fields(batch, "lag_time_max_ms"), strict=True)),
         min_insync_replicas=dict(zip(*_fields(batch, "min_insync_replicas"), strict=True)),
+        answered_ms=dict(zip(*_fields(batch, "brokers_answered_ms"), strict=True)),
     )
 
 

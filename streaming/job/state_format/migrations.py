@@ -58,6 +58,21 @@ def migrate_pickled(data: bytes) -> bytes:
     return write_snapshot(read_pickled(data))
 
 
+_BROKER_MS = pa.list_(
+    pa.field(
+        "row",
+        pa.struct(
+            [
+                pa.field("broker", pa.int32(), nullable=False),
+                pa.field("ms", pa.int64(), nullable=False),
+            ]
+        ),
+        nullable=False,
+    )
+)
+"""A table of (broker, ms) rows, as the format writes one (``schema.state_schema``)."""
+
+
 def migrate_1_to_2(data: bytes) -> bytes:
     """1 -> 2: each partition row gains ``elr`` and ``last_known_elr`` (Kafka 4.0+'s
     Eligible Leader Replicas), null: no release before 2 read them, so none was stated;
@@ -82,27 +97,33 @@ def migrate_1_to_2(data: bytes) -> bytes:
     fields[index], columns[index] = fields[index].with_type(kind), partitions
     # the two schedule tables after epoch_floors, empty
     at = batch.schema.get_field_index("epoch_floors") + 1
-    broker_ms = pa.list_(
-        pa.field(
-            "row",
-            pa.struct(
-                [
-                    pa.field("broker", pa.int32(), nullable=False),
-                    pa.field("ms", pa.int64(), nullable=False),
-                ]
-            ),
-            nullable=False,
-        )
-    )
     for name in ("expiration_started_ms", "expiration_anchor_ms"):
-        fields.insert(at, pa.field(name, broker_ms, nullable=False))
-        columns.insert(at, pa.array([[]], type=broker_ms))
+        fields.insert(at, pa.field(name, _BROKER_MS, nullable=False))
+        columns.insert(at, pa.array([[]], type=_BROKER_MS))
     schema = pa.schema(fields, metadata={VERSION_KEY: b"2"})
     return write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
 
 
+def migrate_2_to_3(data: bytes) -> bytes:
+    """2 -> 3: the state gains the last admin poll each live broker answered
+    (``brokers_answered_ms``, after ``min_insync_replicas``), empty: no release before 3
+    read ``BrokersAnswered``. The next poll's event fills it."""
+    batch = read_batch(data)
+    fields = [batch.schema.field(i) for i in range(batch.num_columns)]
+    columns = [batch.column(i) for i in range(batch.num_columns)]
+    at = batch.schema.get_field_index("min_insync_replicas") + 1
+    fields.insert(at, pa.field("brokers_answered_ms", _BROKER_MS, nullable=False))
+    columns.insert(at, pa.array([[]], type=_BROKER_MS))
+    schema = pa.schema(fields, metadata={VERSION_KEY: b"3"})
+    return write_batch(pa.RecordBatch.from_arrays(columns, schema=schema))
+
+
 Migration = Callable[[bytes], bytes]
-MIGRATIONS: dict[int, Migration] = {PICKLED: migrate_pickled, 1: migrate_1_to_2}
+MIGRATIONS: dict[int, Migration] = {
+    PICKLED: migrate_pickled,
+    1: migrate_1_to_2,
+    2: migrate_2_to_3,
+}
 """Version -> the migration of a group state of that version to the next one. A new
 format version N adds ``MIGRATIONS[N - 1]`` (``read_batch``, change the columns,
 ``write_batch`` with the metadata of version N) and its schema to

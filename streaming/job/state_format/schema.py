@@ -14,7 +14,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from state.partition_table import PartitionTable
 from state.table_columns import Column, Field, Scope, columns_of
 
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 """The version this release writes. Change the schema only with a new version and a
 migration to it in :data:`MIGRATIONS` (docs/upgrades.md#changing-the-format)."""
 PICKLED = 0
@@ -171,6 +171,8 @@ def state_schema(owner: type = PartitionTable) -> Any:
             _field("live_brokers", _table(_field("broker", I32), _field("broker_epoch", I64))),
             _field("lag_time_max_ms", _table(*broker_ms)),
             _field("min_insync_replicas", _table(_field("topic", STR), _field("value", I32))),
+            # format 3: the last admin poll each live broker answered (BrokersAnswered)
+            _field("brokers_answered_ms", _table(*broker_ms)),
             _field(
                 "propagation_leaders",
                 _table(

@@ -166,6 +166,7 @@ def _columns(snapshot: ShardSnapshot) -> dict[str, Any]:
     out["min_insync_replicas"] = _rows(
         kind["min_insync_replicas"], _pairs(cluster.min_insync_replicas)
     )
+    out["brokers_answered_ms"] = _rows(kind["brokers_answered_ms"], _pairs(cluster.answered_ms))
     leaders = list(windows.leaders.items())
     out["propagation_leaders"] = _rows(
         kind["propagation_leaders"],
