@@ -9,33 +9,15 @@ ends from scratch and where ``replay`` ends.
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
-from state.settings import RuleSettings
-from streaming.job.shard_state import restore_snapshot
-from streaming.job.state_format import FORMAT_VERSION, read_batch, stored_version, upgrade
+from streaming.job.state_format import read_batch, stored_version
 from tests.unit.test_checkpoint_upgrade import (
-    Shards,
+    StoredShards,
     assert_the_rest_ends_as_from_scratch_and_replay,
-    capture,
 )
 from tests.unit.test_state_format import state_of
 
-FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "format-1-bbd9956"
-MANIFEST = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
-
-
-def stored(shard: int) -> bytes:
-    return (FIXTURE / f"shard-{shard}.arrow").read_bytes()
-
-
-def restored() -> Shards:
-    shards = Shards(
-        {s: stored(s) for s in range(MANIFEST["shards"])}, int(MANIFEST["stream_clock_ms"])
-    )
-    shards.skip(capture()[: MANIFEST["first_part"]])
-    return shards
+FIXTURE = StoredShards("format-1-bbd9956", "arrow")
+MANIFEST = FIXTURE.manifest
 
 
 def test_the_fixture_is_format_1_of_bbd9956() -> None:
@@ -48,8 +30,8 @@ def test_the_fixture_is_format_1_of_bbd9956() -> None:
         "stream_clock_ms": 1700000012602,
     }
     for shard in range(MANIFEST["shards"]):
-        assert stored_version(stored(shard)) == 1
-        names = read_batch(stored(shard)).schema.field("partitions").type.value_type
+        assert stored_version(FIXTURE.stored(shard)) == 1
+        names = read_batch(FIXTURE.stored(shard)).schema.field("partitions").type.value_type
         assert "elr" not in [field.name for field in names]
 
 
@@ -58,23 +40,16 @@ def test_migrated_partitions_have_no_stated_elr_and_keep_everything_else() -> No
     isr-expiration run: none is known. The rest of the state is what a run of this
     release from scratch over the same records holds (that capture states no ELR either;
     the run from scratch learned the runs of the leader of its one IsrChange)."""
-    rules = RuleSettings()
-    scratch = Shards()
-    scratch.batch(capture()[: MANIFEST["first_part"]])
     rows = 0
-    for shard in range(MANIFEST["shards"]):
-        migrated = upgrade(stored(shard))
-        assert stored_version(migrated) == FORMAT_VERSION
-        snapshot = restore_snapshot(migrated, rules)
+    for snapshot, fresh in FIXTURE.migrated_beside_scratch():
         table = snapshot.model.table
         rows += table.size
         assert table.eligible_leaders[: table.size] == [None] * table.size
         assert snapshot.model.schedules.anchor_ms == {}
-        fresh = restore_snapshot(scratch.states[shard], rules)
         fresh.model.schedules.anchor_ms.clear()
         assert state_of(snapshot) == state_of(fresh)
     assert rows == 12  # the capture's partitions (shard 0 owns none of them)
 
 
 def test_restored_then_the_rest_equals_this_release_from_scratch_and_replay() -> None:
-    assert_the_rest_ends_as_from_scratch_and_replay(restored())
+    assert_the_rest_ends_as_from_scratch_and_replay(FIXTURE.restored())

@@ -21,25 +21,14 @@ from streaming.job.state_format import FORMAT_VERSION, PICKLED, StateUnpickler, 
 from tests.unit.test_checkpoint import config
 from tests.unit.test_checkpoint_upgrade import (
     Shards,
+    StoredShards,
     assert_the_rest_ends_as_from_scratch_and_replay,
     capture,
 )
 from tests.unit.test_state_format import state_of
 
-FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "pickled-9711ad5"
-MANIFEST = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
-
-
-def pickled(shard: int) -> bytes:
-    return (FIXTURE / f"shard-{shard}.pickle").read_bytes()
-
-
-def restored() -> Shards:
-    shards = Shards(
-        {s: pickled(s) for s in range(MANIFEST["shards"])}, int(MANIFEST["stream_clock_ms"])
-    )
-    shards.skip(capture()[: MANIFEST["first_part"]])
-    return shards
+FIXTURE = StoredShards("pickled-9711ad5", "pickle")
+MANIFEST = FIXTURE.manifest
 
 
 class _Naming(StateUnpickler):
@@ -63,7 +52,7 @@ def test_the_fixture_is_the_pickle_of_9711ad5() -> None:
         "stream_clock_ms": 1700000012602,
     }
     for shard in range(MANIFEST["shards"]):
-        data = pickled(shard)
+        data = FIXTURE.stored(shard)
         assert stored_version(data) == PICKLED
         naming = _Naming(data)
         kept = naming.load()
@@ -74,7 +63,7 @@ def test_the_fixture_is_the_pickle_of_9711ad5() -> None:
 
 
 def test_restored_then_the_rest_equals_this_release_from_scratch_and_replay() -> None:
-    assert_the_rest_ends_as_from_scratch_and_replay(restored())
+    assert_the_rest_ends_as_from_scratch_and_replay(FIXTURE.restored())
 
 
 def test_applied_totals_are_those_of_a_run_from_scratch() -> None:
@@ -83,7 +72,7 @@ def test_applied_totals_are_those_of_a_run_from_scratch() -> None:
     events."""
     envelopes = capture()
     first = MANIFEST["first_part"]
-    upgraded = restored()
+    upgraded = FIXTURE.restored()
     upgraded.batch(envelopes[first:])
     applied, errors = upgraded.totals()
     assert applied["FetchResponse"] == 4644 - 11
@@ -99,11 +88,11 @@ def test_the_first_batch_writes_the_format_and_it_holds_what_the_pickle_held() -
     """Read the pickle once: after one (idle) batch the group state is this release's
     format, and it restores to the snapshot that batch left in memory."""
     rules = RuleSettings()
-    shards = restored()
+    shards = FIXTURE.restored()
     shards.batch(None)
     for shard, state in shards.states.items():
         assert stored_version(state) == FORMAT_VERSION
-        kept = restore_snapshot(pickled(shard), rules)
+        kept = restore_snapshot(FIXTURE.stored(shard), rules)
         process(kept, None, int(MANIFEST["stream_clock_ms"]), shards.settings)
         assert state_of(restore_snapshot(state, rules)) == state_of(kept)
 

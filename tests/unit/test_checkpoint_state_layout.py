@@ -10,9 +10,7 @@ and fed the rest, the shards must end where this release ends from scratch.
 from __future__ import annotations
 
 import io
-import json
 import pickle
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -21,14 +19,10 @@ from state.partition_table import COLUMNS, LIST_COLUMNS, PartitionTable
 from state.settings import RuleSettings
 from streaming.job.shard_state import restore_snapshot
 from streaming.job.state_format import MOVED_CLASSES
-from tests.unit.test_checkpoint_upgrade import Shards, annotated, capture, health
+from tests.unit.test_checkpoint_upgrade import Shards, StoredShards, annotated, capture, health
 
-FIXTURE = Path(__file__).resolve().parent / "data" / "checkpoints" / "routed-v2"
-MANIFEST = json.loads((FIXTURE / "manifest.json").read_text(encoding="utf-8"))
-
-
-def pickled(shard: int) -> bytes:
-    return (FIXTURE / f"shard-{shard}.pickle").read_bytes()
+FIXTURE = StoredShards("routed-v2", "pickle")
+MANIFEST = FIXTURE.manifest
 
 
 class _Recording(pickle.Unpickler):
@@ -45,19 +39,11 @@ class _Recording(pickle.Unpickler):
         return moved if moved is not None else super().find_class(module, name)
 
 
-def restored() -> Shards:
-    shards = Shards(
-        {s: pickled(s) for s in range(MANIFEST["shards"])}, int(MANIFEST["stream_clock_ms"])
-    )
-    shards.skip(capture()[: MANIFEST["first_part"]])
-    return shards
-
-
 def test_the_fixture_pickles_the_state_classes_at_their_old_paths() -> None:
     assert MANIFEST["commit"] == "e238bf1"
     paths: set[tuple[str, str]] = set()
     for shard in range(MANIFEST["shards"]):
-        recording = _Recording(pickled(shard))
+        recording = _Recording(FIXTURE.stored(shard))
         recording.load()
         paths |= recording.paths
     assert {
@@ -73,8 +59,8 @@ def test_the_fixture_pickles_the_state_classes_at_their_old_paths() -> None:
 
 def test_a_restored_table_holds_every_column_as_pickled() -> None:
     for shard in range(MANIFEST["shards"]):
-        kept = _Recording(pickled(shard)).load().model.table.__dict__
-        table = restore_snapshot(pickled(shard), RuleSettings()).model.table
+        kept = _Recording(FIXTURE.stored(shard)).load().model.table.__dict__
+        table = restore_snapshot(FIXTURE.stored(shard), RuleSettings()).model.table
         assert isinstance(table, PartitionTable)
         for column in COLUMNS:
             np.testing.assert_array_equal(getattr(table, column.name), kept[column.name])
@@ -92,7 +78,7 @@ def test_restored_then_the_rest_equals_this_release_from_scratch() -> None:
     scratch_second = scratch.batch(envelopes[first:])
     scratch_flush = scratch.batch(None)
 
-    upgraded = restored()
+    upgraded = FIXTURE.restored()
     upgraded_second = upgraded.batch(envelopes[first:])
     upgraded_flush = upgraded.batch(None)
 

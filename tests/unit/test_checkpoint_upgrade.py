@@ -13,6 +13,7 @@ import io
 import json
 import pickle
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +37,7 @@ from streaming.job.shard_state import (
     process,
     restore_snapshot,
 )
-from streaming.job.state_format import write_snapshot
+from streaming.job.state_format import FORMAT_VERSION, stored_version, upgrade, write_snapshot
 from streaming.tools.replay import replay
 from tests.unit.data.checkpoints.capture_records import kafka_records
 from tests.unit.test_checkpoint import config
@@ -165,6 +166,42 @@ def test_the_fixture_holds_unsigned_keys_and_restoring_signs_them() -> None:
             (key - (1 << 64) if key >= 1 << 63 else key): ts for key, ts in unsigned.items()
         }
         assert snapshot.fetch_error_responses_total == 0
+
+
+class StoredShards:
+    """A fixture of a release's shard states in tests/unit/data/checkpoints/ (its
+    README): each shard's group state as that release stored it (``shard-N.<suffix>``)
+    after the first part of the routed-v1 capture, and its ``manifest.json``."""
+
+    def __init__(self, name: str, suffix: str) -> None:
+        self.directory = FIXTURE.parent / name
+        self.suffix = suffix
+        self.manifest: dict[str, Any] = json.loads(
+            (self.directory / "manifest.json").read_text(encoding="utf-8")
+        )
+
+    def stored(self, shard: int) -> bytes:
+        return (self.directory / f"shard-{shard}.{self.suffix}").read_bytes()
+
+    def restored(self) -> Shards:
+        """The shards restored from the fixture, the capture's first part behind them."""
+        shards = Shards(
+            {s: self.stored(s) for s in range(self.manifest["shards"])},
+            int(self.manifest["stream_clock_ms"]),
+        )
+        shards.skip(capture()[: self.manifest["first_part"]])
+        return shards
+
+    def migrated_beside_scratch(self) -> Iterator[tuple[ShardSnapshot, ShardSnapshot]]:
+        """Each shard's state brought to this release's format (checked) and restored,
+        beside what a run of this release from scratch over the same first part holds."""
+        rules = RuleSettings()
+        scratch = Shards()
+        scratch.batch(capture()[: self.manifest["first_part"]])
+        for shard in range(self.manifest["shards"]):
+            migrated = upgrade(self.stored(shard))
+            assert stored_version(migrated) == FORMAT_VERSION
+            yield restore_snapshot(migrated, rules), restore_snapshot(scratch.states[shard], rules)
 
 
 def assert_the_rest_ends_as_from_scratch_and_replay(upgraded: Shards) -> None:
