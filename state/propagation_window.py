@@ -123,8 +123,9 @@ def applied_by_ms(change_ms: int, report_ms: int, last_caught_up_ms: int | None)
 @dataclass
 class QuorumProgress:
     """The newest DescribeQuorum report: each replica's log end offset and when it was
-    taken; ``next_report_ms`` is when the one after is due. ``last_caught_up_ms`` is each
-    live broker's latest catch-up with the metadata log by any report so far
+    taken; ``next_report_ms`` is when the one after is due. ``last_caught_up_ms``: the
+    catch-up with the metadata log this report states for each broker, and for a live
+    broker it states none for, the latest an earlier report stated
     (:meth:`keeping_news_of`)."""
 
     report_ms: int
@@ -164,8 +165,9 @@ class QuorumProgress:
         for it: docs/real-kafka.md, set x). That says nothing new of the broker; its latest
         news is still the old leader's, which then ages as a paused broker's does
         (docs/domain.md#silent-leader). A broker the cluster no longer counts live (fenced,
-        gone) keeps nothing, so the map holds at most the live brokers. Log end offsets
-        are this report's only: they judge propagation, which is of now."""
+        gone) keeps nothing from earlier reports, so what is kept is bounded by the live
+        brokers. Log end offsets are this report's only: they judge propagation, which is
+        of now."""
         if earlier is None:
             return self
         kept = {
