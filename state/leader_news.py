@@ -39,15 +39,17 @@ KIP-836, which ``collect admin`` publishes at each poll as ``MetadataLogProgress
 running broker fetches the metadata log continuously (the controller appends a
 ``NoOpRecord`` every ``metadata.max.idle.interval.ms``, 500 ms by default) and is caught
 up at every fetch; a hung one stops, and its report stays where it stopped. The same T / 2
-applies. Without such a report (ZooKeeper mode, or no DescribeQuorum) the partition is
-not judged, and its follower's lag runs on as before. Partitions with two followers or
-more keep their own news: their leader's broker fetching the metadata log says that it
-runs, not that it serves its followers (a leader cut off from them on the replication
-listener goes on fetching from the controllers).
+applies. Where no report names the broker (ZooKeeper mode, or no DescribeQuorum), the news
+is the last admin poll the broker answered (``BrokersAnswered``, which ``collect admin``
+publishes at each poll without a quorum report); without either (the simulator) the
+partition is not judged, and its follower's lag runs on as before. Partitions with two
+followers or more keep their own news: their leader's broker fetching the metadata log,
+or answering the monitor, says that it runs, not that it serves its followers (a leader
+cut off from them on the replication listener goes on fetching from the controllers).
 
-Both rules read what every shard holds alike (the partition's own rows, and the quorum
-report, which goes to every shard), so every shard, and replay, which holds every
-partition, judge a partition the same.
+Both rules read what every shard holds alike (the partition's own rows, the quorum
+report and the answered polls, which go to every shard), so every shard, and replay,
+which holds every partition, judge a partition the same.
 
 While its leader is silent, a follower of the ISR is never SHRINK_ELIGIBLE or
 SHRINK_OVERDUE (``state.shrink_rule.classify``): nobody is going to run the check it is

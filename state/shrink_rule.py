@@ -16,17 +16,16 @@ A silent leader (``state.leader_news``: no news of it for more than T / 2, from 
 followers or its broker) may not be running its check at all: its followers are not named
 SHRINK_ELIGIBLE or SHRINK_OVERDUE meanwhile, only LAGGING.
 
-A follower whose own broker is silent (its news, the quorum's report of its catch-up with
-the metadata log, more than T / 2 old: ``state.leader_news.broker_silent``) fetches
-nothing. Last seen at the leader's LEO, it is not known to be there now: its lag counts
-from its last catch-up. Whether Kafka's leader removes it depends on whether the leader
-has taken writes since, which only another follower's fetch would show (the leader's LEO
-moving past it): until then it is LAGGING at most. A partition that takes writes has it
-removed T after its last fetch; an idle one keeps it in the ISR until the controller
-fences its broker (the real-Kafka scoreboard, 4.1 paused-follower: the replication
-factor 2 topic's follower on the paused broker, last read at its leader's LEO, stayed
-IN_SYNC until Kafka removed it).
-"""
+A follower whose own broker is silent (its news, the quorum's report of its catch-up
+with the metadata log, else the last admin poll it answered, more than T / 2 old:
+``state.leader_news.broker_silent``) fetches nothing. Last seen at the leader's LEO, it
+is not known to be there now: its lag counts from its last catch-up. Whether Kafka's
+leader removes it depends on whether the leader has taken writes since, which only
+another follower's fetch would show (the leader's LEO moving past it): until then it is
+LAGGING at most. A partition that takes writes has it removed T after its last fetch; an
+idle one keeps it in the ISR until the controller fences its broker (the real-Kafka
+scoreboard, 4.1 paused-follower: the replication factor 2 topic's follower on the paused
+broker, last read at its leader's LEO, stayed IN_SYNC until Kafka removed it)."""
 
 from __future__ import annotations
 

@@ -166,12 +166,13 @@ class KafkaAdminSource:
             snapshot["offsets_ts"] = self._clock()
             leos, hws = self._log_offsets(partitions, brokers)
             snapshot["log_end_offsets"], snapshot["high_watermarks"] = leos, hws
+        answered = self._answered - self._silent
         return ClusterSnapshot(
             ts=ts,
             controller_id=int(controller) if controller is not None and controller >= 0 else None,
             brokers=brokers,
             partitions=partitions,
-            answered=tuple(b for b in brokers if b in self._answered - self._silent),
+            answered=tuple(b for b in brokers if b in answered),
             **snapshot,
         )
 
