@@ -328,6 +328,7 @@ class LabCluster:
                     raise LabError(f"broker {node_id} is not running: `lab fault start` it first")
                 if fault == BrokerFault.PAUSE:
                     os.killpg(process.pid, signal.SIGSTOP)
+                    _wait_all_threads_stopped(process.pid, timeout_s)
                     node.paused = True
                 elif fault == BrokerFault.RESUME:
                     os.killpg(process.pid, signal.SIGCONT)
@@ -515,6 +516,32 @@ class LabCluster:
                 )
             if waiting:
                 time.sleep(0.2)
+
+
+def _wait_all_threads_stopped(pid: int, timeout_s: float) -> None:
+    """Return once every thread of process ``pid`` is stopped (``/proc/PID/task/*/stat``
+    state ``T``), so that a paused broker answers nothing sent after the pause.
+
+    ``kill`` returns before the stop is done: Linux hands SIGSTOP to one thread, which
+    stops the others only once it runs. On a busy 2-core CI machine the JVM's request
+    handlers answered a DescribeCluster sent after ``kill`` had returned (the admin
+    collector's describing-broker test, 2026-11-28). Where there is no ``/proc``, the
+    signal is all there is to go on."""
+    tasks = Path(f"/proc/{pid}/task")
+    if not tasks.is_dir():
+        return
+    deadline = time.monotonic() + timeout_s
+    while True:
+        states = []
+        for stat in tasks.glob("*/stat"):
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                states.append(stat.read_text().rsplit(")", 1)[1].split()[0])
+        # T: stopped by a signal; t: stopped by a tracer; Z/X: a thread that is exiting
+        if all(state in "TtZX" for state in states):
+            return
+        if time.monotonic() > deadline:
+            raise LabError(f"process {pid} did not stop within {timeout_s:.0f} s of SIGSTOP")
+        time.sleep(0.001)
 
 
 def _logged_since(path: Path, marker: str, offsets: dict[int, int], node_id: int) -> bool:
