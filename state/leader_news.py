@@ -41,8 +41,8 @@ running broker fetches the metadata log continuously (the controller appends a
 up at every fetch; a hung one stops, and its report stays where it stopped. The same T / 2
 applies. Where no report names the broker (ZooKeeper mode, or no DescribeQuorum), the news
 is the last admin poll the broker answered (``BrokersAnswered``, which ``collect admin``
-publishes at each poll without a quorum report); without either (the simulator) the
-partition is not judged, and its follower's lag runs on as before. Partitions with two
+publishes at each poll without a quorum report); without either (a collector that sends
+neither) the partition is not judged, and its follower's lag runs on as before. Partitions with two
 followers or more keep their own news: their leader's broker fetching the metadata log,
 or answering the monitor, says that it runs, not that it serves its followers (a leader
 cut off from them on the replication listener goes on fetching from the controllers).

@@ -113,6 +113,14 @@ def test_overrides_scale_a_scenario() -> None:
     assert len(sim.partitions) == 7 * 100
 
 
+def test_the_admin_poll_interval_is_read_under_its_older_name_too() -> None:
+    # scenarios written before ZooKeeper mode's polls named it after KRaft's reports
+    older = load_scenario("steady", {"cluster.kraft_progress_interval_ms": 2_500})
+    newer = load_scenario("steady", {"cluster.admin_poll_interval_ms": 2_500})
+    assert older.cluster.admin_poll_interval_ms == newer.cluster.admin_poll_interval_ms == 2_500
+    assert load_scenario("steady").cluster.admin_poll_interval_ms == 1_000
+
+
 def test_scenario_problems_are_reported_with_where_and_why() -> None:
     with pytest.raises(ScenarioError, match=r"no such scenario \(known: .*slow-follower"):
         load_scenario("no-such-scenario")
@@ -456,3 +464,87 @@ def test_kraft_mode_has_no_propagation_task_and_stays_within_its_bound() -> None
     assert run.sim.truth.count("isr_shrink") > 0
     assert run.metadata_states["STALE_EXPECTED"] > 0
     assert run.metadata_states["STALE_OVERDUE"] == 0
+
+
+# ---------------------------------------------------------------- news of a broker
+
+
+def a_leader_dies_unseen(tmp_path: Path, mode: str = "zk") -> str:
+    """One partition on brokers 1 (leader) and 2, T = 10,000 ms, the controller on broker
+    3. Broker 1 dies at 12.5 s; its session (ZooKeeper's, or KRaft's broker session)
+    expires 20 s later, so the controller moves the leadership to broker 2 at 32.5 s."""
+    scenario = {
+        "description": "a leader dies; its session outlives T",
+        "duration_s": 40,
+        "cluster": {
+            "brokers": 3,
+            "controller": 3,
+            "replica_lag_time_max_ms": 10_000,
+            "session_timeout_ms": 20_000,
+            "propagation": mode,
+        },
+        "topics": [{"name": "t", "replica_assignment": [[1, 2]], "produce_rate": 10}],
+        "timeline": [{"at_s": 12.5, "action": "crash_broker", "broker": 1}],
+    }
+    path = tmp_path / "a-leader-dies-unseen.yaml"
+    path.write_text(yaml.safe_dump(scenario), encoding="utf-8")
+    return str(path)
+
+
+def test_zookeeper_mode_polls_name_the_brokers_that_answered(tmp_path: Path) -> None:
+    """``collect admin`` publishes ``BrokersAnswered`` at every poll of a ZooKeeper-mode
+    cluster: a dead broker is listed live until its session expires, and answers nothing
+    meanwhile."""
+    scenario = load_scenario(a_leader_dies_unseen(tmp_path))
+    events = list(ClusterSimulator(scenario, seed=3, start_ms=START_MS).events())
+    assert not any(e.event_type == "MetadataLogProgress" for e in events)
+    polls = [e.value for e in events if e.event_type == "BrokersAnswered"]
+    assert [p["ts"] - START_MS for p in polls] == list(range(1_000, 40_001, 1_000))
+    for poll in polls:
+        assert not isinstance(parse_json_line(Source.CONTROLLER_EVENTS, dict(poll)), DeadLetter)
+        expected = [1, 2, 3] if poll["ts"] - START_MS <= 12_000 else [2, 3]
+        assert poll["brokers"] == expected
+
+
+def test_kraft_mode_quorum_reports_say_when_each_broker_last_caught_up(tmp_path: Path) -> None:
+    """DescribeQuorum's ``LastCaughtUpTimestamp`` (KIP-836): a running broker keeps
+    fetching the metadata log and is caught up at every report; a dead one's time stays
+    where it stopped."""
+    scenario = load_scenario(a_leader_dies_unseen(tmp_path, "kraft"))
+    events = list(ClusterSimulator(scenario, seed=3, start_ms=START_MS).events())
+    assert not any(e.event_type == "BrokersAnswered" for e in events)
+    reports = [e.value for e in events if e.event_type == "MetadataLogProgress"]
+    assert len(reports) == 40
+    for report in reports:
+        caught_up = {r["broker"]: r["last_caught_up_ms"] - START_MS for r in report["replicas"]}
+        at = report["ts"] - START_MS
+        if at <= 12_000:
+            assert caught_up == {1: at, 2: at, 3: at}
+        else:
+            assert caught_up[1] == 12_000  # its last report before it died at 12,500
+        assert caught_up[3] == at  # the controller, running all along
+
+
+# By hand (docs/domain.md#silent-leader), ms after the start; T = 10,000, one poll a
+# second, the monitor evaluates every 1,000 ms:
+#   broker 1's last news            12,000 (it dies at 12,500): the last poll it answered
+#                                   (zk), its last catch-up with the metadata log (kraft)
+#   its leader silent               2 (now - 12,000) > 10,000: now > 17,000; first
+#                                   evaluation after it: 18,000
+#   the follower's lag time         past T from about 22,500, while its leader is silent:
+#                                   never SHRINK_ELIGIBLE (nobody runs the check)
+A_LEADER_DIES_UNSEEN = {"first_silent_ms": 18_000}
+
+
+@every_seed
+@pytest.mark.parametrize("mode", ["zk", "kraft"])
+def test_a_dead_leader_is_found_silent(tmp_path: Path, mode: str, seed: int) -> None:
+    run = run_monitor(a_leader_dies_unseen(tmp_path, mode), seed=seed)
+    assert (
+        run.first("leader_silent", ("t", 0)) == START_MS + A_LEADER_DIES_UNSEEN["first_silent_ms"]
+    )
+    assert run.first("LAGGING", ("t", 0, 2)) is not None
+    assert run.first("SHRINK_ELIGIBLE", ("t", 0, 2)) is None
+    assert run.sim.truth.count("isr_shrink") == 0
+    (final,) = run.final
+    assert (final.leader, final.isr) == (2, [2])

@@ -13,15 +13,18 @@ In KRaft mode it emits what ``collect metadata-log`` and ``collect admin`` give 
 cluster instead of UpdateMetadata: every controller decision is a record of the metadata
 log and carries its ``metadata_offset``; each live broker fetches a record
 ``kraft_apply_ms`` after it is appended, and a ``MetadataLogProgress`` (DescribeQuorum)
-reports every broker's log end offset each ``kraft_progress_interval_ms``.
+reports every broker's log end offset at each ``collect admin`` poll
+(``admin_poll_interval_ms``). In ZooKeeper mode each poll gives ``BrokersAnswered``
+instead: the listed live brokers that run.
 
 Time is simulated (epoch ms) and the simulation is deterministic for a seed; pacing it
 to the wall clock is the publisher's business.
 
 ``ClusterSimulator`` holds the cluster's state (brokers, partitions) and wires the parts
 that act on it, each named after its Kafka counterpart: ``Controller``, ``MetadataChannel``
-(UpdateMetadata, or the KRaft metadata log), ``ReplicaFetchers``, ``BrokerTasks``,
-``Producers`` and the scenario's ``Timeline``, all on one ``EventLoop``.
+(UpdateMetadata, or the KRaft metadata log), ``AdminPolls`` (``collect admin``'s polls),
+``ReplicaFetchers``, ``BrokerTasks``, ``Producers`` and the scenario's ``Timeline``, all on
+one ``EventLoop``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from collections.abc import Iterator
 
 from state.events import BrokerConfig, ControllerChange
 from streaming.feeds.simulator.actions import Timeline
+from streaming.feeds.simulator.admin_polls import AdminPolls
 from streaming.feeds.simulator.broker import BROKER_EPOCH_BASE, Broker, BrokerTasks
 from streaming.feeds.simulator.controller import Controller
 from streaming.feeds.simulator.event_loop import EventLoop
@@ -61,6 +65,7 @@ class ClusterSimulator:
         self.partitions: dict[tuple[str, int], Partition] = {}
         self.controller = Controller(self)
         self.metadata = MetadataChannel(self)
+        self.admin_polls = AdminPolls(self)
         self.fetchers = ReplicaFetchers(self)
         self.broker_tasks = BrokerTasks(self)
         self.producers = Producers(self)
@@ -98,5 +103,5 @@ class ClusterSimulator:
             self.broker_tasks.start(broker)
         controller.create_topics(self.scenario.topics)
         self.producers.start()
-        self.metadata.start_progress()
+        self.admin_polls.start()
         self.timeline.start(self.start_ms)

@@ -5,7 +5,7 @@ time in the order of its event queue, each arriving after a jitter on that broke
 connection. KRaft mode has no UpdateMetadata: every decision is the next record of the
 metadata log (it carries its ``metadata_offset``), each live broker fetches it a little
 later, and ``MetadataLogProgress`` (what DescribeQuorum reports, as ``collect admin``
-publishes it) gives every broker's log end offset at a fixed interval.
+publishes it at each of its polls, ``admin_polls``) gives every broker's log end offset.
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ class MetadataChannel:
         self._last_arrival_ms: dict[int, int] = {}  # per broker, its last one's arrival
         self._log_end = 0  # KRaft: the next offset of __cluster_metadata
         self._fetched: dict[int, int] = dict.fromkeys(cluster.brokers, 0)  # brokers' log ends
+        self._caught_up_ms: dict[int, int] = {}  # per broker, when it last reached the end
 
     # ------------------------------------------------------------------ KRaft
 
@@ -68,33 +69,33 @@ class MetadataChannel:
         broker = self._cluster.brokers[broker_id]
         if broker.alive and broker.generation == generation:
             self._fetched[broker_id] = max(self._fetched[broker_id], log_end)
+            if self._fetched[broker_id] == self._log_end:
+                self._caught_up_ms[broker_id] = self._loop.now
 
-    def start_progress(self) -> None:
-        """KRaft: report the log's progress every ``kraft_progress_interval_ms``."""
-        if self._loop.kraft:
-            self._schedule_progress()
-
-    def _schedule_progress(self) -> None:
-        interval = self._loop.scenario.cluster.kraft_progress_interval_ms
-        self._loop.schedule(self._loop.now + interval, self._progress)
-
-    def _progress(self) -> None:
-        """What DescribeQuorum reports, as ``collect admin`` publishes it."""
+    def quorum_report(self, interval_ms: int) -> MetadataLogProgress:
+        """KRaft: what DescribeQuorum reports now, as ``collect admin`` publishes it, the
+        next report due in ``interval_ms``. A running broker at the log's end is caught up
+        now: Kafka's brokers fetch the metadata log continuously, and the controller
+        appends a ``NoOpRecord`` every ``metadata.max.idle.interval.ms`` (500 ms), so one
+        at the end stays there; a dead one's time stays where it stopped (KIP-836's
+        ``LastCaughtUpTimestamp``, docs/domain.md#silent-leader)."""
         controller = self._cluster.controller
-        self._loop.emit(
-            MetadataLogProgress(
-                ts=self._loop.now,
-                controller_id=controller.id,
-                controller_epoch=controller.epoch,
-                high_watermark=self._log_end,
-                interval_ms=self._loop.scenario.cluster.kraft_progress_interval_ms,
-                replicas=tuple(
-                    ReplicaProgress(broker=b, log_end_offset=end)
-                    for b, end in sorted(self._fetched.items())
-                ),
-            )
+        for broker_id, broker in self._cluster.brokers.items():
+            if broker.alive and self._fetched[broker_id] == self._log_end:
+                self._caught_up_ms[broker_id] = self._loop.now
+        return MetadataLogProgress(
+            ts=self._loop.now,
+            controller_id=controller.id,
+            controller_epoch=controller.epoch,
+            high_watermark=self._log_end,
+            interval_ms=interval_ms,
+            replicas=tuple(
+                ReplicaProgress(
+                    broker=b, log_end_offset=end, last_caught_up_ms=self._caught_up_ms.get(b)
+                )
+                for b, end in sorted(self._fetched.items())
+            ),
         )
-        self._schedule_progress()
 
     # ------------------------------------------------------------------ ZK
 

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
+    AliasChoices,
     BaseModel,
     ConfigDict,
     Field,
@@ -93,7 +94,12 @@ class ClusterSpec(BaseModel):
     propagation_blackout_ms: PositiveInt = 5_000  # quiet time before propagating (zk)
     propagation_max_delay_ms: PositiveInt = 60_000  # propagate anyway after this (zk)
     kraft_apply_ms: tuple[NonNegativeInt, NonNegativeInt] = (20, 400)  # brokers replay (kraft)
-    kraft_progress_interval_ms: PositiveInt = 1_000  # DescribeQuorum polls (kraft)
+    # collect admin's polls: DescribeQuorum's report (kraft), the brokers that answered (zk);
+    # the older name is still read
+    admin_poll_interval_ms: PositiveInt = Field(
+        default=1_000,
+        validation_alias=AliasChoices("admin_poll_interval_ms", "kraft_progress_interval_ms"),
+    )
     session_timeout_ms: PositiveInt = 6_000  # until the controller sees a dead broker
     registration_ms: NonNegativeInt = 300  # from broker start to the controller's BrokerChange
     controller_delay_ms: tuple[NonNegativeInt, NonNegativeInt] = (20, 300)  # to UpdateMetadata
