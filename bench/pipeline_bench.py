@@ -42,8 +42,8 @@ from typing import Any
 
 import pandas as pd
 from sustained_bench import (  # bench/ is on the path
-    BROKERS,
-    FETCH_PARTITIONS,
+    WIRES,
+    Probing,
     Summary,
     bench_config,
     controller_values,
@@ -53,9 +53,10 @@ from sustained_bench import (  # bench/ is on the path
     producer,
     send,
     source_floor,
-    topic_of,
+    wire_of,
 )
 
+from state.events import MOST_ROWS_PER_PACK
 from streaming.config import IsrwatchConfig, load_config
 from streaming.job.metrics import HealthExporter
 from streaming.job.query import make_sink, spark_session, start_query
@@ -63,34 +64,30 @@ from streaming.job.sinks import shard_stats_of
 from streaming.tools.embedded_broker import EmbeddedBroker
 
 UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it disabled)
+PRODUCE_CHUNK = 10 * MOST_ROWS_PER_PACK  # fetches sent at one event time
 
 
-def produce_fetches(config: IsrwatchConfig, partitions: int, records: int) -> None:
-    prod, topic = producer(config.kafka.bootstrap_servers), config.topics.fetch_responses
-    template = (
-        b'{"ts":%d,"topic":"%s","partition":%d,"leader":%d,"follower":%d,'
-        b'"leader_epoch":0,"fetch_offset":%d,"leader_leo":%d,"high_watermark":%d}'
-    )
+def produce_fetches(config: IsrwatchConfig, wire: Any, records: int) -> None:
+    """``records`` fetch responses on ``wire`` (the sustained bench's: one JSON record
+    each, or packs of one leader's fetches), every follower of every partition in turn,
+    the event time a millisecond later every 1,000."""
+    prod, topic = wire.producer, config.topics.fetch_responses
     now = int(time.time() * 1000)
-    names = [topic_of(p)[0].encode() for p in range(partitions)]
-    for i in range(records):
-        p, k = (i // 2) % partitions, i % 2
-        leo = 10 * (i // (2 * partitions))
-        leader = p % BROKERS
-        value = template % (
-            now + i // 1000,
-            names[p],
-            p % 1000,
-            leader,
-            (leader + 1 + k) % BROKERS,
-            leo,
-            leo,
-            leo,
-        )
-        send(prod, topic, value, (p * 2 + k) % FETCH_PARTITIONS)
-        if i % 100_000 == 0:
-            prod.poll(0)
+    sent = 0
+    while sent < records:
+        chunk = min(PRODUCE_CHUNK, records - sent)
+        wire.send(topic, chunk, now + sent // 1000, probing=False)
+        prod.poll(0)
+        sent += chunk
     prod.flush(300)
+
+
+def wire_for(config: IsrwatchConfig, name: str, partitions: int) -> Any:
+    """The sustained bench's wire ``name`` over a producer of its own, no probes."""
+    prod = producer(config.kafka.bootstrap_servers)
+    wire = wire_of(name, partitions, Probing((), 0), prod.produce, prod.poll)
+    wire.producer = prod
+    return wire
 
 
 class Applied:
@@ -125,6 +122,10 @@ def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
     if output is None:
         return None
     spy = Path(sys.executable).with_name("py-spy")
+    if not spy.exists():
+        raise SystemExit(
+            f"--py-spy: {spy} is missing; install it with: pip install -e '.[profile]'"
+        )
     command = [
         str(spy),
         "record",
@@ -264,6 +265,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--trigger-ms", type=int, default=5000)
     parser.add_argument("--max-per-partition", type=int, default=100_000)
     parser.add_argument("--source-format", choices=["python", "kafka"], default="python")
+    parser.add_argument(
+        "--wire", choices=WIRES, default="packed", help="fetch-responses form (default packed)"
+    )
     parser.add_argument("--py-spy", help="record py-spy (raw stacks) of all Python processes here")
     parser.add_argument("--conf", nargs="*", default=[], help="isrwatch settings key=value")
     parser.add_argument("--spark-conf", nargs="*", default=[], help="Spark settings key=value")
@@ -271,7 +275,7 @@ def main(argv: list[str] | None = None) -> None:
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
     print(
         f"pipeline bench: {args.partitions:,} partitions, {args.records:,} fetches, "
-        f"{args.shards} shards, trigger {args.trigger_ms} ms; {load()}",
+        f"{args.shards} shards, trigger {args.trigger_ms} ms, {args.wire} wire; {load()}",
         flush=True,
     )
     with EmbeddedBroker() as broker:
@@ -329,7 +333,8 @@ def main(argv: list[str] | None = None) -> None:
         )
         # Warm-up: one round of fetches, read in as many tasks at once as the measured ones
         # (each new Python worker imports pandas, numba, the model: seconds of CPU once).
-        produce_fetches(config, args.partitions, 2 * args.partitions)
+        wire = wire_for(config, args.wire, args.partitions)
+        produce_fetches(config, wire, 2 * args.partitions)
         applied.wait(2 * args.partitions, args.partitions, 3600)
         print(f"  warm-up: {2 * args.partitions:,} fetches applied", flush=True)
         time.sleep(2 * args.trigger_ms / 1000)  # a batch with no data, to start clean
@@ -338,7 +343,7 @@ def main(argv: list[str] | None = None) -> None:
         spy = profiler(args.py_spy)
         cpu_before, threads_before = cpu_by_kind(), jvm_threads()
         began = time.monotonic()
-        produce_fetches(config, args.partitions, args.records)
+        produce_fetches(config, wire, args.records)
         print(
             f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s", flush=True
         )
@@ -401,9 +406,11 @@ def main(argv: list[str] | None = None) -> None:
         print(f"\nreference ({load()}):", flush=True)
         summary = Summary()
         values = fetch_values(args.partitions, args.records, int(time.time() * 1000))
-        floor = source_floor(config, values, 300.0, summary)
+        # on topics of its own: the job's fetch topic may hold packs
+        floor = source_floor(bench_config(broker, workdir, {}), values, 300.0, summary)
         print(
-            f"\njob {rate:,.0f} events/s; job / source floor {rate / floor if floor else 0:.2f}",
+            f"\njob {rate:,.0f} events/s; job / source floor (one JSON record a fetch) "
+            f"{rate / floor if floor else 0:.2f}",
             flush=True,
         )
         spark.stop()
