@@ -143,6 +143,65 @@ def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+# Where a Python worker's sample belongs: the deepest frame of the stack that names one of
+# these (frame text, as py-spy writes it: "function (file:line)"), the first listed first
+# among frames at the same depth. The shard step's samples are split once more: those with
+# a frame of the model (state/) below it.
+SPY_STAGES = (
+    ("state: restore the shard's stored state", "restore_snapshot ("),
+    ("state: save the shard's state", "save_snapshot ("),
+    ("routing: decode, validate, pack per shard", "route_arrow ("),
+    ("source reader: Kafka records into Arrow", "(streaming/job/kafka_source/"),
+    ("shard step", "_process (streaming/job/shard_state.py"),
+    ("PySpark: Arrow to pandas and back", "serializers.py"),
+)
+SHARD_STEP = "shard step"
+MODEL_FRAME = "(state/"
+
+
+def spy_breakdown(path: str) -> dict[str, int]:
+    """Active samples of the Python workers in py-spy's raw output (a stack of frames and
+    a count a line), by stage (``SPY_STAGES``); "PySpark worker: other" is the rest of a
+    worker's samples, "driver" this process's."""
+    found: dict[str, int] = {}
+    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
+        stack, _, count = line.rpartition(" ")
+        if not count.isdigit():
+            continue
+        frames = stack.split(";")
+        if not any("pyspark.worker" in f for f in frames if f.startswith("process ")):
+            stage = "driver" if not frames[1:2] or not frames[1].startswith("process ") else ""
+            if stage:
+                found[stage] = found.get(stage, 0) + int(count)
+            continue
+        stage, depth = "PySpark worker: other", -1
+        for at in range(len(frames) - 1, -1, -1):
+            hit = next((label for label, text in SPY_STAGES if text in frames[at]), None)
+            if hit is not None:
+                stage, depth = hit, at
+                break
+        if stage == SHARD_STEP:
+            below = any(MODEL_FRAME in frame for frame in frames[depth + 1 :])
+            stage = f"{SHARD_STEP}: the model (state/)" if below else f"{SHARD_STEP}: the rest"
+        found[stage] = found.get(stage, 0) + int(count)
+    return found
+
+
+def print_spy_breakdown(path: str, worker_cpu_s: float, events: int) -> None:
+    """The workers' samples by stage, each with its share of the workers' CPU per event."""
+    found = spy_breakdown(path)
+    workers = sum(n for stage, n in found.items() if stage != "driver")
+    print(f"  py-spy ({path}): {workers:,} active samples of the Python workers")
+    for stage, n in sorted(found.items(), key=lambda item: -item[1]):
+        if stage == "driver":
+            continue
+        share = n / workers if workers else 0.0
+        print(
+            f"    {stage:48s} {n:7,d}  {100 * share:5.1f} %  "
+            f"{1e6 * share * worker_cpu_s / events:.2f} us an event"
+        )
+
+
 def cpu_by_kind() -> dict[str, float]:
     """CPU seconds (user + system, with reaped children) of this process's descendants by
     kind: the JVM, the Python workers (and the source's planner), this driver (which also
@@ -376,6 +435,8 @@ def main(argv: list[str] | None = None) -> None:
             f"{1e6 * (cpu['JVM'] + cpu['Python workers']) / args.records:.1f} us per fetch event",
             flush=True,
         )
+        if args.py_spy is not None:
+            print_spy_breakdown(args.py_spy, cpu["Python workers"], args.records)
         busiest = sorted(threads.items(), key=lambda item: -item[1])[:8]
         print("  JVM threads (CPU s): " + ", ".join(f"{k} {v:.1f}" for k, v in busiest))
         parts: dict[str, float] = {}
