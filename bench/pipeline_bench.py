@@ -1,8 +1,12 @@
 """Where the streaming job's time goes: a fixed backlog read to the end, per-stage split.
 
-    python bench/pipeline_bench.py [--partitions 100000] [--records 1000000] [--shards 16]
-                                   [--trigger-ms 5000] [--max-per-partition 100000]
-                                   [--conf key=value ...] [--source-format python|kafka]
+    python bench/pipeline_bench.py [--partitions 100000] [--records 1000000] [--shards N]
+                                   [--trigger-ms MS] [--max-per-partition N]
+                                   [--wire packed|json] [--source-format python|kafka]
+                                   [--conf key=value ...] [--py-spy FILE]
+
+``--shards``, ``--trigger-ms`` and ``--max-per-partition`` default to the shipped
+configuration's; each one set otherwise is printed.
 
 On the embedded broker, ``local[2]``: one LeaderAndIsr per partition and ``--records``
 fetch responses (every follower of every partition in turn, 4 Kafka partitions) are
@@ -41,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from sustained_bench import (  # bench/ is on the path
+from spy_summary import print_stages  # bench/ is on the path
+from sustained_bench import (
     WIRES,
     Probing,
     Summary,
@@ -52,6 +57,7 @@ from sustained_bench import (  # bench/ is on the path
     percentile,
     producer,
     send,
+    shipped_value,
     source_floor,
     wire_of,
 )
@@ -141,65 +147,6 @@ def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
         str(os.getpid()),
     ]
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-
-
-# Where a Python worker's sample belongs: the deepest frame of the stack that names one of
-# these (frame text, as py-spy writes it: "function (file:line)"), the first listed first
-# among frames at the same depth. The shard step's samples are split once more: those with
-# a frame of the model (state/) below it.
-SPY_STAGES = (
-    ("state: restore the shard's stored state", "restore_snapshot ("),
-    ("state: save the shard's state", "save_snapshot ("),
-    ("routing: decode, validate, pack per shard", "route_arrow ("),
-    ("source reader: Kafka records into Arrow", "(streaming/job/kafka_source/"),
-    ("shard step", "_process (streaming/job/shard_state.py"),
-    ("PySpark: Arrow to pandas and back", "serializers.py"),
-)
-SHARD_STEP = "shard step"
-MODEL_FRAME = "(state/"
-
-
-def spy_breakdown(path: str) -> dict[str, int]:
-    """Active samples of the Python workers in py-spy's raw output (a stack of frames and
-    a count a line), by stage (``SPY_STAGES``); "PySpark worker: other" is the rest of a
-    worker's samples, "driver" this process's."""
-    found: dict[str, int] = {}
-    for line in Path(path).read_text(encoding="utf-8", errors="replace").splitlines():
-        stack, _, count = line.rpartition(" ")
-        if not count.isdigit():
-            continue
-        frames = stack.split(";")
-        if not any("pyspark.worker" in f for f in frames if f.startswith("process ")):
-            stage = "driver" if not frames[1:2] or not frames[1].startswith("process ") else ""
-            if stage:
-                found[stage] = found.get(stage, 0) + int(count)
-            continue
-        stage, depth = "PySpark worker: other", -1
-        for at in range(len(frames) - 1, -1, -1):
-            hit = next((label for label, text in SPY_STAGES if text in frames[at]), None)
-            if hit is not None:
-                stage, depth = hit, at
-                break
-        if stage == SHARD_STEP:
-            below = any(MODEL_FRAME in frame for frame in frames[depth + 1 :])
-            stage = f"{SHARD_STEP}: the model (state/)" if below else f"{SHARD_STEP}: the rest"
-        found[stage] = found.get(stage, 0) + int(count)
-    return found
-
-
-def print_spy_breakdown(path: str, worker_cpu_s: float, events: int) -> None:
-    """The workers' samples by stage, each with its share of the workers' CPU per event."""
-    found = spy_breakdown(path)
-    workers = sum(n for stage, n in found.items() if stage != "driver")
-    print(f"  py-spy ({path}): {workers:,} active samples of the Python workers")
-    for stage, n in sorted(found.items(), key=lambda item: -item[1]):
-        if stage == "driver":
-            continue
-        share = n / workers if workers else 0.0
-        print(
-            f"    {stage:48s} {n:7,d}  {100 * share:5.1f} %  "
-            f"{1e6 * share * worker_cpu_s / events:.2f} us an event"
-        )
 
 
 def cpu_by_kind() -> dict[str, float]:
@@ -320,9 +267,16 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=1_000_000)
-    parser.add_argument("--shards", type=int, default=16)
-    parser.add_argument("--trigger-ms", type=int, default=5000)
-    parser.add_argument("--max-per-partition", type=int, default=100_000)
+    # unset: the shipped configuration's (conf/isrwatch.yaml)
+    parser.add_argument("--shards", type=int, default=shipped_value("streaming.state_shards"))
+    parser.add_argument(
+        "--trigger-ms", type=int, default=shipped_value("streaming.trigger_interval_ms")
+    )
+    parser.add_argument(
+        "--max-per-partition",
+        type=int,
+        default=shipped_value("kafka.max_events_per_partition_per_batch"),
+    )
     parser.add_argument("--source-format", choices=["python", "kafka"], default="python")
     parser.add_argument(
         "--wire", choices=WIRES, default="packed", help="fetch-responses form (default packed)"
@@ -332,6 +286,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spark-conf", nargs="*", default=[], help="Spark settings key=value")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
+    for option, name in (
+        ("--shards", "streaming.state_shards"),
+        ("--trigger-ms", "streaming.trigger_interval_ms"),
+        ("--max-per-partition", "kafka.max_events_per_partition_per_batch"),
+    ):
+        value = getattr(args, option[2:].replace("-", "_"))
+        if value != shipped_value(name):
+            print(f"overrides {name}: {value} (shipped: {shipped_value(name)})")
     print(
         f"pipeline bench: {args.partitions:,} partitions, {args.records:,} fetches, "
         f"{args.shards} shards, trigger {args.trigger_ms} ms, {args.wire} wire; {load()}",
@@ -436,7 +398,7 @@ def main(argv: list[str] | None = None) -> None:
             flush=True,
         )
         if args.py_spy is not None:
-            print_spy_breakdown(args.py_spy, cpu["Python workers"], args.records)
+            print_stages(args.py_spy, cpu["Python workers"], args.records)
         busiest = sorted(threads.items(), key=lambda item: -item[1])[:8]
         print("  JVM threads (CPU s): " + ", ".join(f"{k} {v:.1f}" for k, v in busiest))
         parts: dict[str, float] = {}
