@@ -109,8 +109,12 @@ def route_arrow(
     """Routed rows of Kafka records (columns of Spark's Kafka source)."""
     out: list[pa.RecordBatch] = []
     topics = records.column("topic")
-    for name in pc.unique(topics).to_pylist():
-        mine = records.filter(pc.equal(topics, name))
+    names = pc.unique(topics).to_pylist()
+    for name in names:
+        # A reader's batch is one topic-partition's records: filtering it would copy every
+        # value (a fetch pack's bytes) to select them all (5 % of the Python workers' CPU
+        # at 100,000 partitions, bench/pipeline_bench.py --py-spy)
+        mine = records if len(names) == 1 else records.filter(pc.equal(topics, name))
         if sources[name] is Source.FETCH_RESPONSES:
             out += _route_fetches(mine, shards)
         else:
