@@ -42,10 +42,11 @@ up at every fetch; a hung one stops, and its report stays where it stopped. The 
 applies. Where no report names the broker (ZooKeeper mode, or no DescribeQuorum), the news
 is the last admin poll the broker answered (``BrokersAnswered``, which ``collect admin``
 publishes at each poll without a quorum report); without either (a collector that sends
-neither) the partition is not judged, and its follower's lag runs on as before. Partitions with two
-followers or more keep their own news: their leader's broker fetching the metadata log,
-or answering the monitor, says that it runs, not that it serves its followers (a leader
-cut off from them on the replication listener goes on fetching from the controllers).
+neither) the partition is not judged, and its follower's lag runs on as before.
+Partitions with two followers or more keep their own news: their leader's broker
+fetching the metadata log, or answering the monitor, says that it runs, not that it
+serves its followers (a leader cut off from them on the replication listener goes on
+fetching from the controllers).
 
 Both rules read what every shard holds alike (the partition's own rows, the quorum
 report and the answered polls, which go to every shard), so every shard, and replay,
