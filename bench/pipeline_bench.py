@@ -71,13 +71,19 @@ from streaming.tools.embedded_broker import EmbeddedBroker
 
 UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it disabled)
 PRODUCE_CHUNK = 10 * MOST_ROWS_PER_PACK  # fetches sent at one event time
+SHIPPED_OPTIONS = (
+    ("--shards", "streaming.state_shards"),
+    ("--trigger-ms", "streaming.trigger_interval_ms"),
+    ("--max-per-partition", "kafka.max_events_per_partition_per_batch"),
+)
+"""The options that set the job's configuration; each defaults to the shipped value."""
 
 
-def produce_fetches(config: IsrwatchConfig, wire: Any, records: int) -> None:
-    """``records`` fetch responses on ``wire`` (the sustained bench's: one JSON record
-    each, or packs of one leader's fetches), every follower of every partition in turn,
-    the event time a millisecond later every 1,000."""
-    prod, topic = wire.producer, config.topics.fetch_responses
+def produce_fetches(config: IsrwatchConfig, wire: Any, prod: Any, records: int) -> None:
+    """``records`` fetch responses on ``wire`` (``wire_for``) through its producer
+    ``prod``, every follower of every partition in turn, the event time a millisecond
+    later every 1,000."""
+    topic = config.topics.fetch_responses
     now = int(time.time() * 1000)
     sent = 0
     while sent < records:
@@ -88,12 +94,11 @@ def produce_fetches(config: IsrwatchConfig, wire: Any, records: int) -> None:
     prod.flush(300)
 
 
-def wire_for(config: IsrwatchConfig, name: str, partitions: int) -> Any:
-    """The sustained bench's wire ``name`` over a producer of its own, no probes."""
+def wire_for(config: IsrwatchConfig, name: str, partitions: int) -> tuple[Any, Any]:
+    """The sustained bench's wire ``name`` (one JSON record a fetch, or packs of one
+    leader's fetches), no probes, and the producer of its own it sends with."""
     prod = producer(config.kafka.bootstrap_servers)
-    wire = wire_of(name, partitions, Probing((), 0), prod.produce, prod.poll)
-    wire.producer = prod
-    return wire
+    return wire_of(name, partitions, Probing((), 0), prod.produce, prod.poll), prod
 
 
 class Applied:
@@ -267,16 +272,8 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=1_000_000)
-    # unset: the shipped configuration's (conf/isrwatch.yaml)
-    parser.add_argument("--shards", type=int, default=shipped_value("streaming.state_shards"))
-    parser.add_argument(
-        "--trigger-ms", type=int, default=shipped_value("streaming.trigger_interval_ms")
-    )
-    parser.add_argument(
-        "--max-per-partition",
-        type=int,
-        default=shipped_value("kafka.max_events_per_partition_per_batch"),
-    )
+    for option, setting in SHIPPED_OPTIONS:  # unset: the shipped configuration's
+        parser.add_argument(option, type=int, default=shipped_value(setting))
     parser.add_argument("--source-format", choices=["python", "kafka"], default="python")
     parser.add_argument(
         "--wire", choices=WIRES, default="packed", help="fetch-responses form (default packed)"
@@ -286,14 +283,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--spark-conf", nargs="*", default=[], help="Spark settings key=value")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
-    for option, name in (
-        ("--shards", "streaming.state_shards"),
-        ("--trigger-ms", "streaming.trigger_interval_ms"),
-        ("--max-per-partition", "kafka.max_events_per_partition_per_batch"),
-    ):
+    for option, setting in SHIPPED_OPTIONS:
         value = getattr(args, option[2:].replace("-", "_"))
-        if value != shipped_value(name):
-            print(f"overrides {name}: {value} (shipped: {shipped_value(name)})")
+        if value != shipped_value(setting):
+            print(f"overrides {setting}: {value} (shipped: {shipped_value(setting)})")
     print(
         f"pipeline bench: {args.partitions:,} partitions, {args.records:,} fetches, "
         f"{args.shards} shards, trigger {args.trigger_ms} ms, {args.wire} wire; {load()}",
@@ -354,8 +347,8 @@ def main(argv: list[str] | None = None) -> None:
         )
         # Warm-up: one round of fetches, read in as many tasks at once as the measured ones
         # (each new Python worker imports pandas, numba, the model: seconds of CPU once).
-        wire = wire_for(config, args.wire, args.partitions)
-        produce_fetches(config, wire, 2 * args.partitions)
+        wire, wire_producer = wire_for(config, args.wire, args.partitions)
+        produce_fetches(config, wire, wire_producer, 2 * args.partitions)
         applied.wait(2 * args.partitions, args.partitions, 3600)
         print(f"  warm-up: {2 * args.partitions:,} fetches applied", flush=True)
         time.sleep(2 * args.trigger_ms / 1000)  # a batch with no data, to start clean
@@ -364,7 +357,7 @@ def main(argv: list[str] | None = None) -> None:
         spy = profiler(args.py_spy)
         cpu_before, threads_before = cpu_by_kind(), jvm_threads()
         began = time.monotonic()
-        produce_fetches(config, wire, args.records)
+        produce_fetches(config, wire, wire_producer, args.records)
         print(
             f"  {args.records:,} fetches produced in {time.monotonic() - began:.0f} s", flush=True
         )
