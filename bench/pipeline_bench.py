@@ -69,6 +69,7 @@ from streaming.job.query import make_sink, spark_session, start_query
 from streaming.job.sinks import shard_stats_of
 from streaming.tools.embedded_broker import EmbeddedBroker
 
+PY_SPY = Path(sys.executable).with_name("py-spy")  # the .[profile] extra
 UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it disabled)
 PRODUCE_CHUNK = 10 * MOST_ROWS_PER_PACK  # fetches sent at one event time
 SHIPPED_OPTIONS = (
@@ -132,13 +133,8 @@ def profiler(output: str | None) -> subprocess.Popen[bytes] | None:
     """py-spy of this process and its descendants (the Python workers), active samples."""
     if output is None:
         return None
-    spy = Path(sys.executable).with_name("py-spy")
-    if not spy.exists():
-        raise SystemExit(
-            f"--py-spy: {spy} is missing; install it with: pip install -e '.[profile]'"
-        )
     command = [
-        str(spy),
+        str(PY_SPY),
         "record",
         "--subprocesses",
         "--nonblocking",
@@ -282,6 +278,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--conf", nargs="*", default=[], help="isrwatch settings key=value")
     parser.add_argument("--spark-conf", nargs="*", default=[], help="Spark settings key=value")
     args = parser.parse_args(argv)
+    if args.py_spy is not None and not PY_SPY.exists():  # before minutes of setting up
+        parser.error(f"--py-spy: {PY_SPY} is missing; install it with: pip install -e '.[profile]'")
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
     for option, setting in SHIPPED_OPTIONS:
         value = getattr(args, option[2:].replace("-", "_"))

@@ -43,10 +43,10 @@ def stage_samples(path: str) -> dict[str, int]:
     worker's samples, "driver" the profiled root process's (the bench)."""
     found: dict[str, int] = {}
     for frames, count in stacks(path):
-        if not any("pyspark.worker" in f for f in frames if f.startswith("process ")):
-            stage = "driver" if not frames[1:2] or not frames[1].startswith("process ") else ""
-            if stage:
-                found[stage] = found.get(stage, 0) + count
+        processes = [frame for frame in frames if frame.startswith("process ")]
+        if not any("pyspark.worker" in process for process in processes):
+            if len(processes) == 1:  # the root process itself, not one it started
+                found["driver"] = found.get("driver", 0) + count
             continue
         stage, depth = "PySpark worker: other", -1
         for at in range(len(frames) - 1, -1, -1):
