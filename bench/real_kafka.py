@@ -32,9 +32,15 @@ SETUPS = {
 # after the scenario's last step: what it set off (a shrink in (T, 1.5 T], a fence at the
 # lab's 2 T session timeout, an election), then a poll, a trigger and a busy batch
 SETTLE_AFTER_2T_S = 15.0
+# the first fault this long after the job's first micro-batch: the Spark JVM's compiler
+# threads took 11.5 s of CPU in the 40 s from its 40th second, 3.1 s from its 160th, on
+# a 2-core machine that also runs the brokers (docs/real-kafka.md#warm-up)
+WARM_UP_S = 90.0
 
 
-def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> dict[str, object]:
+def run_one(
+    setup: str, scenario: str, workdir: Path, lag_time_max_ms: int, warm_up_s: float
+) -> dict[str, object]:
     kafka, elr = SETUPS[setup]
     steps = SCENARIOS[scenario]
     settle = 2 * lag_time_max_ms / 1000 + SETTLE_AFTER_2T_S
@@ -50,6 +56,8 @@ def run_one(setup: str, scenario: str, workdir: Path, lag_time_max_ms: int) -> d
         "--scenario",
         scenario,
         *ends,
+        "--warm-up",
+        str(warm_up_s),
         "--lag-time-max-ms",
         str(lag_time_max_ms),
         "--no-live",
@@ -113,6 +121,12 @@ def main() -> int:
         help="comma-separated scenario names",
     )
     parser.add_argument("--lag-time-max-ms", type=int, default=10_000)
+    parser.add_argument(
+        "--warm-up",
+        type=float,
+        default=WARM_UP_S,
+        help="seconds from the job's first micro-batch to the scenario's first step",
+    )
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/isrwatch-real-kafka"))
     parser.add_argument("--out", type=Path, default=None, help="also write the rows as JSON")
     parser.add_argument(
@@ -134,7 +148,7 @@ def main() -> int:
                     continue
                 row = {"setup": setup, "scenario": scenario} | scored(workdir)
             else:
-                row = run_one(setup, scenario, workdir, options.lag_time_max_ms)
+                row = run_one(setup, scenario, workdir, options.lag_time_max_ms, options.warm_up)
             rows.append(row)
             if "error" in row:
                 print(f"| {setup} | {scenario} | failed: {row['error']} |", flush=True)

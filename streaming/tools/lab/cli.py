@@ -64,6 +64,15 @@ def _interrupt(_signal: int, _frame: object) -> None:
     "what its checks take).",
 )
 @click.option(
+    "--warm-up",
+    "warm_up_s",
+    type=click.FloatRange(min=0),
+    default=0,
+    show_default=True,
+    help="Play the scenario this many seconds after the first micro-batch, once the "
+    "JVMs have compiled what they run (docs/real-kafka.md#warm-up).",
+)
+@click.option(
     "--health-out",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
@@ -102,6 +111,7 @@ def lab_command(
     scenario_name: str,
     seconds: float | None,
     after_scenario_s: float | None,
+    warm_up_s: float,
     health_out: Path | None,
     workdir: Path | None,
     port_base: int | None,
@@ -140,6 +150,7 @@ def lab_command(
             seconds=seconds,
             health_out=health_out,
             after_scenario_s=after_scenario_s,
+            warm_up_s=warm_up_s,
             port_base=port_base,
             lag_time_max_ms=lag_time_max_ms,
         )

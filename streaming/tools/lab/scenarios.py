@@ -53,7 +53,7 @@ TOPIC_ACTIONS = {
 
 @dataclass(frozen=True)
 class Step:
-    at_s: float  # seconds after the lab's first micro-batch
+    at_s: float  # seconds after the lab's first micro-batch (and its warm-up)
     fault: str  # a BrokerFault
     role: str  # a Role
     label: str  # steps with one label act on one broker
@@ -158,6 +158,7 @@ class ScenarioRunner:
     stop_event: threading.Event
     check_restart: RestartCheck | None = None
     restarts: Path | None = None
+    warm_up_s: float = 0.0  # the steps count from this long after start()
 
     def __post_init__(self) -> None:
         self.error: BaseException | None = None
@@ -173,7 +174,7 @@ class ScenarioRunner:
         return not self._thread.is_alive()
 
     def _play(self) -> None:
-        started = time.monotonic()
+        started = time.monotonic() + self.warm_up_s
         brokers: dict[str, int] = {}
         try:
             for step in sorted(self.steps, key=lambda s: s.at_s):

@@ -90,6 +90,10 @@ class LabOptions:
     seconds: float | None
     health_out: Path | None = None
     after_scenario_s: float | None = None  # stop this long after the scenario's last step
+    # the scenario's steps count from this long after the first micro-batch: a lab run
+    # is minutes long, and the JVMs compile through its first ones
+    # (docs/real-kafka.md#warm-up)
+    warm_up_s: float = 0.0
     live: bool = True
     port_base: int | None = None
     lag_time_max_ms: int = DEFAULT_LAG_TIME_MAX_MS
@@ -252,6 +256,7 @@ def run_lab(config: IsrwatchConfig, options: LabOptions, console: Console) -> La
                 stop,
                 check_restart=lambda broker: _check_restart(broker_bootstrap, broker),
                 restarts=options.workdir / RESTARTS_FILE,
+                warm_up_s=options.warm_up_s,
             ).start()
             reason = _watch(
                 health, options, workers, collectors, runner, job_config, console, facts
