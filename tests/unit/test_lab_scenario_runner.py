@@ -11,6 +11,7 @@ from typing import cast
 
 from streaming.tools.lab.cluster import BrokerFault, LabCluster
 from streaming.tools.lab.scenarios import Role, ScenarioRunner, Step
+from tests.unit.waiting import wait_until
 
 
 @dataclass
@@ -50,10 +51,7 @@ def play(warm_up_s: float) -> tuple[float, RecordingCluster]:
     )
     started = time.monotonic()
     runner.start()
-    deadline = started + 30
-    while not runner.finished and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert runner.finished
+    assert wait_until(lambda: runner.finished, timeout_s=30)
     assert runner.error is None
     assert noted == [(BrokerFault.PAUSE, 2), (BrokerFault.RESUME, 2)]
     return started, cluster
@@ -86,8 +84,5 @@ def test_a_stop_during_the_warm_up_plays_no_step() -> None:
     runner.start()
     time.sleep(0.3)
     stop.set()
-    deadline = time.monotonic() + 10
-    while not runner.finished and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert runner.finished
+    assert wait_until(lambda: runner.finished, timeout_s=10)
     assert cluster.applied == []
