@@ -22,7 +22,7 @@ docs/event-contract.md#fetch-packs.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from typing import Any
 
@@ -247,31 +247,50 @@ def decode_fetch_pack(value: bytes) -> DecodedFetches | DeadLetter:
     """The rows of one pack, validated: ``position`` and the dead letters' indexes are
     rows of the pack. A pack that cannot be read is one ``invalid_pack`` dead letter."""
     table = _read(value)
-    if isinstance(table, str):
-        return DeadLetter(Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, table)
+    decoded = table if isinstance(table, str) else _decoded(table)
+    if isinstance(decoded, str):
+        return DeadLetter(
+            Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, decoded
+        )
+    return decoded
+
+
+def _decoded(table: pa.Table) -> DecodedFetches | str:
+    """The rows of a pack's table (or of packs' tables joined), validated; a string: why
+    a row has no JSON form, which makes its pack unreadable."""
+    table = table.combine_chunks()  # packs joined: each column read once, in place
     verdicts = _judged(table)
     if isinstance(verdicts, str):
-        return DeadLetter(
-            Source.FETCH_RESPONSES, _raw(value), DeadLetterReason.INVALID_PACK, verdicts
-        )
+        return verdicts
     count = table.num_rows
     ints = {name: _int_cells(table, name, count) for name in INT_COLUMNS}
     topic = _string_cells(table, "topic", count, "")
     error = _string_cells(table, "error", count, FETCH_ERROR_NONE)
     if verdicts.explained:  # as the validator read them (5.0: 5)
-        topics, errors = topic.to_pylist(), error.to_pylist()
-        for row, parsed in verdicts.explained.items():
-            for name in INT_COLUMNS:
-                ints[name][row] = getattr(parsed, name)
-            topics[row], errors[row] = parsed.topic, parsed.error
-        topic, error = pa.array(topics, pa.string()), pa.array(errors, pa.string())
-    position = np.flatnonzero(verdicts.ok).astype(np.int64)
-    everyone = len(position) == count
+        rows = sorted(verdicts.explained)
+        parsed = [verdicts.explained[row] for row in rows]
+        for name in INT_COLUMNS:
+            ints[name] = np.array(ints[name])  # the column read in place is read-only
+            ints[name][rows] = [getattr(fetch, name) for fetch in parsed]
+        mask = np.zeros(count, np.bool_)
+        mask[rows] = True
+        topic = pc.replace_with_mask(topic, mask, pa.array([f.topic for f in parsed], pa.string()))
+        error = pc.replace_with_mask(error, mask, pa.array([f.error for f in parsed], pa.string()))
+    ok = verdicts.ok
+    if ok.all():
+        valid = ints, topic, error
+    else:
+        kept = pa.array(ok)
+        valid = (
+            {name: column[ok] for name, column in ints.items()},
+            topic.filter(kept),
+            error.filter(kept),
+        )
     return DecodedFetches(
-        position=position,
-        ints={name: column if everyone else column[position] for name, column in ints.items()},
-        topics=topic if everyone else topic.take(pa.array(position)),
-        errors=error if everyone else error.take(pa.array(position)),
+        position=np.flatnonzero(ok).astype(np.int64),
+        ints=valid[0],
+        topics=valid[1],
+        errors=valid[2],
         dead=verdicts.dead,
     )
 
@@ -309,44 +328,111 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
     ``position`` and the dead letters' indexes are those of the records (a pack's rows
     share its index), ``pack_row`` and the letters' ``pack_row`` the row within a pack,
     so that each row keeps an identity of its own (a dead letter's key). Without a pack,
-    ``decode_fetches`` itself."""
-    packs = [i for i, value in enumerate(values) if is_fetch_pack(value)]
-    if not packs:
+    ``decode_fetches`` itself.
+
+    Consecutive packs of one schema are judged as one table: the checks cost a few
+    microseconds a column whatever its length, which on packs of a few thousand rows
+    was most of their decoding. Each row's verdict is the one its pack alone gives it."""
+    if not any(is_fetch_pack(value) for value in values):
         return decode_fetches(values)
-    positions: list[npt.NDArray[np.int64]] = []
-    rows: list[npt.NDArray[np.int64]] = []
-    parts: list[DecodedFetches] = []
-    dead: list[tuple[int, DeadLetter]] = []
+    decoded = _Decoding()
+    run = _PackRun()
     start = 0
-    for index in [*packs, len(values)]:
-        if index > start:  # the JSON records since the last pack
-            decoded = decode_fetches(values[start:index])
-            positions.append(decoded.position + start)
-            rows.append(np.full(len(decoded), -1, np.int64))
-            parts.append(decoded)
-            dead += [(start + i, letter) for i, letter in decoded.dead]
-        start = index + 1
-        if index == len(values):
-            break
-        pack = decode_fetch_pack(values[index])  # type: ignore[arg-type]
-        if isinstance(pack, DeadLetter):
-            dead.append((index, pack))
+    for index, value in enumerate(values):
+        if not is_fetch_pack(value):
             continue
-        positions.append(np.full(len(pack), index, np.int64))
-        rows.append(pack.position)
-        parts.append(pack)
-        dead += [(index, replace(letter, pack_row=row)) for row, letter in pack.dead]
-    return DecodedFetches(
-        position=np.concatenate(positions) if positions else np.zeros(0, np.int64),
-        ints={
-            name: np.concatenate([part.ints[name] for part in parts] or [np.zeros(0, np.int64)])
-            for name in INT_COLUMNS
-        },
-        topics=_concat_texts([part.topics for part in parts]),
-        errors=_concat_texts([part.errors for part in parts]),
-        dead=dead,
-        pack_row=np.concatenate(rows) if rows else np.zeros(0, np.int64),
-    )
+        table = _read(value)  # type: ignore[arg-type]
+        if index > start or isinstance(table, str) or not run.takes(table):
+            decoded.add_run(run, values)
+            run = _PackRun()
+        if index > start:  # the JSON records since the last pack
+            decoded.add_json(decode_fetches(values[start:index]), start)
+        start = index + 1
+        if isinstance(table, str):
+            decoded.add_dead_pack(index, value, table)  # type: ignore[arg-type]
+        else:
+            run.add(index, table)
+    decoded.add_run(run, values)
+    if start < len(values):
+        decoded.add_json(decode_fetches(values[start:]), start)
+    return decoded.result()
+
+
+@dataclass
+class _PackRun:
+    """Consecutive readable packs of one schema: their record indexes and tables."""
+
+    indexes: list[int] = field(default_factory=list)
+    tables: list[pa.Table] = field(default_factory=list)
+
+    def takes(self, table: pa.Table) -> bool:
+        return not self.tables or table.schema.equals(self.tables[0].schema)
+
+    def add(self, index: int, table: pa.Table) -> None:
+        self.indexes.append(index)
+        self.tables.append(table)
+
+
+@dataclass
+class _Decoding:
+    """The parts of :func:`decode_fetch_records`' result, in input order."""
+
+    positions: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    rows: list[npt.NDArray[np.int64]] = field(default_factory=list)
+    parts: list[DecodedFetches] = field(default_factory=list)
+    dead: list[tuple[int, DeadLetter]] = field(default_factory=list)
+
+    def add_json(self, decoded: DecodedFetches, start: int) -> None:
+        """The JSON records from index ``start`` on, decoded."""
+        self.positions.append(decoded.position + start)
+        self.rows.append(np.full(len(decoded), -1, np.int64))
+        self.parts.append(decoded)
+        self.dead += [(start + i, letter) for i, letter in decoded.dead]
+
+    def add_dead_pack(self, index: int, value: bytes, why: str) -> None:
+        reason = DeadLetterReason.INVALID_PACK
+        self.dead.append((index, DeadLetter(Source.FETCH_RESPONSES, _raw(value), reason, why)))
+
+    def add_run(self, run: _PackRun, values: Sequence[bytes | None]) -> None:
+        """A run's packs, judged as one table. A row with no JSON form makes its own pack
+        unreadable, and only it: then each pack of the run is judged alone."""
+        if not run.tables:
+            return
+        joined = _decoded(pa.concat_tables(run.tables))
+        if isinstance(joined, str):
+            if len(run.tables) == 1:
+                self.add_dead_pack(run.indexes[0], values[run.indexes[0]], joined)  # type: ignore[arg-type]
+                return
+            for index, table in zip(run.indexes, run.tables, strict=True):
+                self.add_run(_PackRun([index], [table]), values)
+            return
+        counts = np.array([table.num_rows for table in run.tables], np.int64)
+        first_row = np.cumsum(counts) - counts
+        pack_of_row = np.repeat(np.arange(len(counts)), counts)
+        pack = pack_of_row[joined.position]
+        self.positions.append(np.asarray(run.indexes, np.int64)[pack])
+        self.rows.append(joined.position - first_row[pack])
+        self.parts.append(joined)
+        for row, letter in joined.dead:
+            number = int(pack_of_row[row])
+            in_pack = row - int(first_row[number])
+            self.dead.append((run.indexes[number], replace(letter, pack_row=in_pack)))
+
+    def result(self) -> DecodedFetches:
+        return DecodedFetches(
+            position=_joined(self.positions),
+            ints={name: _joined([part.ints[name] for part in self.parts]) for name in INT_COLUMNS},
+            topics=_concat_texts([part.topics for part in self.parts]),
+            errors=_concat_texts([part.errors for part in self.parts]),
+            dead=self.dead,
+            pack_row=_joined(self.rows),
+        )
+
+
+def _joined(arrays: list[npt.NDArray[np.int64]]) -> npt.NDArray[np.int64]:
+    if len(arrays) == 1:
+        return arrays[0]
+    return np.concatenate(arrays) if arrays else np.zeros(0, np.int64)
 
 
 # ------------------------------------------------------------------------ reading
@@ -459,10 +545,14 @@ def _cells_ok(column: pa.ChunkedArray, kind: Any) -> npt.NDArray[np.bool_] | Non
 
 
 def _int_cells(table: pa.Table, name: str, count: int) -> npt.NDArray[np.int64]:
-    """A writable copy of an integer column (zeros where it has no int64 value)."""
+    """An integer column (zeros where it has no int64 value), read in place where it
+    can be: read-only."""
     if name in table.column_names and table.column(name).type == pa.int64():
         column = table.column(name)
-        return np.array((column.fill_null(0) if column.null_count else column).to_numpy())
+        values: npt.NDArray[np.int64] = (
+            column.fill_null(0) if column.null_count else column
+        ).to_numpy()
+        return values
     return np.zeros(count, np.int64)
 
 
@@ -471,10 +561,12 @@ def _string_cells(table: pa.Table, name: str, count: int, default: str) -> pa.Ar
     if name in table.column_names and table.column(name).type == pa.string():
         column = table.column(name)
         return (column.fill_null(default) if column.null_count else column).combine_chunks()
-    return pa.array([default] * count, pa.string())
+    return pa.repeat(pa.scalar(default, pa.string()), count)
 
 
 def _concat_texts(arrays: list[pa.Array]) -> pa.Array:
+    if len(arrays) == 1:
+        return arrays[0]
     return pa.concat_arrays(arrays) if arrays else pa.array([], pa.string())
 
 

@@ -139,8 +139,21 @@ FETCH_PACK_COLUMNS = (
     "error",
 )
 """The routed columns a fetch row fills (the others are null on it)."""
-FETCH_PACK_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
-"""The columns of a pack of fetch rows (:func:`pack_fetches`)."""
+FETCH_ROW_SCHEMA = pa.schema([ROUTED_ARROW_SCHEMA.field(name) for name in FETCH_PACK_COLUMNS])
+"""The routed columns of a fetch row, as Spark and the state function's frame hold them."""
+PACKED_TEXT = pa.dictionary(pa.int32(), pa.string())
+FETCH_PACK_SCHEMA = pa.schema(
+    [
+        pa.field(field.name, PACKED_TEXT) if field.type == pa.string() else field
+        for field in FETCH_ROW_SCHEMA
+    ]
+)
+"""The columns of a pack of fetch rows (:func:`pack_fetches`): :data:`FETCH_ROW_SCHEMA`
+with its strings (the topic, the Kafka topic read, the error) dictionary-encoded. A
+batch's rows share a few of each, and routing gathers every column into shard order:
+as strings, that gather was more than half of routing's Arrow work, and most of it the
+three string columns (``bench/fetch_path_bench.py``); as codes it moves an int32 a cell.
+:func:`plain_fetch_rows` gives the strings back."""
 _PACK_WRITING = pa.ipc.IpcWriteOptions(compression="lz4", use_threads=False)
 """Arrow's LZ4 compression of each buffer: a fetch's columns take about 120 bytes, and
 every byte of a pack is copied by the JVM several times (Arrow to rows, the shuffle and
@@ -159,7 +172,10 @@ def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
         return fetches
     shard = fetches.column("shard")
     order = pc.sort_indices(shard)  # stable: a shard's rows keep their input order
-    columns = fetches.select(list(FETCH_PACK_COLUMNS)).take(order)
+    encoded = [
+        _packed_column(fetches.column(field.name), field.type) for field in FETCH_PACK_SCHEMA
+    ]
+    columns = pa.RecordBatch.from_arrays(encoded, schema=FETCH_PACK_SCHEMA).take(order)
     sorted_shards = shard.take(order).to_numpy()
     starts = np.flatnonzero(np.r_[True, sorted_shards[1:] != sorted_shards[:-1]])
     ends = np.r_[starts[1:], len(sorted_shards)]
@@ -190,6 +206,20 @@ def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
     )
 
 
+def _packed_column(column: pa.Array, kind: pa.DataType) -> pa.Array:
+    """A fetch column as a pack holds it (routing encodes its strings as it decodes;
+    rows of the routed schema, in tests and benches, have them plain)."""
+    if column.type == kind:
+        return column
+    return column.dictionary_encode() if kind == PACKED_TEXT else column.cast(kind)
+
+
+def plain_fetch_rows(fetches: pa.Table) -> pa.Table:
+    """Fetch columns (:data:`FETCH_PACK_SCHEMA`, or plain already) with plain strings:
+    :data:`FETCH_ROW_SCHEMA`, the routed columns' types."""
+    return fetches.cast(FETCH_ROW_SCHEMA)
+
+
 def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
     """``rows`` with every pack (kind ``fetches``) replaced by its fetch rows, one per
     fetch (kind ``fetch``, the routed columns a fetch leaves empty null), after the
@@ -198,7 +228,7 @@ def unpack_fetches(rows: pd.DataFrame) -> pd.DataFrame:
     if not packed.any():
         return rows
     tables = [_read_pack(blob) for blob in rows["event"][packed]]
-    fetches = pa.concat_tables(tables)
+    fetches = plain_fetch_rows(pa.concat_tables(tables))
     count = fetches.num_rows
     shards = rows["shard"][packed].to_numpy(dtype=np.int32)
     filled = {
@@ -237,19 +267,18 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
     codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.intp)
     names = topics.dictionary.to_pylist()
     shard = shard_lookup(shards).shards(codes, names, decoded.ints["partition"])
-    count = len(decoded)
     columns: dict[str, Any] = {
-        "shard": shard,
-        "kind": pa.repeat(pa.scalar(FETCH), count),
-        "src_topic": records.column("topic").take(position),
+        "shard": pa.array(shard, pa.int32()),
+        "src_topic": records.column("topic").dictionary_encode().take(position),
         "src_partition": records.column("partition").take(position),
         "src_offset": records.column("offset").take(position),
-        "src_row": _pack_rows(decoded.pack_row, count),
-        "topic": decoded.topics,
-        "error": decoded.errors,
-        **decoded.ints,
+        "src_row": _pack_rows(decoded.pack_row, len(decoded)),
+        "topic": topics,
+        "error": decoded.errors.dictionary_encode(),
+        **{name: pa.array(values, pa.int64()) for name, values in decoded.ints.items()},
     }
-    return [pack_fetches(_batch(count, columns)), _dead_batch(records, decoded.dead)]
+    fetches = pa.RecordBatch.from_pydict(columns)
+    return [pack_fetches(fetches), _dead_batch(records, decoded.dead)]
 
 
 def _pack_rows(pack_row: npt.NDArray[np.int64] | None, count: int) -> pa.Array:

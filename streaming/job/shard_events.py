@@ -26,7 +26,6 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 import pyarrow as pa  # type: ignore[import-untyped]
-import pyarrow.compute as pc  # type: ignore[import-untyped]
 
 from state import FetchBatch, RoutedControllerEvent
 from state.events import FETCH_ERROR_NONE
@@ -38,6 +37,7 @@ from streaming.job.routing import (
     FETCH_PACK_SCHEMA,
     FETCHES,
     pandas_type,
+    plain_fetch_rows,
     read_packs,
 )
 
@@ -137,7 +137,8 @@ class ShardEvents:
         picked = self.order[positions]
         ours = len(self.controller)
         wanted = picked[picked >= ours] - ours
-        frame = self.fetches.take(pa.array(wanted)).to_pandas(types_mapper=pandas_type)
+        picked_fetches = plain_fetch_rows(self.fetches.take(pa.array(wanted)))
+        frame = picked_fetches.to_pandas(types_mapper=pandas_type)
         frame.insert(0, "kind", FETCH)
         rows: list[pd.Series] = []
         fetched = 0
@@ -191,9 +192,11 @@ class _Columns:
         digest = np.zeros(len(controller), np.int64)
         digest[has_digest] = [int(value) for value in digests[has_digest]]
         ints = {name: _ints(fetches.column(name)) for name in INT_COLUMNS}
-        topics = fetches.column("topic").combine_chunks().dictionary_encode()
-        error = fetches.column("error")
-        error_free = pc.or_kleene(pc.is_null(error), pc.equal(error, FETCH_ERROR_NONE))
+        topics = _encoded(fetches.column("topic"))
+        errors = _encoded(fetches.column("error"))
+        # a fetch without an error names none, or NONE
+        free_of_code = [name == FETCH_ERROR_NONE for name in errors.dictionary.to_pylist()]
+        error_free = np.asarray([*free_of_code, True], np.bool_)[_codes(errors)]
         return _Columns(
             ts=np.concatenate([controller["ts"].to_numpy(dtype=np.int64), ints["ts"]]),
             counted=np.concatenate(
@@ -207,7 +210,7 @@ class _Columns:
             fetch=ints,
             topic_code=topics.indices.fill_null(-1).to_numpy().astype(np.intp),
             topic_names=np.asarray(topics.dictionary.to_pylist(), dtype=object),
-            error_free=error_free.to_numpy(zero_copy_only=False).astype(np.bool_),
+            error_free=error_free,
         )
 
     def batch(self, rows: I64, source_id: I64) -> FetchBatch:
@@ -230,6 +233,21 @@ def _ints(column: pa.ChunkedArray) -> I64:
     return np.asarray(column.combine_chunks().to_numpy(zero_copy_only=False), np.int64)
 
 
+def _encoded(column: pa.ChunkedArray) -> pa.DictionaryArray:
+    """A string column of the fetches as one dictionary array (a pack's strings are
+    dictionary-encoded already: ``routing.FETCH_PACK_SCHEMA``)."""
+    combined = column.combine_chunks()
+    if pa.types.is_dictionary(combined.type):
+        return combined
+    return combined.dictionary_encode()
+
+
+def _codes(encoded: pa.DictionaryArray) -> npt.NDArray[np.intp]:
+    """The dictionary code of each cell, ``len(dictionary)`` for a null."""
+    codes = encoded.indices.fill_null(len(encoded.dictionary))
+    return np.asarray(codes.to_numpy(zero_copy_only=False), np.intp)
+
+
 def _sort_key(mine: pd.Series, theirs: pa.ChunkedArray) -> list[npt.NDArray[np.generic]]:
     """One key over the controller rows (``mine``) then the fetches (``theirs``), for
     ``np.lexsort``, least significant first: the values (a string by its rank among the
@@ -242,15 +260,15 @@ def _sort_key(mine: pd.Series, theirs: pa.ChunkedArray) -> list[npt.NDArray[np.g
             column.is_null().to_numpy(zero_copy_only=False).astype(np.bool_),
         ]
     )
-    if pa.types.is_string(column.type):
+    if pa.types.is_string(column.type) or pa.types.is_dictionary(column.type):
+        encoded = _encoded(theirs)
+        # a dictionary may hold names no cell uses (a pack's, after a gather): harmless
         names = {str(name) for name in mine.dropna()}
-        names.update(pc.unique(column.drop_null()).to_pylist())
+        names.update(encoded.dictionary.to_pylist())
         ranks = {name: rank for rank, name in enumerate(sorted(names))}
-        encoded = column.dictionary_encode()
         of_code = np.array([ranks[name] for name in encoded.dictionary.to_pylist()] + [0], np.int64)
-        codes = encoded.indices.fill_null(len(encoded.dictionary)).to_numpy()
         mine_ranks = [ranks[str(name)] if not pd.isna(name) else 0 for name in mine]
-        values = np.concatenate([np.asarray(mine_ranks, np.int64), of_code[codes]])
+        values = np.concatenate([np.asarray(mine_ranks, np.int64), of_code[_codes(encoded)]])
     else:
         values = np.concatenate(
             [

@@ -367,6 +367,9 @@ def test_packed_rows_get_the_verdicts_of_the_per_record_path(
     assert start == len(held)
     mixed = decode_fetch_records([values[0], *packs[:2]])  # packs beside a JSON record
     assert len(mixed) + len(mixed.dead) == 1 + sum(sizes[:2])
+    # All of them in one batch, where packs of one schema are judged as one table: each
+    # row gets the verdict its pack gives it alone, under its record and row.
+    assert_judged_as_alone(decode_fetch_records([values[0], *packs]), [values[0], *packs])
     # The valid rows as a producer makes them (integers, no 5.0) through the shipped
     # writer: the same columns again.
     valid = [row for row in valid if not any(isinstance(cell, float) for cell in row.values())]
@@ -389,6 +392,60 @@ def test_packed_rows_get_the_verdicts_of_the_per_record_path(
         objs = pa.ipc.open_stream(broken[len(PACK_MAGIC) + 1 :]).read_all().to_pylist()
         expected = decode_fetches(per_record([without_nulls(row) for row in objs]))
         assert_same_verdicts(readable, expected, broken)
+
+
+def assert_judged_as_alone(together: DecodedFetches, values: list[bytes]) -> None:
+    """``together`` (``decode_fetch_records(values)``) holds what each value decoded
+    alone gives (``decode_fetch_pack`` for a pack, ``decode_fetches`` for JSON), with
+    the value's index and, for a pack's row, its row."""
+    positions: list[tuple[int, int]] = []
+    ints: dict[str, list[int]] = {name: [] for name in INT_COLUMNS}
+    texts: list[tuple[str, str]] = []
+    letters: list[tuple[int, int | None, str, str]] = []
+    for index, value in enumerate(values):
+        alone = decode_fetch_pack(value) if is_fetch_pack(value) else decode_fetches([value])
+        if isinstance(alone, DeadLetter):
+            letters.append((index, None, alone.reason.value, alone.detail))
+            continue
+        packed = is_fetch_pack(value)
+        positions += [(index, row if packed else -1) for row in alone.position.tolist()]
+        for name in INT_COLUMNS:
+            ints[name] += alone.ints[name].tolist()
+        texts += list(zip(alone.topic, alone.error, strict=True))
+        letters += [
+            (index, row if packed else None, letter.reason.value, letter.detail)
+            for row, letter in alone.dead
+        ]
+    assert together.pack_row is not None
+    got = list(zip(together.position.tolist(), together.pack_row.tolist(), strict=True))
+    assert got == positions
+    for name in INT_COLUMNS:
+        assert together.ints[name].tolist() == ints[name], name
+    assert list(zip(together.topic, together.error, strict=True)) == texts
+    assert [
+        (index, letter.pack_row, letter.reason.value, letter.detail)
+        for index, letter in together.dead
+    ] == letters
+
+
+def test_a_row_without_json_form_makes_only_its_own_pack_dead() -> None:
+    """Packs of one schema are judged as one table; a row that has no JSON form (here a
+    timestamp past Python's datetime) still makes only its own pack unreadable."""
+    good = dict.fromkeys(INT_COLUMNS, 1) | {"topic": "t"}
+
+    def pack(stamps: list[int | None]) -> bytes:
+        batch = pa.RecordBatch.from_pylist([good] * len(stamps))
+        return framed_pack(batch.append_column("bytes", pa.array(stamps, pa.timestamp("s"))))
+
+    values = [pack([None, 0]), pack([None, 2**62]), pack([None, None]), b'{"ts": 1}']
+    together = decode_fetch_records(values)
+    assert together.position.tolist() == [0, 2, 2]
+    assert [(i, letter.reason.value) for i, letter in together.dead] == [
+        (0, "wrong_type"),
+        (1, "invalid_pack"),
+        (3, "missing_field"),
+    ]
+    assert_judged_as_alone(together, values)
 
 
 def broken_pack(pack: bytes, data: st.DataObject) -> bytes:
