@@ -184,8 +184,11 @@ def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
     sink = pa.BufferOutputStream()
     bounds = [0]
     latest: list[int] = []
+    texts = [i for i, field in enumerate(FETCH_PACK_SCHEMA) if field.type == PACKED_TEXT]
     for start, end in zip(starts.tolist(), ends.tolist(), strict=True):
         part = columns.slice(start, end - start)
+        for i in texts:
+            part = part.set_column(i, FETCH_PACK_SCHEMA.field(i), _own_names(part.column(i)))
         with pa.ipc.new_stream(sink, FETCH_PACK_SCHEMA, options=_PACK_WRITING) as writer:
             writer.write_batch(part)
         bounds.append(sink.tell())
@@ -212,6 +215,23 @@ def _packed_column(column: pa.Array, kind: pa.DataType) -> pa.Array:
     if column.type == kind:
         return column
     return column.dictionary_encode() if kind == PACKED_TEXT else column.cast(kind)
+
+
+def _own_names(column: pa.DictionaryArray) -> pa.DictionaryArray:
+    """A pack's dictionary column with only the names its rows use. A slice or gather
+    of a dictionary column keeps the whole dictionary: every shard's pack would carry
+    every topic of the reader batch (thousands of names, on a cluster of many small
+    topics) through the JVM."""
+    names = len(column.dictionary)
+    if names <= 1:
+        return column
+    codes = column.indices.fill_null(names).to_numpy(zero_copy_only=False)
+    used = np.bincount(codes, minlength=names + 1)[:names] > 0
+    if used.all():
+        return column
+    new_code = np.cumsum(used, dtype=np.int32) - 1
+    indices = pa.array(new_code[np.minimum(codes, names - 1)], pa.int32(), mask=codes == names)
+    return pa.DictionaryArray.from_arrays(indices, column.dictionary.filter(pa.array(used)))
 
 
 def plain_fetch_rows(fetches: pa.Table) -> pa.Table:

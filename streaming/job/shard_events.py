@@ -233,10 +233,10 @@ def _ints(column: pa.ChunkedArray) -> I64:
     return np.asarray(column.combine_chunks().to_numpy(zero_copy_only=False), np.int64)
 
 
-def _encoded(column: pa.ChunkedArray) -> pa.DictionaryArray:
+def _encoded(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     """A string column of the fetches as one dictionary array (a pack's strings are
     dictionary-encoded already: ``routing.FETCH_PACK_SCHEMA``)."""
-    combined = column.combine_chunks()
+    combined = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
     if pa.types.is_dictionary(combined.type):
         return combined
     return combined.dictionary_encode()
@@ -261,8 +261,7 @@ def _sort_key(mine: pd.Series, theirs: pa.ChunkedArray) -> list[npt.NDArray[np.g
         ]
     )
     if pa.types.is_string(column.type) or pa.types.is_dictionary(column.type):
-        encoded = _encoded(theirs)
-        # a dictionary may hold names no cell uses (a pack's, after a gather): harmless
+        encoded = _encoded(column)
         names = {str(name) for name in mine.dropna()}
         names.update(encoded.dictionary.to_pylist())
         ranks = {name: rank for rank, name in enumerate(sorted(names))}

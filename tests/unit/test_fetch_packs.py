@@ -13,6 +13,7 @@ import random
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa  # type: ignore[import-untyped]
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -65,6 +66,13 @@ def test_each_pack_holds_its_shards_fetches_in_input_order(values: list[Any]) ->
     assert not (routed["kind"] == FETCH).any()  # no fetch travels alone
     packs = routed[routed["kind"] == FETCHES]
     assert packs["shard"].is_unique
+    for event in packs["event"]:
+        # a pack's strings are dictionary-encoded, its dictionaries the names it uses
+        columns = pa.ipc.open_stream(event).read_all()
+        for name in ("topic", "src_topic", "error"):
+            (column,) = columns.column(name).chunks
+            used = {cell for cell in column.to_pylist() if cell is not None}
+            assert sorted(column.dictionary.to_pylist()) == sorted(used), name
     unpacked = unpack_fetches(routed)
     fetches = unpacked[unpacked["kind"] == FETCH]
     for shard in range(SHARDS):
