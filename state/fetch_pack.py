@@ -75,6 +75,7 @@ _REQUIRED_SCHEMA = pa.schema([field for field in PACK_SCHEMA if field.name not i
 must hold."""
 IntColumn = Sequence[int] | npt.NDArray[np.int64]
 """A column of ``FetchRows.of_columns``: a list, or numpy's (``collect admin``'s joins)."""
+_READING = pa.ipc.IpcReadOptions(use_threads=False)
 _EOS = b"\xff\xff\xff\xff\x00\x00\x00\x00"
 """Arrow's end-of-stream marker: a stream cut at a message boundary still reads, so
 the reader asks for the marker to tell a whole pack from a truncated one."""
@@ -452,7 +453,8 @@ def _read(value: bytes) -> pa.Table | str:
         return "truncated fetch pack (or bytes after its end): no end-of-stream marker last"
     try:
         stream = pa.BufferReader(body)
-        table = pa.ipc.open_stream(stream).read_all()
+        # one thread: a Spark task has one core (``streaming.job.routing._PACK_READING``)
+        table = pa.ipc.open_stream(stream, options=_READING).read_all()
         table.validate(full=True)  # offsets within buffers, strings UTF-8
         rest = body.size - stream.tell()
     # ArrowException: what Arrow raises on bad bytes; OSError and ValueError its bases

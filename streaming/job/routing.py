@@ -161,6 +161,10 @@ its own compression, rows to Arrow, each way across to Python); compressed, a fe
 takes about 15 bytes at a few hundredths of a microsecond to write and read
 (``bench/fetch_path_bench.py``). The reader decompresses what the stream says is
 compressed. One thread: a Spark task has one core."""
+_PACK_READING = pa.ipc.IpcReadOptions(use_threads=False)
+"""One thread, as :data:`_PACK_WRITING`: Arrow's pool decompressing a pack's buffers in
+parallel took about twice the CPU of one thread doing it (``bench/fetch_path_bench.py``'s
+packs, read in a loop), on cores the other task of the stage needs."""
 
 
 def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
@@ -275,7 +279,7 @@ def read_packs(packs: Iterable[bytes]) -> pa.Table:
 
 
 def _read_pack(blob: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(blob)).read_all()
+    return pa.ipc.open_stream(pa.py_buffer(blob), options=_PACK_READING).read_all()
 
 
 def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
