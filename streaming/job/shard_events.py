@@ -89,15 +89,10 @@ class ShardEvents:
                 len(others) + np.arange(unpacked.num_rows),
             ]
         ).astype(np.int64)
-        keys: list[npt.NDArray[np.generic]] = [came]
-        for name in reversed(SORT_KEYS):  # np.lexsort: the last key is the first
-            # a key of one value orders nothing (most null flags; the one input topic)
-            keys += [
-                key
-                for key in _sort_key(controller[name], fetches.column(name))
-                if len(key) and (key != key[0]).any()
-            ]
-        order = np.lexsort(keys).astype(np.int64) if len(came) else np.zeros(0, np.int64)
+        keys = {name: _sort_key(controller[name], fetches.column(name)) for name in SORT_KEYS}
+        order = _order_by_record(keys, came)
+        if order is None:
+            order = _order_by_every_key(keys, came)
         columns = _Columns.of(controller, fetches)
         return ShardEvents(others[is_dead], controller, fetches, columns, order)
 
@@ -233,6 +228,65 @@ def _ints(column: pa.ChunkedArray) -> I64:
     return np.asarray(column.combine_chunks().to_numpy(zero_copy_only=False), np.int64)
 
 
+SortKey = tuple[I64, BOOL]
+"""One of :data:`SORT_KEYS` over every event: the values (0 where null) and the nulls."""
+
+
+def _order_by_every_key(keys: dict[str, SortKey], came: I64) -> I64:
+    """The order of :data:`SORT_KEYS` then ``came``: one ``np.lexsort`` over them all."""
+    if not len(came):
+        return np.zeros(0, np.int64)
+    columns: list[npt.NDArray[np.generic]] = [came]
+    for name in reversed(SORT_KEYS):  # np.lexsort: the last key is the first
+        values, nulls = keys[name]
+        # a key of one value orders nothing (most null flags; the one input topic)
+        columns += [key for key in (values, nulls) if (key != key[0]).any()]
+    return np.lexsort(columns).astype(np.int64)
+
+
+_NO_ROW = (1 << 32) - 1
+"""``src_row``'s place for a null (a JSON record's fetch): after every row of a pack."""
+
+
+def _order_by_record(keys: dict[str, SortKey], came: I64) -> I64 | None:
+    """The order of :func:`_order_by_every_key`, sorting two keys where it sorts up to
+    eleven: the event time, then the Kafka record (topic, partition, offset) by its rank
+    among the batch's records and the row within it as one integer, then ``came`` if
+    the rows did not come in that order. A record's rows are consecutive (a pack's
+    fetches, a controller event's parts), so its rank comes from sorting the records,
+    a few hundred a shard, not the rows (sorting every key over the rows was the largest
+    part of the shard step outside the model: ``bench/pipeline_bench.py --py-spy``).
+    None where a key falls outside what the two keys hold (a null time, a row number
+    that is negative): the caller sorts every key then."""
+    count = len(came)
+    times, no_time = keys["ts"]
+    rows, no_row = keys["src_row"]
+    if not count or no_time.any() or (rows < 0).any() or (rows >= _NO_ROW).any():
+        return None
+    # a record's identity, most significant first; a null after every value, per key
+    identity = [part for name in SORT_KEYS[1:4] for part in reversed(keys[name])]
+    starts = np.ones(count, np.bool_)
+    for column in identity:
+        starts[1:] &= column[1:] == column[:-1]
+    starts = ~starts
+    starts[0] = True
+    record_of_row = np.cumsum(starts) - 1
+    firsts = [column[starts] for column in identity]
+    by_record = np.lexsort(firsts[::-1])
+    in_order = [column[by_record] for column in firsts]
+    new_record = np.zeros(len(by_record), np.bool_)
+    for column in in_order:
+        new_record[1:] |= column[1:] != column[:-1]
+    rank = np.empty(len(by_record), np.int64)
+    rank[by_record] = np.cumsum(new_record)  # the same record twice: the same rank
+    within = np.where(no_row, _NO_ROW, rows)
+    record_and_row = (rank[record_of_row] << 32) | within
+    columns: list[npt.NDArray[np.generic]] = [record_and_row, times]
+    if (np.diff(came) <= 0).any():  # np.lexsort is stable: index order breaks ties
+        columns.insert(0, came)
+    return np.lexsort(columns).astype(np.int64)
+
+
 def _encoded(column: pa.ChunkedArray | pa.Array) -> pa.DictionaryArray:
     """A string column of the fetches as one dictionary array (a pack's strings are
     dictionary-encoded already: ``routing.FETCH_PACK_SCHEMA``)."""
@@ -248,11 +302,10 @@ def _codes(encoded: pa.DictionaryArray) -> npt.NDArray[np.intp]:
     return np.asarray(codes.to_numpy(zero_copy_only=False), np.intp)
 
 
-def _sort_key(mine: pd.Series, theirs: pa.ChunkedArray) -> list[npt.NDArray[np.generic]]:
-    """One key over the controller rows (``mine``) then the fetches (``theirs``), for
-    ``np.lexsort``, least significant first: the values (a string by its rank among the
-    names present), then whether the value is null (a null after every value, as
-    pandas sorts)."""
+def _sort_key(mine: pd.Series, theirs: pa.ChunkedArray) -> SortKey:
+    """One key over the controller rows (``mine``) then the fetches (``theirs``): the
+    values (a string by its rank among the names present, 0 for a null) and whether
+    each is null (a null sorts after every value, as pandas sorts)."""
     column = theirs.combine_chunks()
     nulls = np.concatenate(
         [
@@ -275,4 +328,4 @@ def _sort_key(mine: pd.Series, theirs: pa.ChunkedArray) -> list[npt.NDArray[np.g
                 column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64),
             ]
         )
-    return [values, nulls]
+    return np.asarray(values, np.int64), nulls
