@@ -42,6 +42,7 @@ from state import (
     shard_lookup,
 )
 from state.events import DeadLetter, Source
+from streaming.job.kafka_records import KafkaRecords
 
 FETCH = "fetch"
 FETCHES = "fetches"
@@ -107,14 +108,24 @@ def route_arrow(
     records: pa.RecordBatch, sources: Mapping[str, Source], shards: int
 ) -> list[pa.RecordBatch]:
     """Routed rows of Kafka records (columns of Spark's Kafka source)."""
+    return route_records(KafkaRecords.of_arrow(records), sources, shards)
+
+
+def route_records(
+    records: KafkaRecords, sources: Mapping[str, Source], shards: int
+) -> list[pa.RecordBatch]:
+    """Routed rows of Kafka records."""
     out: list[pa.RecordBatch] = []
-    topics = records.column("topic")
+    topics = records.coordinates.column("topic")
     names = pc.unique(topics).to_pylist()
     for name in names:
         # A reader's batch is one topic-partition's records: filtering it would copy every
-        # value (a fetch pack's bytes) to select them all (5 % of the Python workers' CPU
-        # at 100,000 partitions, bench/pipeline_bench.py --py-spy)
-        mine = records if len(names) == 1 else records.filter(pc.equal(topics, name))
+        # record to select them all (5 % of the Python workers' CPU at 100,000
+        # partitions, bench/pipeline_bench.py --py-spy)
+        if len(names) == 1:
+            mine = records
+        else:
+            mine = records.filter(pc.equal(topics, name).to_numpy(zero_copy_only=False))
         if sources[name] is Source.FETCH_RESPONSES:
             out += _route_fetches(mine, shards)
         else:
@@ -282,10 +293,11 @@ def _read_pack(blob: bytes) -> pa.Table:
     return pa.ipc.open_stream(pa.py_buffer(blob), options=_PACK_READING).read_all()
 
 
-def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
+def _route_fetches(records: KafkaRecords, shards: int) -> list[pa.RecordBatch]:
     """JSON records and packs alike (``state.fetch_pack.decode_fetch_records``); a pack's
     rows and dead letters carry their row in it (``src_row``)."""
-    decoded = decode_fetch_records(records.column("value").to_pylist())
+    decoded = decode_fetch_records(records.values)
+    kafka = records.coordinates
     position = pa.array(decoded.position)
     topics = decoded.topics.dictionary_encode()
     codes = topics.indices.to_numpy(zero_copy_only=False).astype(np.intp)
@@ -293,16 +305,16 @@ def _route_fetches(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]
     shard = shard_lookup(shards).shards(codes, names, decoded.ints["partition"])
     columns: dict[str, Any] = {
         "shard": pa.array(shard, pa.int32()),
-        "src_topic": records.column("topic").dictionary_encode().take(position),
-        "src_partition": records.column("partition").take(position),
-        "src_offset": records.column("offset").take(position),
+        "src_topic": kafka.column("topic").dictionary_encode().take(position),
+        "src_partition": kafka.column("partition").take(position),
+        "src_offset": kafka.column("offset").take(position),
         "src_row": _pack_rows(decoded.pack_row, len(decoded)),
         "topic": topics,
         "error": decoded.errors.dictionary_encode(),
         **{name: pa.array(values, pa.int64()) for name, values in decoded.ints.items()},
     }
     fetches = pa.RecordBatch.from_pydict(columns)
-    return [pack_fetches(fetches), _dead_batch(records, decoded.dead)]
+    return [pack_fetches(fetches), _dead_batch(kafka, decoded.dead)]
 
 
 def _pack_rows(pack_row: npt.NDArray[np.int64] | None, count: int) -> pa.Array:
@@ -312,16 +324,17 @@ def _pack_rows(pack_row: npt.NDArray[np.int64] | None, count: int) -> pa.Array:
     return pa.array(pack_row, pa.int32(), mask=pack_row < 0)
 
 
-def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]]) -> pa.RecordBatch:
+def _dead_batch(kafka: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]]) -> pa.RecordBatch:
+    """The dead letters of records with Kafka coordinates ``kafka``, by record index."""
     index = pa.array([i for i, _ in dead], pa.int64())
     return _batch(
         len(dead),
         {
             "shard": [CLUSTER_SHARD] * len(dead),
             "kind": [DEAD] * len(dead),
-            "src_topic": records.column("topic").take(index),
-            "src_partition": records.column("partition").take(index),
-            "src_offset": records.column("offset").take(index),
+            "src_topic": kafka.column("topic").take(index),
+            "src_partition": kafka.column("partition").take(index),
+            "src_offset": kafka.column("offset").take(index),
             "src_row": pa.array([letter.pack_row for _, letter in dead], pa.int32()),
             "source": [letter.source for _, letter in dead],
             "value": [letter.raw for _, letter in dead],
@@ -331,15 +344,16 @@ def _dead_batch(records: pa.RecordBatch, dead: Sequence[tuple[int, DeadLetter]])
     )
 
 
-def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.RecordBatch]:
+def _route_controller_events(records: KafkaRecords, shards: int) -> list[pa.RecordBatch]:
     """Parsed once; parts per shard in the order the shards apply them (event time,
     then Kafka coordinates: ``shard_state``)."""
-    values = records.column("value").to_pylist()
+    values = records.values
+    kafka = records.coordinates
     where = list(
         zip(
-            records.column("topic").to_pylist(),
-            records.column("partition").to_pylist(),
-            records.column("offset").to_pylist(),
+            kafka.column("topic").to_pylist(),
+            kafka.column("partition").to_pylist(),
+            kafka.column("offset").to_pylist(),
             strict=True,
         )
     )
@@ -361,7 +375,9 @@ def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.Re
     }
     routed = route_controller_events([event for _, event in events], shards)
     for (i, _event), parts in zip(events, routed, strict=True):
-        text = bytes(values[i]).decode("utf-8")
+        value = values[i]
+        assert value is not None  # a record without a value is a dead letter, never an event
+        text = bytes(value).decode("utf-8")
         digest = signed_digest(stable_hash(text))
         for part in parts:
             topic, kafka_partition, offset = where[i]
@@ -380,7 +396,7 @@ def _route_controller_events(records: pa.RecordBatch, shards: int) -> list[pa.Re
         count,
         {**rows, "kind": [CONTROLLER] * count, "source": [Source.CONTROLLER_EVENTS.value] * count},
     )
-    return [controller, _dead_batch(records, dead)]
+    return [controller, _dead_batch(kafka, dead)]
 
 
 def route(records: pd.DataFrame, sources: Mapping[str, Source], shards: int) -> pd.DataFrame:
@@ -411,6 +427,15 @@ def route_arrow_batches(
     """``mapInArrow`` form of :func:`route_arrow`."""
     for records in batches:
         yield from route_arrow(records, sources, shards)
+
+
+def route_record_batches(
+    batches: Iterator[KafkaRecords], sources: Mapping[str, Source], shards: int
+) -> Iterator[pa.RecordBatch]:
+    """:func:`route_records` of each batch (the job's own source reader routes what it
+    reads: ``streaming.job.kafka_source``)."""
+    for records in batches:
+        yield from route_records(records, sources, shards)
 
 
 def conform(frame: pd.DataFrame, schema: str) -> pd.DataFrame:

@@ -43,8 +43,8 @@ Options (strings; names are case-insensitive):
 * ``readTimeoutMs``: a read task with no progress for this long fails (default twice the
   client's request_timeout_ms);
 * ``routeToShards``: JSON ``{"shards": n, "sources": {"<topic>": "<source>"}}``: the reader
-  decodes and routes what it reads itself (``streaming.job.routing.route_arrow_batches``, the
-  function the job otherwise runs with ``mapInArrow``) and the source's columns are the
+  decodes and routes what it reads itself (``streaming.job.routing.route_record_batches``: the
+  routing the job otherwise runs with ``mapInArrow``) and the source's columns are the
   routed rows (``streaming.job.routing.ROUTED_SCHEMA``). The records are in Python already:
   routing them there saves handing every raw value to the JVM and back to another
   Python worker (``bench/pipeline_bench.py``).

@@ -26,6 +26,7 @@ from pyspark.sql.types import (
 )
 
 from streaming.config import librdkafka_names
+from streaming.job.kafka_records import VALUE, KafkaRecords
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.planner import KafkaInputPartition
 
@@ -121,9 +122,17 @@ def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
 
 def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Iterator[pa.RecordBatch]:
     """The records ``part.start <= offset < part.end`` of one topic-partition, in order,
-    as Arrow record batches; raises RuntimeError when the broker makes no progress for
-    ``settings.read_timeout_ms``. Read with confluent-kafka (librdkafka): ten times
-    kafka-python's records/s on one core (``bench/stream_bench.py``)."""
+    as Arrow record batches of Spark's Kafka source columns (:func:`read_records`)."""
+    for records in read_records(settings, part):
+        yield _with_values(records)
+
+
+def read_records(settings: SourceSettings, part: KafkaInputPartition) -> Iterator[KafkaRecords]:
+    """The records ``part.start <= offset < part.end`` of one topic-partition, in order,
+    their values as confluent-kafka hands them (``streaming.job.kafka_records``); raises
+    RuntimeError when the broker makes no progress for ``settings.read_timeout_ms``.
+    Read with confluent-kafka (librdkafka): ten times kafka-python's records/s on one
+    core (``bench/stream_bench.py``)."""
     from confluent_kafka import Consumer, KafkaException, Message
     from confluent_kafka import TopicPartition as ConfluentPartition
 
@@ -155,7 +164,7 @@ def read_partition(settings: SourceSettings, part: KafkaInputPartition) -> Itera
                     offsets = offsets[keep]
                 if records:
                     stall.progressed()
-                    yield _messages_to_arrow(part.topic, part.partition, records, offsets)
+                    yield _kafka_records(part.topic, part.partition, records, offsets)
                     position = int(offsets[-1]) + 1
                     progress_at = time.monotonic()
                     continue
@@ -185,10 +194,11 @@ def _unreachable(messages: Sequence[Any]) -> str | None:
     return None
 
 
-def _messages_to_arrow(
+def _kafka_records(
     topic: str, partition: int, messages: Sequence[Any], offsets: npt.NDArray[np.int64]
-) -> pa.RecordBatch:
-    """confluent-kafka messages as the source's columns (one C call per field and record)."""
+) -> KafkaRecords:
+    """confluent-kafka messages as the source's columns, the values as Python bytes (one
+    C call per field and record)."""
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
     count = len(messages)
@@ -196,15 +206,24 @@ def _messages_to_arrow(
     kinds = np.fromiter((kind for kind, _ in stamps), np.int32, count)
     millis = np.fromiter((ms for _, ms in stamps), np.int64, count)
     missing = kinds == TIMESTAMP_NOT_AVAILABLE
-    return pa.RecordBatch.from_arrays(
+    schema = _arrow_schema()
+    coordinates = pa.RecordBatch.from_arrays(
         [
             pa.array(list(map(Message.key, messages)), pa.binary()),
-            pa.array(list(map(Message.value, messages)), pa.binary()),
             pa.repeat(pa.scalar(topic), count),
             pa.repeat(pa.scalar(partition, pa.int32()), count),
             pa.array(offsets),
             pa.array(millis * 1000, pa.int64(), mask=missing).cast(pa.timestamp("us", tz="UTC")),
             pa.array(kinds - 1, pa.int32(), mask=missing),  # Spark's 0 create, 1 append
         ],
-        schema=_arrow_schema(),
+        schema=schema.remove(schema.get_field_index(VALUE)),
     )
+    return KafkaRecords(coordinates, list(map(Message.value, messages)))
+
+
+def _with_values(records: KafkaRecords) -> pa.RecordBatch:
+    """Spark's Kafka source columns of ``records``."""
+    schema = _arrow_schema()
+    where = schema.get_field_index(VALUE)
+    values = pa.array(records.values, pa.binary())
+    return records.coordinates.add_column(where, schema.field(where), values)

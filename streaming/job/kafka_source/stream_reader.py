@@ -21,7 +21,7 @@ from streaming.job.connection_errors import ConnectionProblem, diagnose
 from streaming.job.kafka_source.event_time import align, cut_partitions
 from streaming.job.kafka_source.offset_reader import OffsetReader
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
-from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition
+from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition, read_records
 from streaming.job.kafka_source.planner import (
     KafkaInputPartition,
     advance,
@@ -243,12 +243,14 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if not isinstance(partition, KafkaInputPartition):
             raise TypeError(f"{SOURCE_NAME}: unexpected input partition {partition!r}")
         gc.freeze()  # the imported modules: see streaming.job.python_worker
-        records = read_partition(self.settings, partition)
         if self.settings.route_shards is None:
-            return records
-        from streaming.job.routing import route_arrow_batches
+            return read_partition(self.settings, partition)
+        from streaming.job.routing import route_record_batches
 
-        return route_arrow_batches(records, self.settings.route_sources, self.settings.route_shards)
+        records = read_records(self.settings, partition)
+        return route_record_batches(
+            records, self.settings.route_sources, self.settings.route_shards
+        )
 
     def commit(self, end: dict[str, int]) -> None:
         pass
