@@ -340,20 +340,20 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
     run = _PackRun()
     start = 0
     for index, value in enumerate(values):
-        if not is_fetch_pack(value):
+        if value is None or not is_fetch_pack(value):
             continue
-        table = _read(value)  # type: ignore[arg-type]
+        table = _read(value)
         if index > start or isinstance(table, str) or not run.takes(table):
-            decoded.add_run(run, values)
+            decoded.add_run(run)
             run = _PackRun()
         if index > start:  # the JSON records since the last pack
             decoded.add_json(decode_fetches(values[start:index]), start)
         start = index + 1
         if isinstance(table, str):
-            decoded.add_dead_pack(index, value, table)  # type: ignore[arg-type]
+            decoded.add_dead_pack(index, value, table)
         else:
-            run.add(index, table)
-    decoded.add_run(run, values)
+            run.add(index, value, table)
+    decoded.add_run(run)
     if start < len(values):
         decoded.add_json(decode_fetches(values[start:]), start)
     return decoded.result()
@@ -361,16 +361,19 @@ def decode_fetch_records(values: Sequence[bytes | None]) -> DecodedFetches:
 
 @dataclass
 class _PackRun:
-    """Consecutive readable packs of one schema: their record indexes and tables."""
+    """Consecutive readable packs of one schema: their record indexes, values and
+    tables."""
 
     indexes: list[int] = field(default_factory=list)
+    values: list[bytes] = field(default_factory=list)
     tables: list[pa.Table] = field(default_factory=list)
 
     def takes(self, table: pa.Table) -> bool:
         return not self.tables or table.schema.equals(self.tables[0].schema)
 
-    def add(self, index: int, table: pa.Table) -> None:
+    def add(self, index: int, value: bytes, table: pa.Table) -> None:
         self.indexes.append(index)
+        self.values.append(value)
         self.tables.append(table)
 
 
@@ -394,7 +397,7 @@ class _Decoding:
         reason = DeadLetterReason.INVALID_PACK
         self.dead.append((index, DeadLetter(Source.FETCH_RESPONSES, _raw(value), reason, why)))
 
-    def add_run(self, run: _PackRun, values: Sequence[bytes | None]) -> None:
+    def add_run(self, run: _PackRun) -> None:
         """A run's packs, judged as one table. A row with no JSON form makes its own pack
         unreadable, and only it: then each pack of the run is judged alone."""
         if not run.tables:
@@ -402,10 +405,10 @@ class _Decoding:
         joined = _decoded(pa.concat_tables(run.tables))
         if isinstance(joined, str):
             if len(run.tables) == 1:
-                self.add_dead_pack(run.indexes[0], values[run.indexes[0]], joined)  # type: ignore[arg-type]
+                self.add_dead_pack(run.indexes[0], run.values[0], joined)
                 return
-            for index, table in zip(run.indexes, run.tables, strict=True):
-                self.add_run(_PackRun([index], [table]), values)
+            for index, value, table in zip(run.indexes, run.values, run.tables, strict=True):
+                self.add_run(_PackRun([index], [value], [table]))
             return
         counts = np.array([table.num_rows for table in run.tables], np.int64)
         first_row = np.cumsum(counts) - counts
