@@ -16,8 +16,10 @@
 * A record that breaks the contract becomes a dead-letter row with its raw value; it
   travels with shard 0 to the sinks.
 
-Arrow in, Arrow out (the job runs :func:`route_arrow_batches` with ``mapInArrow``); the
-pandas form :func:`route` is the same function, for tests without Spark.
+Arrow in, Arrow out (the job runs :func:`route_arrow_batches` with ``mapInArrow``, or its
+own source reader :func:`route_record_batches` on the records it reads, their values
+still Python bytes: ``streaming.job.kafka_records``); the pandas form :func:`route` is
+the same function, for tests without Spark.
 """
 
 from __future__ import annotations
@@ -120,7 +122,7 @@ def route_records(
     names = pc.unique(topics).to_pylist()
     for name in names:
         # A reader's batch is one topic-partition's records: filtering it would copy every
-        # record to select them all (5 % of the Python workers' CPU at 100,000
+        # record only to keep them all (5 % of the Python workers' CPU at 100,000
         # partitions, bench/pipeline_bench.py --py-spy)
         if len(names) == 1:
             mine = records
@@ -173,9 +175,9 @@ takes about 15 bytes at a few hundredths of a microsecond to write and read
 (``bench/fetch_path_bench.py``). The reader decompresses what the stream says is
 compressed. One thread: a Spark task has one core."""
 _PACK_READING = pa.ipc.IpcReadOptions(use_threads=False)
-"""One thread, as :data:`_PACK_WRITING`: Arrow's pool decompressing a pack's buffers in
-parallel took about twice the CPU of one thread doing it (``bench/fetch_path_bench.py``'s
-packs, read in a loop), on cores the other task of the stage needs."""
+"""One thread, as :data:`_PACK_WRITING`: reading ``bench/fetch_path_bench.py``'s 256 shard
+packs in a loop took 54 to 96 ms of CPU on one thread, 148 to 256 ms with Arrow's pool
+decompressing their buffers in parallel, on cores the stage's other task needs."""
 
 
 def pack_fetches(fetches: pa.RecordBatch) -> pa.RecordBatch:
