@@ -265,11 +265,11 @@ def _order_by_record(keys: dict[str, SortKey], came: I64) -> I64 | None:
         return None
     # a record's identity, most significant first; a null after every value, per key
     identity = [part for name in SORT_KEYS[1:4] for part in reversed(keys[name])]
-    starts = np.ones(count, np.bool_)
+    as_before = np.zeros(count, np.bool_)  # the row's record is the previous row's
+    as_before[1:] = True
     for column in identity:
-        starts[1:] &= column[1:] == column[:-1]
-    starts = ~starts
-    starts[0] = True
+        as_before[1:] &= column[1:] == column[:-1]
+    starts = ~as_before
     record_of_row = np.cumsum(starts) - 1
     firsts = [column[starts] for column in identity]
     by_record = np.lexsort(firsts[::-1])
