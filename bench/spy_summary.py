@@ -21,7 +21,7 @@ SPY_STAGES = (
     ("state: restore the shard's stored state", "restore_snapshot ("),
     ("state: save the shard's state", "save_snapshot ("),
     ("routing: decode, validate, pack per shard", "route_arrow ("),
-    ("source reader: Kafka records into Arrow", "(streaming/job/kafka_source/"),
+    ("source reader: the Kafka records read (confluent-kafka)", "(streaming/job/kafka_source/"),
     ("shard step", "_process (streaming/job/shard_state.py"),
     ("PySpark: Arrow to pandas and back", "serializers.py"),
 )
