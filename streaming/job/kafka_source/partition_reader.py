@@ -9,6 +9,7 @@ import logging
 import os
 import time
 from collections.abc import Iterator, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -54,8 +55,10 @@ SCHEMA = StructType(
 )
 
 
+@cache
 def _arrow_schema() -> Any:
-    """The Arrow schema Spark expects of a Python data source's record batches."""
+    """The Arrow schema Spark expects of a Python data source's record batches (made
+    once: each reader batch asks for it, twice on the way to Spark's columns)."""
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(SCHEMA, timezone="UTC")
