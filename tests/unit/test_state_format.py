@@ -299,6 +299,31 @@ def test_the_format_written_is_the_one_described_for_its_version() -> None:
     assert read_batch(write_snapshot(rich_snapshot())).schema == STATE_SCHEMA
 
 
+def test_the_state_is_stored_as_one_zstandard_frame_of_the_arrow_stream() -> None:
+    stored = write_snapshot(rich_snapshot())
+    assert stored[:4] == b"\x28\xb5\x2f\xfd"  # the frame's magic number, RFC 8878 3.1.1
+    inside = pa.input_stream(pa.py_buffer(stored), compression="zstd").read()
+    assert inside[:4] == b"\xff\xff\xff\xff"  # an Arrow stream's continuation marker
+    assert pa.ipc.open_stream(inside).schema == STATE_SCHEMA
+    assert len(stored) < len(inside)
+
+
+def test_a_plain_arrow_state_of_the_releases_before_compression_is_read() -> None:
+    """Up to 3ca2557 the group state was the Arrow stream itself: such a checkpoint's
+    shards restore to what they held, and their next save is compressed."""
+    snapshot = rich_snapshot()
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, STATE_SCHEMA) as writer:
+        writer.write_batch(read_batch(write_snapshot(snapshot)))
+    plain = sink.getvalue().to_pybytes()
+    assert plain[:4] == b"\xff\xff\xff\xff"
+    assert stored_version(plain) == FORMAT_VERSION
+    assert upgrade(plain) == plain  # nothing to migrate: read as it is
+    restored = read_snapshot(plain, RULES)
+    assert state_of(restored) == state_of(snapshot)
+    assert write_snapshot(restored)[:4] == b"\x28\xb5\x2f\xfd"
+
+
 def test_a_new_table_column_without_a_new_version_is_caught() -> None:
     """PartitionTable with one more column: the schema derived from it no longer matches
     the golden description of this version."""

@@ -33,8 +33,6 @@ and the health signatures the oldest pickles kept).
 
 from __future__ import annotations
 
-import pyarrow as pa  # type: ignore[import-untyped]
-
 from state.settings import RuleSettings
 from streaming.job.shard_snapshot import ShardSnapshot
 from streaming.job.state_format.decoding import decode_snapshot
@@ -48,12 +46,12 @@ from streaming.job.state_format.migrations import (
     read_pickled,
 )
 from streaming.job.state_format.schema import (
-    ARROW_STREAM_START,
     FORMAT_VERSION,
     PICKLED,
     STATE_SCHEMA,
     VERSION_KEY,
     StateFormatError,
+    arrow_stream,
     describe,
     read_batch,
     state_schema,
@@ -88,9 +86,7 @@ def stored_version(data: bytes) -> int:
     """The format version of a group state: :data:`PICKLED` for a pickle."""
     if data[:1] == b"\x80":  # pickle protocol 2 and later start with PROTO
         return PICKLED
-    if data[:4] != ARROW_STREAM_START:
-        raise StateFormatError("the group state is neither a pickle nor an Arrow stream")
-    metadata = pa.ipc.open_stream(data).schema.metadata or {}
+    metadata = arrow_stream(data).schema.metadata or {}
     if VERSION_KEY not in metadata:
         raise StateFormatError("the group state's Arrow schema has no format version")
     return int(metadata[VERSION_KEY])

@@ -20,6 +20,7 @@ from streaming.job.state_format.schema import (
     PARTITION_FIELDS,
     REPLICA_FIELDS,
     STATE_SCHEMA,
+    STORED_COMPRESSION,
 )
 
 
@@ -95,8 +96,13 @@ def write_snapshot(snapshot: ShardSnapshot) -> bytes:
 
 
 def write_batch(batch: Any) -> bytes:
+    """The group state's bytes: ``batch`` as an Arrow stream, compressed
+    (``schema.STORED_COMPRESSION``)."""
     sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, batch.schema) as writer:
+    with (
+        pa.CompressedOutputStream(sink, STORED_COMPRESSION) as compressed,
+        pa.ipc.new_stream(compressed, batch.schema) as writer,
+    ):
         writer.write_batch(batch)
     data: bytes = sink.getvalue().to_pybytes()
     return data
