@@ -20,7 +20,7 @@ from pathlib import Path
 SPY_STAGES = (
     ("state: restore the shard's stored state", "restore_snapshot ("),
     ("state: save the shard's state", "save_snapshot ("),
-    ("routing: decode, validate, pack per shard", "route_arrow ("),
+    ("routing: decode, validate, pack per shard", "route_records ("),
     ("source reader: the Kafka records read (confluent-kafka)", "(streaming/job/kafka_source/"),
     ("shard step", "_process (streaming/job/shard_state.py"),
     ("PySpark: Arrow to pandas and back", "serializers.py"),
