@@ -148,13 +148,15 @@ def test_the_bench_overrides_only_what_differs_from_the_shipped_configuration(
     args = argparse.Namespace(
         shards=shipped.streaming.state_shards,
         trigger_ms=shipped.streaming.trigger_interval_ms,
+        max_events_per_partition=shipped.kafka.max_events_per_partition_per_batch,
         source_format="python",
         wire="packed",
     )
     assert bench.bench_settings(args) == {"metrics.enabled": False}
-    args.shards, args.wire = 16, "json"
+    args.shards, args.wire, args.max_events_per_partition = 16, "json", 2_000_000
     assert bench.bench_settings(args) == {
         "streaming.state_shards": 16,
+        "kafka.max_events_per_partition_per_batch": 2_000_000,
         "topics.fetch_responses_form": "json",
         "metrics.enabled": False,
     }
