@@ -21,6 +21,11 @@ PICKLED = 0
 """The version of a group state pickled by the releases before this format (up to 9711ad5)."""
 VERSION_KEY = b"isrwatch.state_format"
 
+
+class StateFormatError(Exception):
+    """The group state is not a shard state this release can read."""
+
+
 ARROW_STREAM_START = b"\xff\xff\xff\xff"  # an Arrow IPC stream starts with its continuation marker
 ZSTD_FRAME_START = b"\x28\xb5\x2f\xfd"  # a Zstandard frame's magic number (RFC 8878, 3.1.1)
 STORED_COMPRESSION = "zstd"
@@ -47,10 +52,6 @@ def arrow_stream(data: bytes) -> Any:
 def read_batch(data: bytes) -> Any:
     """The record batch of a group state in an Arrow version (for migrations, too)."""
     return arrow_stream(data).read_next_batch()
-
-
-class StateFormatError(Exception):
-    """The group state is not a shard state this release can read."""
 
 
 I32, I64, U64, STR, BOOL = pa.int32(), pa.int64(), pa.uint64(), pa.string(), pa.bool_()
