@@ -47,6 +47,7 @@ from typing import Any
 import pandas as pd
 from spy_summary import print_stages  # bench/ is on the path
 from sustained_bench import (
+    SHIPPED_OPTIONS,
     WIRES,
     Probing,
     Summary,
@@ -72,12 +73,6 @@ from streaming.tools.embedded_broker import EmbeddedBroker
 PY_SPY = Path(sys.executable).with_name("py-spy")  # the .[profile] extra
 UI_PORT = 4560  # the Spark UI for this run's REST API (the job ships with it disabled)
 PRODUCE_CHUNK = 10 * MOST_ROWS_PER_PACK  # fetches sent at one event time
-SHIPPED_OPTIONS = (
-    ("--shards", "streaming.state_shards"),
-    ("--trigger-ms", "streaming.trigger_interval_ms"),
-    ("--max-per-partition", "kafka.max_events_per_partition_per_batch"),
-)
-"""The options that set the job's configuration; each defaults to the shipped value."""
 
 
 def produce_fetches(config: IsrwatchConfig, wire: Any, prod: Any, records: int) -> None:

@@ -2045,6 +2045,15 @@ WHY = {
 }
 
 
+SHIPPED_OPTIONS = (
+    ("--shards", "streaming.state_shards"),
+    ("--trigger-ms", "streaming.trigger_interval_ms"),
+    ("--max-per-partition", "kafka.max_events_per_partition_per_batch"),
+)
+"""The benches' options that set the job's configuration; each defaults to the shipped
+value."""
+
+
 @cache
 def shipped() -> IsrwatchConfig:
     """The shipped configuration: conf/isrwatch.yaml's defaults, no file, no environment."""
@@ -2060,12 +2069,12 @@ def shipped_value(name: str) -> Any:
 
 def bench_settings(args: argparse.Namespace, trigger_ms: int | None = None) -> dict[str, Any]:
     """The settings the bench gives the job, where they differ from the shipped ones:
-    ``--shards``, ``--trigger-ms`` (``trigger_ms`` instead), ``--max-events-per-partition``,
-    the source format and the wire of the run, and no /metrics server."""
+    :data:`SHIPPED_OPTIONS` (``trigger_ms`` instead of ``--trigger-ms``), the source format
+    and the wire of the run, and no /metrics server."""
     settings = {
         "streaming.state_shards": args.shards,
         "streaming.trigger_interval_ms": trigger_ms or args.trigger_ms,
-        "kafka.max_events_per_partition_per_batch": args.max_events_per_partition,
+        "kafka.max_events_per_partition_per_batch": args.max_per_partition,
         "kafka.source_format": args.source_format,
         "topics.fetch_responses_form": args.wire,
         "metrics.enabled": False,
@@ -2171,24 +2180,13 @@ def main(argv: list[str] | None = None) -> None:
         default=1800,
         help="bound on the cold start and on the failover",
     )
-    parser.add_argument(
-        "--shards",
-        type=int,
-        default=shipped_value("streaming.state_shards"),
-        help="streaming.state_shards (default: the shipped value)",
-    )
-    parser.add_argument(
-        "--trigger-ms",
-        type=int,
-        default=shipped_value("streaming.trigger_interval_ms"),
-        help="streaming.trigger_interval_ms (default: the shipped value)",
-    )
-    parser.add_argument(
-        "--max-events-per-partition",
-        type=int,
-        default=shipped_value("kafka.max_events_per_partition_per_batch"),
-        help="kafka.max_events_per_partition_per_batch (default: the shipped value)",
-    )
+    for option, setting in SHIPPED_OPTIONS:
+        parser.add_argument(
+            option,
+            type=int,
+            default=shipped_value(setting),
+            help=f"{setting} (default: the shipped value)",
+        )
     parser.add_argument("--client-records", type=int, default=500_000)
     parser.add_argument("--reference-records", type=int, default=1_000_000)
     parser.add_argument(

@@ -148,12 +148,12 @@ def test_the_bench_overrides_only_what_differs_from_the_shipped_configuration(
     args = argparse.Namespace(
         shards=shipped.streaming.state_shards,
         trigger_ms=shipped.streaming.trigger_interval_ms,
-        max_events_per_partition=shipped.kafka.max_events_per_partition_per_batch,
+        max_per_partition=shipped.kafka.max_events_per_partition_per_batch,
         source_format="python",
         wire="packed",
     )
     assert bench.bench_settings(args) == {"metrics.enabled": False}
-    args.shards, args.wire, args.max_events_per_partition = 16, "json", 2_000_000
+    args.shards, args.wire, args.max_per_partition = 16, "json", 2_000_000
     assert bench.bench_settings(args) == {
         "streaming.state_shards": 16,
         "kafka.max_events_per_partition_per_batch": 2_000_000,
