@@ -21,6 +21,7 @@ from streaming.job.kafka_source.event_time import (
     Span,
     align,
     event_times_of,
+    fill,
     first_at_or_after,
     frontier,
 )
@@ -129,6 +130,96 @@ def test_a_run_of_one_millisecond_longer_than_the_cap_is_read_past_the_frontier(
     assert alignment.frontier == 501
     assert alignment.widened
     assert alignment.ends == {"f:0": 3, "c:0": 1}
+
+
+def records_between(start: Mapping[str, int]) -> Callable[[Mapping[str, int]], float]:
+    """``fill``'s count of events: one a record, as JSON records are."""
+
+    def count(ends: Mapping[str, int]) -> float:
+        return sum(max(0, end - start[key]) for key, end in ends.items() if key in start)
+
+    return count
+
+
+# Two busy partitions (a record every 5 ms) and two quiet ones (every 10 ms), as a
+# collector's packs keyed by leader make them; the controller partition holds elections.
+UNEVEN: Log = {
+    "f:0": [100 + 5 * i for i in range(40)],
+    "f:1": [100 + 5 * i for i in range(40)],
+    "f:2": [100 + 10 * i for i in range(20)],
+    "f:3": [100 + 10 * i for i in range(20)],
+    "c:0": [150, 250],
+}
+
+
+def test_uneven_partitions_fill_the_batch_the_cap_allows_in_all() -> None:
+    # Cap 10 a partition: 10 + 10 + 10 + 10 + 2 = 42 records. The busy partitions leave
+    # 150 unread, so aligned the quiet ones read 100..140 (5 each) and the election at
+    # 150 waits: 10 + 10 + 5 + 5 = 30.
+    start = dict.fromkeys(UNEVEN, 0)
+    planned = {"f:0": 10, "f:1": 10, "f:2": 10, "f:3": 10, "c:0": 2}
+    available, times = ends_of(UNEVEN), Logs(UNEVEN)
+    assert align(start, planned, available, times).ends == {
+        "f:0": 10,
+        "f:1": 10,
+        "f:2": 5,
+        "f:3": 5,
+        "c:0": 0,
+    }
+    # Filled: the cut partitions scaled by 42/30 (14 records each) stop the busy ones at
+    # 170: 14 + 14 + 7 + 7 + 1 = 43, one too many. Halfway (12 records) stops them at
+    # 160: 12 + 12 + 6 + 6 + 1 (the election at 150) = 37. Then 13 (frontier 165):
+    # 13 + 13 + 7 + 7 + 1 = 41, kept: 97 % of 42.
+    filled = fill(start, planned, available, times, records_between(start))
+    assert filled.frontier == 165
+    assert filled.ends == {"f:0": 13, "f:1": 13, "f:2": 7, "f:3": 7, "c:0": 1}
+
+
+def test_a_batch_already_full_is_not_widened() -> None:
+    # Even partitions: aligned, the batch reads all the cap allows.
+    logs: Log = {"f:0": [10 * i for i in range(30)], "f:1": [10 * i + 5 for i in range(30)]}
+    start = {"f:0": 0, "f:1": 0}
+    planned = {"f:0": 10, "f:1": 10}
+    aligned = align(start, planned, ends_of(logs), Logs(logs))
+    assert aligned.ends == {"f:0": 10, "f:1": 10}
+    assert fill(start, planned, ends_of(logs), Logs(logs), records_between(start)) == aligned
+
+
+def test_no_widening_reads_more_records_than_the_capped_plan() -> None:
+    # f:0 holds JSON records, four a millisecond (100..109); f:1 packs of 10 events at
+    # 100, 120, 130, 140. Capped at 10 and 2 records: 10 + 20 = 30 events in 12 records.
+    logs: Log = {"f:0": [100 + i // 4 for i in range(40)], "f:1": [100, 120, 130, 140]}
+    start = {"f:0": 0, "f:1": 0}
+    planned = {"f:0": 10, "f:1": 2}
+
+    def events(ends: Mapping[str, int]) -> float:
+        return ends["f:0"] + 10 * ends["f:1"]
+
+    # Aligned: f:0 leaves 102 unread, so it reads 8 records and f:1 one pack: 18 events
+    # in 9 records. Widened by the events alone, f:0 would read 20 records (ts < 105) and
+    # f:1 its pack: 30 events, but 21 records. Every widening that adds an event adds
+    # records past the 12 of the plan: the alignment is kept.
+    aligned = align(start, planned, ends_of(logs), Logs(logs))
+    assert aligned.ends == {"f:0": 8, "f:1": 1}
+    assert fill(start, planned, ends_of(logs), Logs(logs), events) == aligned
+
+
+def test_no_widening_reads_more_events_than_the_capped_plan() -> None:
+    # f:0 holds JSON records every 10 ms, f:1 packs of 10 events every 2 ms. Capped at 10
+    # and 2 records: 10 + 20 = 30 events in 12 records.
+    logs: Log = {"f:0": [100 + 10 * i for i in range(40)], "f:1": [100 + 2 * i for i in range(40)]}
+    start = {"f:0": 0, "f:1": 0}
+    planned = {"f:0": 10, "f:1": 2}
+
+    def events(ends: Mapping[str, int]) -> float:
+        return ends["f:0"] + 10 * ends["f:1"]
+
+    # Aligned at 104 (f:1's third pack): f:0 reads 100, f:1 two packs: 21 events in 3
+    # records. Any widening brings f:1's third pack (10 events more) before anything of
+    # f:0's: 31 events, in 4 records. The alignment is kept.
+    aligned = align(start, planned, ends_of(logs), Logs(logs))
+    assert aligned.ends == {"f:0": 1, "f:1": 2}
+    assert fill(start, planned, ends_of(logs), Logs(logs), events) == aligned
 
 
 def test_records_without_an_event_time_take_the_next_ones() -> None:
@@ -334,9 +425,10 @@ logs_strategy = st.lists(
 ).map(lambda lists: {f"t:{i}": list(times) for i, times in enumerate(lists)})
 
 
-def read_in_capped_batches(logs: Log, cap: int, packs_overlap: bool) -> None:
-    """Reads ``logs`` in batches of at most ``cap`` records a partition, each aligned,
-    and checks that every batch reads something until all is read, once, and that what
+def read_in_capped_batches(logs: Log, cap: int, packs_overlap: bool, filled: bool) -> None:
+    """Reads ``logs`` in batches of at most ``cap`` records a partition, each aligned
+    (``filled``: aligned and filled, at most the capped plan's records in all), and
+    checks that every batch reads something until all is read, once, and that what
     a batch reads, every event of every pack, comes before what it leaves: strictly,
     unless a run of one millisecond longer than the cap made it read past the frontier.
     Packs of different partitions that overlap in time (``packs_overlap``: the property's
@@ -348,9 +440,15 @@ def read_in_capped_batches(logs: Log, cap: int, packs_overlap: bool) -> None:
         if start == available:
             break
         planned = {key: min(available[key], first + cap) for key, first in start.items()}
-        alignment = align(start, planned, available, Logs(logs))
-        ends = alignment.ends
-        assert all(start[key] <= ends[key] <= planned[key] for key in logs)
+        if filled:
+            alignment = fill(start, planned, available, Logs(logs), records_between(start))
+            ends = alignment.ends
+            assert all(start[key] <= ends[key] <= available[key] for key in logs)
+            assert sum(ends.values()) <= sum(planned.values())
+        else:
+            alignment = align(start, planned, available, Logs(logs))
+            ends = alignment.ends
+            assert all(start[key] <= ends[key] <= planned[key] for key in logs)
         assert ends != start
         read = [
             t
@@ -373,12 +471,12 @@ def read_in_capped_batches(logs: Log, cap: int, packs_overlap: bool) -> None:
     assert start == available
 
 
-@given(logs=logs_strategy, cap=st.integers(1, 8))
-@settings(max_examples=300, deadline=None)
+@given(logs=logs_strategy, cap=st.integers(1, 8), filled=st.booleans())
+@settings(max_examples=400, deadline=None)
 def test_capped_batches_read_everything_once_in_event_time_order(
-    logs: dict[str, list[int]], cap: int
+    logs: dict[str, list[int]], cap: int, filled: bool
 ) -> None:
-    read_in_capped_batches(logs, cap, packs_overlap=False)
+    read_in_capped_batches(logs, cap, packs_overlap=False, filled=filled)
 
 
 def packed(times: list[int], joins: list[bool]) -> list[int | tuple[int, int]]:
@@ -403,12 +501,12 @@ packed_logs_strategy = st.lists(
 ).map(lambda parts: {f"t:{i}": packed(times, joins) for i, (times, joins) in enumerate(parts)})
 
 
-@given(logs=packed_logs_strategy, cap=st.integers(1, 8))
-@settings(max_examples=300, deadline=None)
+@given(logs=packed_logs_strategy, cap=st.integers(1, 8), filled=st.booleans())
+@settings(max_examples=400, deadline=None)
 def test_capped_batches_of_packs_never_split_an_event_time_across_batches(
-    logs: dict[str, list[int | tuple[int, int]]], cap: int
+    logs: dict[str, list[int | tuple[int, int]]], cap: int, filled: bool
 ) -> None:
-    read_in_capped_batches(logs, cap, packs_overlap=True)
+    read_in_capped_batches(logs, cap, packs_overlap=True, filled=filled)
 
 
 @given(
@@ -468,9 +566,13 @@ def capped_reader(offsets: FakeOffsets) -> KafkaStreamReader:
 def test_the_reader_aligns_a_capped_plan() -> None:
     reader = capped_reader(FakeOffsets(ELECTIONS))
     start = {"controller-events:0": 0, "fetch-responses:0": 0}
+    # Capped at 10 a partition: the 4 controller events and fetches 100..190, 14 events.
+    # Aligned at 200 that is 1 + 10 = 11; filled back towards 14, fetches scaled by
+    # 14/11 reach 220 (ts < 230: 2 + 13 = 15, too many), halfway 210 (ts < 220: the
+    # election at 200, then fetches up to 210: 2 + 12 = 14).
     assert reader.latestOffset(start, ReadMaxRows(10)) == {
-        "controller-events:0": 1,
-        "fetch-responses:0": 10,
+        "controller-events:0": 2,
+        "fetch-responses:0": 12,
     }
     assert (reader.alignments, reader.alignment_failures) == (1, 0)
     # Uncapped, nothing is cut: no alignment.

@@ -24,6 +24,19 @@ and ``F`` comes down to its earliest time, until no partition's first unread rec
 straddles: so the batch still holds exactly the events before ``F``. (The collector's
 packs hold one poll, a single time, and never straddle.)
 
+Filling the batch (``fill``). The cap gives each partition its share of the batch, but
+partitions are uneven in time: a collector keys its packs by leader, so one partition may
+carry twice the events a millisecond of another. The frontier is set by the busiest cut
+partition, and the quieter ones stop there at a fraction of their cap: with two
+partitions twice as busy as two others, an aligned batch holds 3 caps' events where the
+cap allows 4, and over a backlog the job sits idle between batches shorter than its
+trigger. So the aligned batch is widened: every cut partition's planned records are
+scaled by the same factor, the wider plan aligned again, and the widest alignment that
+reads no more events (and no more records) than the capped plan is kept. A batch then
+holds at most what the cap allowed it in all (the memory it costs is bounded as before),
+and the busy partitions read past their cap what the quiet ones leave. Each widening is
+an alignment, so the order is that of one batch, whatever is kept.
+
 * A partition with nothing cut, or no event time in what is left, sets no frontier; with
   no frontier the plan is kept.
 * Where a record has no event time (not JSON, no integer ``ts``: a future dead letter),
@@ -46,20 +59,24 @@ the producers set, not ``ts``, and Tansu answers offset 0 whatever the time
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import math
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from state.fetch_pack import is_fetch_pack, pack_time_range
 
 __all__ = [
+    "FILL_ROUNDS",
     "FIRST_LOOK_BACK",
+    "FULL_ENOUGH",
     "Alignment",
     "RecordTimes",
     "Span",
     "align",
     "cut_partitions",
     "event_times_of",
+    "fill",
     "first_at_or_after",
     "frontier",
 ]
@@ -224,3 +241,56 @@ def _ends_before(
         if not straddling:
             return ends, time
         time = min(straddling)
+
+
+#: Widenings ``fill`` tries: the first scales by the events missing, the next ones halve
+#: the bracket between the widest kept and the narrowest too wide. Each costs an
+#: alignment, a few fetches a partition.
+FILL_ROUNDS = 4
+#: A batch holding this share of the events the capped plan allowed is not widened.
+FULL_ENOUGH = 0.95
+
+
+def fill(
+    start: Mapping[str, int],
+    planned: Mapping[str, int],
+    available: Mapping[str, int],
+    times: RecordTimes,
+    events: Callable[[Mapping[str, int]], float],
+) -> Alignment:
+    """``planned`` aligned (``align``), then widened towards the events the capped plan
+    reads (see the module's docstring). ``events(ends)`` counts (or estimates) the events
+    between ``start`` and ``ends``; the kept alignment reads at most ``events(planned)``
+    events and as many records as ``planned`` does, or it is ``align``'s own."""
+    best = align(start, planned, available, times)
+    cut = cut_partitions(start, planned, available)
+    if best.frontier is None or not cut:
+        return best
+    budget, record_budget = events(planned), _records(start, planned)
+    got = events(best.ends)
+    widest_kept, narrowest_refused = 1.0, math.inf
+    for _ in range(FILL_ROUNDS):
+        if got >= FULL_ENOUGH * budget:
+            break
+        if narrowest_refused == math.inf:  # events grow about in proportion to the scale
+            scale = widest_kept * budget / max(got, 1.0)
+        else:
+            scale = (widest_kept + narrowest_refused) / 2
+        widened = dict(planned)
+        for key in cut:
+            records = planned[key] - start[key]
+            widened[key] = min(available[key], start[key] + math.ceil(records * scale))
+        trial = align(start, widened, available, times)
+        trial_events = events(trial.ends)
+        # A widened plan that ``align`` keeps as it is (no time to stop at) reads more
+        # records than ``planned``: the record budget refuses it, so what is kept is
+        # aligned.
+        if got < trial_events <= budget and _records(start, trial.ends) <= record_budget:
+            best, got, widest_kept = trial, trial_events, scale
+        else:
+            narrowest_refused = scale
+    return best
+
+
+def _records(start: Mapping[str, int], ends: Mapping[str, int]) -> int:
+    return sum(end - start[key] for key, end in ends.items() if key in start and end > start[key])

@@ -111,6 +111,20 @@ def cap_events(
     return capped
 
 
+def planned_events(
+    start: Mapping[str, int],
+    ends: Mapping[str, int],
+    events_per_record: Callable[[str], float | None],
+) -> float:
+    """The events read from ``start`` to ``ends``, estimated: each partition's records
+    times its mean events per record (``events_per_record(key)``; one where unknown)."""
+    return sum(
+        (end - start[key]) * (events_per_record(key) or 1.0)
+        for key, end in ends.items()
+        if key in start and end > start[key]
+    )
+
+
 def planned_partitions(
     start: Mapping[str, int], end: Mapping[str, int]
 ) -> list[KafkaInputPartition]:

@@ -4,10 +4,11 @@ partition reader, and keeps the source's health (failures, back-off, the status 
 
 from __future__ import annotations
 
+import functools
 import gc
 import logging
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +19,7 @@ from pyspark.sql.types import StructType
 
 from streaming.config import librdkafka_names
 from streaming.job.connection_errors import ConnectionProblem, diagnose
-from streaming.job.kafka_source.event_time import align, cut_partitions
+from streaming.job.kafka_source.event_time import cut_partitions, fill
 from streaming.job.kafka_source.offset_reader import OffsetReader
 from streaming.job.kafka_source.options import SOURCE_NAME, SourceSettings
 from streaming.job.kafka_source.partition_reader import SCHEMA, read_partition, read_records
@@ -28,6 +29,7 @@ from streaming.job.kafka_source.planner import (
     cap_events,
     offsets_of,
     per_partition_cap,
+    planned_events,
     planned_partitions,
     share_out,
 )
@@ -213,21 +215,34 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     ) -> dict[str, int]:
         """``planned`` cut to about ``cap`` events a partition (a fetch pack is one record
         of many: ``planner.cap_events``), then, if that or the limits cut a partition,
-        back to the earliest event time it leaves unread (``event_time.align``): a
-        backlog read in capped batches keeps its order."""
+        back to the earliest event time it leaves unread and widened again towards the
+        events the cap allows the batch in all (``event_time.fill``): a backlog read in
+        capped batches keeps its order, and uneven partitions still fill the batch."""
         began = time.monotonic()
         with self._offsets.records() as records:
             planned = cap_events(start, planned, cap, records.events_per_record)
             if not cut_partitions(start, planned, available):
                 return planned
-            alignment = align(start, planned, available, records)
+
+            @functools.cache
+            def mean_events(key: str) -> float | None:
+                return records.events_per_record(key, start[key], available[key])
+
+            def events(ends: Mapping[str, int]) -> float:
+                return planned_events(start, ends, mean_events)
+
+            alignment = fill(start, planned, available, records, events)
+            read, allowed = events(alignment.ends), events(planned)
         self.alignments += 1
         self.alignment_fetches += records.fetches
         log.info(
-            "%s: capped micro-batch stops at event time %s%s (%d fetches, %.0f ms)",
+            "%s: capped micro-batch stops at event time %s%s, about %.0f of the %.0f events "
+            "the cap allows it (%d fetches, %.0f ms)",
             SOURCE_NAME,
             alignment.frontier,
             ", one past a run of records sharing a millisecond" if alignment.widened else "",
+            read,
+            allowed,
             records.fetches,
             (time.monotonic() - began) * 1000,
         )
