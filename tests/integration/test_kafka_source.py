@@ -404,16 +404,23 @@ def test_a_capped_batch_stops_every_topic_at_the_same_event_time(broker: Embedde
     try:
         start = reader.initialOffset()
         assert start == {c: 0, f: 0}
-        # Cap 10: the fetches stop before 200, so does the controller topic (ts 100 only).
+        # Cap 10: the fetches stop before 200, so does the controller topic (ts 100 only):
+        # 11 of the 14 events the cap allows. Filled (event_time.fill): fetches to 220
+        # would read 15; to 210 (ts < 220) 14, the election at 200 with them.
         first = reader.latestOffset(start, ReadMaxRows(10))
-        assert first == {c: 1, f: 10}
-        second = reader.latestOffset(first, ReadMaxRows(10))  # 200..290: the election at 200
-        assert second == {c: 2, f: 20}
+        assert first == {c: 2, f: 12}
+        # 220..310 and the election at 300 (ts < 320) are 11 of 12; one fetch more fills it.
+        second = reader.latestOffset(first, ReadMaxRows(10))
+        assert second == {c: 3, f: 23}
         third = reader.latestOffset(second, ReadMaxRows(10))  # nothing cut: all the rest
         assert third == {c: 4, f: 30}
-        # The first batch: the controller event at 100 and the fetches 100..190.
+        # The first batch: the controller events at 100 and 200, the fetches 100..210.
         values = sorted(row[4] or b"" for row in read_all(reader, start, first))
-        expected = [b'{"ts":100}', *(b'{"ts":%d}' % (100 + 10 * i) for i in range(10))]
+        expected = [
+            b'{"ts":100}',
+            b'{"ts":200}',
+            *(b'{"ts":%d}' % (100 + 10 * i) for i in range(12)),
+        ]
         assert values == sorted(expected)
     finally:
         reader.stop()
