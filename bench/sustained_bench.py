@@ -100,7 +100,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import cache
@@ -842,7 +842,7 @@ def _descends(pid: int, ancestor: int, parents: dict[int, int]) -> bool:
     return False
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: Sequence[float], q: float) -> float:
     return float(np.percentile(values, q)) if values else float("nan")
 
 
@@ -1312,6 +1312,7 @@ def one_rate(
     with watch.lock:
         events = [watch.taken_in_batch.get(p["batchId"], 0) for p in data]
     busy_rate = sum(events) / sum(durations) if durations else 0.0
+    planning = [p["durationMs"].get("latestOffset", 0) / 1000 for p in data]
     ends = [(wall, taken - applied_before) for wall, taken in watch.ends[first_end:]]
     slope, fitted_on = backlog_slope(samples, ends, outcome["began_wall"], phase_s)
     bounded = bool(slope <= BOUNDED_SLOPE * rate) and drained
@@ -1357,6 +1358,9 @@ def one_rate(
         f"(max {max(e2e, default=float('nan')):.2f} s); job CPU {cpu_per_event_us:.1f} us "
         f"per event (driver {cpu_parts_us['driver']:.2f}, JVM {cpu_parts_us['jvm']:.2f}, "
         f"Python workers {cpu_parts_us['python']:.2f}; over the phase and its drain)\n"
+        f"    events a batch p50 {percentile(events, 50):,.0f}, max {max(events, default=0):,}; "
+        f"planning it (the source's latestOffset) p50 {percentile(planning, 50):.2f} s, max "
+        f"{max(planning, default=float('nan')):.2f} s\n"
         f"    detection (lag passes T -> a health record past T: {'/'.join(statuses) or '-'}), "
         f"{len(detection)}/{len(last_caught_up)} probes: p50 {percentile(detection, 50):.2f} s, "
         f"p99 {percentile(detection, 99):.2f} s; goal p99 <= {goal_s:.2f} s (trigger "

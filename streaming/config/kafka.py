@@ -144,9 +144,11 @@ class KafkaSettings(BaseModel):
     )
     max_events_per_partition_per_batch: PositiveInt = Field(
         default=DEFAULT_MAX_EVENTS_PER_PARTITION_PER_BATCH,
-        description="most events read per topic-partition per micro-batch (a fetch pack "
-        "counts its rows); a micro-batch it cuts stops every partition at one event time "
-        "(python source; Spark's connector counts records)",
+        description="events read per topic-partition per micro-batch (a fetch pack counts "
+        "its rows); a micro-batch it cuts stops every partition at one event time, and "
+        "reads at most this many events per partition in all, busy partitions past it "
+        "what quiet ones leave (python source; Spark's connector counts records, per "
+        "partition)",
     )
     max_records_per_batch: PositiveInt | None = Field(
         default=None,

@@ -166,10 +166,10 @@ def test_uneven_partitions_fill_the_batch_the_cap_allows_in_all() -> None:
         "f:3": 5,
         "c:0": 0,
     }
-    # Filled: the cut partitions scaled by 42/30 (14 records each) stop the busy ones at
-    # 170: 14 + 14 + 7 + 7 + 1 = 43, one too many. Halfway (12 records) stops them at
-    # 160: 12 + 12 + 6 + 6 + 1 (the election at 150) = 37. Then 13 (frontier 165):
-    # 13 + 13 + 7 + 7 + 1 = 41, kept: 97 % of 42.
+    # Filled towards 97.5 % of 42: scaled by 40.95 / 30 (14 records each), the busy
+    # ones stop at 170: 14 + 14 + 7 + 7 + 1 (the election at 150) = 43, one too many.
+    # Read off the line between (1, 30) and (1.365, 43), 1.31 is 14 records again, 43;
+    # then 1.26, 13 records, stops them at 165: 13 + 13 + 7 + 7 + 1 = 41, kept (97 %).
     filled = fill(start, planned, available, times, records_between(start))
     assert filled.frontier == 165
     assert filled.ends == {"f:0": 13, "f:1": 13, "f:2": 7, "f:3": 7, "c:0": 1}
@@ -567,9 +567,10 @@ def test_the_reader_aligns_a_capped_plan() -> None:
     reader = capped_reader(FakeOffsets(ELECTIONS))
     start = {"controller-events:0": 0, "fetch-responses:0": 0}
     # Capped at 10 a partition: the 4 controller events and fetches 100..190, 14 events.
-    # Aligned at 200 that is 1 + 10 = 11; filled back towards 14, fetches scaled by
-    # 14/11 reach 220 (ts < 230: 2 + 13 = 15, too many), halfway 210 (ts < 220: the
-    # election at 200, then fetches up to 210: 2 + 12 = 14).
+    # Aligned at 200 that is 1 + 10 = 11. Filled towards 97.5 % of 14: fetches scaled by
+    # 13.65 / 11 (13 records) stop at 230: 2 + 13 = 15, too many; read off the line
+    # between (1, 11) and (1.24, 15), 1.16 (12 records) stops at 220: the election at
+    # 200 and fetches up to 210, 2 + 12 = 14.
     assert reader.latestOffset(start, ReadMaxRows(10)) == {
         "controller-events:0": 2,
         "fetch-responses:0": 12,

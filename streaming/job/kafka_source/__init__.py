@@ -53,7 +53,9 @@ Event-time alignment. When a limit leaves records of a partition unread, every p
 of the micro-batch stops before its first record at or after the earliest event time
 (``ts``) left unread, so that a backlog read in capped batches is applied in the order one
 batch would apply it (``event_time``; the times are fetched from the records,
-``record_times``).
+``record_times``). The aligned batch is then widened back towards the events the cap
+allows it in all (``event_time.fill``): busy partitions read past the cap what quiet ones
+leave.
 
 Trigger.AvailableNow is supported: the run reads up to the true end offsets taken when it
 starts, in micro-batches capped by ``maxEventsPerPartition``.
