@@ -362,8 +362,10 @@ def ts(value: int) -> bytes:
 
 def test_a_search_narrows_into_what_one_fetch_brought() -> None:
     times = chunked([(i, ts(10 * i)) for i in range(10)], size=4)
-    # First look at max(0, 10 - 256) = 0: fetch 0..3, 0 < 55. Then halving [1, 10):
-    # middle 5: fetch 5..8, 50 < 55; middles 8 (80), 7 (70), 6 (60) are in it -> 6
+    # First look at max(0, 10 - 256) = 0: fetch 0..3, 0 < 55. No time at or after 55
+    # known yet: the middle of [1, 10), 5: fetch 5..8, 50 < 55; the middle of [6, 10), 8
+    # (80), in it; on the line from 50 (at 5) to 80 (at 8), 55 falls at 5, so the lowest
+    # of [6, 8): 6 (60), in it -> 6
     assert first_at_or_after(times, "p", 0, 10, 55) == 6
     assert times.fetches == 2
 
@@ -372,7 +374,7 @@ def test_a_cut_partition_costs_one_fetch() -> None:
     assert FIRST_LOOK_BACK == 256
     # Two records per millisecond (ts = offset // 2); cut at 2001, whose time (1000) is
     # shared by offset 2000. The look at 2001 fetches 1745..2244; the search's first look
-    # (2001 - 256 = 1745, ts 872 < 1000) and its halving of [1746, 2001) stay in it.
+    # (2001 - 256 = 1745, ts 872 < 1000) and its narrowing of [1746, 2001) stay in it.
     times = chunked([(i, ts(i // 2)) for i in range(3000)], size=500, look_back=256)
     alignment = align({"p": 0}, {"p": 2001}, {"p": 3000}, times)
     assert alignment.frontier == 1000
@@ -383,7 +385,7 @@ def test_a_cut_partition_costs_one_fetch() -> None:
 def test_a_boundary_far_from_the_end_is_reached_by_galloping_back() -> None:
     times = chunked([(i, ts(i)) for i in range(2000)], size=500, look_back=256)
     # Looks at 1744 (fetch 1488..1987), 1488 (in it), 976 (fetch 720..1219), each >= 100,
-    # then at max(0, 2000 - 2048) = 0 (fetch 0..499), 0 < 100; the halving of [1, 976)
+    # then at max(0, 2000 - 2048) = 0 (fetch 0..499), 0 < 100; the narrowing of [1, 976)
     # stays in that last fetch.
     assert first_at_or_after(times, "p", 0, 2000, 100) == 100
     assert times.fetches == 3
@@ -393,6 +395,66 @@ def test_a_look_back_that_falls_short_fetches_again_from_the_offset() -> None:
     times = chunked([(i, ts(i)) for i in range(10)], size=3, look_back=256)
     assert times.span_at("p", 5, 10) == (5, 5)  # fetched 0..2, then 5..7
     assert times.fetches == 2
+    # A fetch brings 3 records here (a fetch of packs, a handful): from now on this
+    # partition looks back 3 // 2 = 1 record, so the look at 9 fetches 8..9 once.
+    assert times.span_at("p", 9, 10) == (9, 9)
+    assert times.fetches == 3
+
+
+class CountedLogs(Logs):
+    """``Logs`` that count the looks a search makes."""
+
+    looks = 0
+
+    def span_at(self, key: str, offset: int, end: int) -> Span | None:
+        self.looks += 1
+        return super().span_at(key, offset, end)
+
+
+def test_evenly_spread_times_are_found_on_the_line_between_two_looks() -> None:
+    times = CountedLogs({"p": list(range(10_000))})  # ts = offset
+    # Galloping back: 9744, 9488, 8976, 7952 are at or after 6543, 5904 is before it. On
+    # the line from 5904 to 7952, 6543 falls at 6543 (at or after: the bracket is
+    # [5905, 6543)); on the line from 5904 to 6543, at 6543 again, so the last offset of
+    # the bracket, 6542 (before) -> 6543. A halving search would take 11 looks, not 2.
+    assert first_at_or_after(times, "p", 0, 10_000, 6543) == 6543
+    assert times.looks == 5 + 2
+
+
+def test_bunched_times_still_narrow_by_halving() -> None:
+    # 1,000 records at 0 then one at 1000: on the line, 1 always falls at the first
+    # offset of the bracket, one record at a time. Every two steps that do not halve the
+    # bracket are followed by a halving: the first look (745, before 1) then [746, 1000]
+    # in at most 3 steps per halving of its 255 records, 8 halvings.
+    times = CountedLogs({"p": [0] * 1000 + [1000]})
+    assert first_at_or_after(times, "p", 0, 1001, 1) == 1000
+    assert times.looks <= 1 + 3 * 8
+
+
+@given(
+    times=st.lists(st.integers(0, 40), max_size=60).map(sorted),
+    holes=st.lists(st.integers(0, 60), max_size=10),
+    time=st.integers(-1, 42),
+    bounds=st.tuples(st.integers(0, 70), st.integers(0, 70)).map(sorted),
+)
+@settings(max_examples=500, deadline=None)
+def test_first_at_or_after_is_the_first_record_at_or_after_the_time(
+    times: list[int], holes: list[int], time: int, bounds: list[int]
+) -> None:
+    records: list[int | None] = list(times)
+    for hole in holes:  # records with no event time, anywhere
+        records.insert(min(hole, len(records)), None)
+    logs = Logs({"p": records})
+    start, end = min(bounds[0], len(records)), min(bounds[1], len(records))
+    expected = next(
+        (
+            offset
+            for offset in range(start, end)
+            if (found := logs.span_at("p", offset, end)) is not None and found.latest >= time
+        ),
+        end,
+    )
+    assert first_at_or_after(logs, "p", start, end, time) == expected
 
 
 def test_offsets_missing_from_the_log_take_the_next_record() -> None:

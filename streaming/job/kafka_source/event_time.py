@@ -41,7 +41,8 @@ an alignment, so the order is that of one batch, whatever is kept.
   no frontier the plan is kept.
 * Where a record has no event time (not JSON, no integer ``ts``: a future dead letter),
   it takes the time of the next record with one; at the end of what was fetched, it has
-  none and is read now (its place does not matter to the model).
+  none and is read now (its place does not matter to the model), unless a record before
+  it is at or after ``F``: then it waits with that record.
 * A run of records sharing one millisecond that is longer than the limit would stop the
   batch at its own start: no partition would move. Then the frontier becomes ``F + 1`` (the
   tied records are read, controller events of that millisecond still unread may come
@@ -161,27 +162,73 @@ def first_at_or_after(times: RecordTimes, key: str, start: int, end: int, time: 
     latest), ``end`` if there is none, the records being in event-time order.
 
     The search gallops back from the end (``FIRST_LOOK_BACK`` records, then twice as far
-    each time) until a record is before ``time``, then halves the bracket it found: the
-    boundary of a cut partition is usually near its planned end, where this costs one or
-    two fetches and a plain binary search over the range would cost log2(range / fetch)."""
+    each time) until a record is before ``time``: the boundary of a cut partition is
+    usually near its planned end, where this costs one or two fetches. It then narrows
+    the bracket it found by interpolation: a partition's event times grow about evenly
+    with its offsets, so the offset where ``time`` falls between the bracket's two times
+    is most often a fetch or two from the boundary, where halving would take
+    log2(bracket / records a fetch brings) fetches (with fetch packs, a fetch brings a
+    handful of records, and the next look, just after the first, is often among them).
+    Where two steps did not halve the bracket between them (times bunched, as a run of
+    one millisecond), the next step halves it: the search takes at most about three times
+    a binary search's steps."""
+    # Records with no event time take the time of the next record with one; those after
+    # the last one (no time up to ``end``: ``span_at`` gives None) are read now, unless a
+    # record before them is at or after ``time``. So the search looks for the first offset
+    # that is at or after ``time`` or has no time up to the end (the records being in
+    # order, every offset after it is too), and if that is the untimed tail, gives ``end``.
     low, high = start, end
+    below: tuple[int, int] | None = None  # (offset, latest time) of a record before time
+    above: tuple[int, int] | None = None  # (offset, latest time) of one at or after it
+    untimed = end  # the lowest offset seen with no time up to the end
     back = FIRST_LOOK_BACK
     while low < high:
         probe = max(low, end - back)
         found = times.span_at(key, probe, end)
-        if found is None or found.latest < time:
-            low = probe + 1  # the boundary is after the probe
+        if found is not None and found.latest < time:
+            low, below = probe + 1, (probe, found.latest)  # the boundary is after the probe
             break
         high = probe  # at or before it
-        back *= 2
-    while low < high:
-        middle = (low + high) // 2
-        found = times.span_at(key, middle, end)
-        if found is not None and found.latest >= time:
-            high = middle
+        if found is None:
+            untimed = probe
         else:
-            low = middle + 1
-    return low
+            above = (probe, found.latest)
+        back *= 2
+    widths = [high - low]
+    while low < high:
+        # Two steps that did not halve the bracket between them: halve it now.
+        if len(widths) >= 3 and 2 * widths[-1] > widths[-3]:
+            middle = (low + high) // 2
+        else:
+            middle = _interpolated(low, high, below, above, time)
+        found = times.span_at(key, middle, end)
+        if found is not None and found.latest < time:
+            low, below = middle + 1, (middle, found.latest)
+        else:
+            high = middle
+            if found is None:
+                untimed = middle
+            else:
+                above = (middle, found.latest)
+        widths.append(high - low)
+    # The boundary is the untimed tail: every timed record is before ``time``.
+    return end if low == untimed else low
+
+
+def _interpolated(
+    low: int,
+    high: int,
+    below: tuple[int, int] | None,
+    above: tuple[int, int] | None,
+    time: int,
+) -> int:
+    """The offset in ``[low, high)`` where ``time`` falls on the line between a record
+    known before it and one known at or after it; the middle without both."""
+    if below is None or above is None or above[1] <= below[1]:
+        return (low + high) // 2
+    (before, before_time), (after, after_time) = below, above
+    guess = before + (time - before_time) * (after - before) // (after_time - before_time)
+    return min(max(guess, low), high - 1)
 
 
 @dataclass(frozen=True)

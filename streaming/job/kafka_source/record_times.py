@@ -66,6 +66,9 @@ class FetchedRecords:
     def __init__(self, fetch: Fetch, look_back: int = FIRST_LOOK_BACK) -> None:
         self._fetch = fetch
         self._look_back = look_back
+        # Per partition, once a look-back fetch fell short of the offset it was for (a
+        # fetch of packs brings a handful): half of what that fetch brought.
+        self._short_look_back: dict[str, int] = {}
         self._chunks: dict[str, list[_Chunk]] = {}
         self.fetches = 0
 
@@ -103,6 +106,7 @@ class FetchedRecords:
         for chunk in chunks:
             if chunk.covers(offset):
                 return chunk
+        look_back = min(look_back, self._short_look_back.get(key, look_back))
         for asked in dict.fromkeys((max(0, offset - look_back), offset)):
             self.fetches += 1
             records = self._fetch(key, asked)
@@ -110,6 +114,8 @@ class FetchedRecords:
                 chunk = _Chunk(asked, [at for at, _ in records], [value for _, value in records])
                 chunks.append(chunk)
                 return chunk
+            if records and asked < offset:
+                self._short_look_back[key] = len(records) // 2
         return None
 
 
