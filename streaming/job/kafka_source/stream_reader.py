@@ -105,6 +105,9 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self._target_beginnings: dict[str, int] = {}
         self.alignments = 0  # capped micro-batches aligned on event time, and their fetches
         self.alignment_fetches = 0
+        # The events they read and the events their caps allowed, as estimated (fill)
+        self.aligned_events = 0.0
+        self.allowed_events = 0.0
         self.alignment_failures = 0  # read as capped, unaligned
 
     def __getstate__(self) -> dict[str, Any]:
@@ -235,6 +238,8 @@ class KafkaStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             read, allowed = events(alignment.ends), events(planned)
         self.alignments += 1
         self.alignment_fetches += records.fetches
+        self.aligned_events += read
+        self.allowed_events += allowed
         log.info(
             "%s: capped micro-batch stops at event time %s%s, about %.0f of the %.0f events "
             "the cap allows it (%d fetches, %.0f ms)",
