@@ -185,40 +185,39 @@ def test_a_batch_already_full_is_not_widened() -> None:
     assert fill(start, planned, ends_of(logs), Logs(logs), records_between(start)) == aligned
 
 
-def test_no_widening_reads_more_records_than_the_capped_plan() -> None:
-    # f:0 holds JSON records, four a millisecond (100..109); f:1 packs of 10 events at
-    # 100, 120, 130, 140. Capped at 10 and 2 records: 10 + 20 = 30 events in 12 records.
-    logs: Log = {"f:0": [100 + i // 4 for i in range(40)], "f:1": [100, 120, 130, 140]}
+@pytest.mark.parametrize(
+    ("logs", "aligned_ends"),
+    [
+        # More records: f:0 holds JSON records four a millisecond (100..109), f:1 packs at
+        # 100, 120, 130, 140. Aligned, f:0 leaves 102 unread, so it reads 8 records and f:1
+        # one pack: 18 events in 9 records. Widened by the events alone, f:0 would read 20
+        # records (ts < 105) and f:1 its pack: 30 events, but 21 records. Every widening
+        # that adds an event adds records past the 12 of the plan.
+        ({"f:0": [100 + i // 4 for i in range(40)], "f:1": [100, 120, 130, 140]}, (8, 1)),
+        # More events: f:0 holds JSON records every 10 ms, f:1 packs every 2 ms. Aligned
+        # at 104 (f:1's third pack), f:0 reads 100 and f:1 two packs: 21 events in 3
+        # records. Any widening brings f:1's third pack (10 events more) before anything of
+        # f:0's: 31 events, in 4 records.
+        (
+            {"f:0": [100 + 10 * i for i in range(40)], "f:1": [100 + 2 * i for i in range(40)]},
+            (1, 2),
+        ),
+    ],
+    ids=["records", "events"],
+)
+def test_no_widening_reads_more_than_the_capped_plan(
+    logs: Log, aligned_ends: tuple[int, int]
+) -> None:
+    # Capped at 10 JSON records of f:0 and 2 packs of 10 events of f:1: 30 events in 12
+    # records. Where every widening reads more of either, the alignment is kept.
     start = {"f:0": 0, "f:1": 0}
     planned = {"f:0": 10, "f:1": 2}
 
     def events(ends: Mapping[str, int]) -> float:
         return ends["f:0"] + 10 * ends["f:1"]
 
-    # Aligned: f:0 leaves 102 unread, so it reads 8 records and f:1 one pack: 18 events
-    # in 9 records. Widened by the events alone, f:0 would read 20 records (ts < 105) and
-    # f:1 its pack: 30 events, but 21 records. Every widening that adds an event adds
-    # records past the 12 of the plan: the alignment is kept.
     aligned = align(start, planned, ends_of(logs), Logs(logs))
-    assert aligned.ends == {"f:0": 8, "f:1": 1}
-    assert fill(start, planned, ends_of(logs), Logs(logs), events) == aligned
-
-
-def test_no_widening_reads_more_events_than_the_capped_plan() -> None:
-    # f:0 holds JSON records every 10 ms, f:1 packs of 10 events every 2 ms. Capped at 10
-    # and 2 records: 10 + 20 = 30 events in 12 records.
-    logs: Log = {"f:0": [100 + 10 * i for i in range(40)], "f:1": [100 + 2 * i for i in range(40)]}
-    start = {"f:0": 0, "f:1": 0}
-    planned = {"f:0": 10, "f:1": 2}
-
-    def events(ends: Mapping[str, int]) -> float:
-        return ends["f:0"] + 10 * ends["f:1"]
-
-    # Aligned at 104 (f:1's third pack): f:0 reads 100, f:1 two packs: 21 events in 3
-    # records. Any widening brings f:1's third pack (10 events more) before anything of
-    # f:0's: 31 events, in 4 records. The alignment is kept.
-    aligned = align(start, planned, ends_of(logs), Logs(logs))
-    assert aligned.ends == {"f:0": 1, "f:1": 2}
+    assert (aligned.ends["f:0"], aligned.ends["f:1"]) == aligned_ends
     assert fill(start, planned, ends_of(logs), Logs(logs), events) == aligned
 
 
