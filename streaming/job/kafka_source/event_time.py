@@ -314,9 +314,9 @@ def fill(
     events and as many records as ``planned`` does, or it is ``align``'s own.
 
     The widening scales the cut partitions' planned records. The events a scale brings
-    grow about in proportion to it, so the first scale is the aligned batch's times the
-    events missing to ``FILL_AIM``; after one too wide, the next is read off the line
-    through the widest kept and the narrowest refused (halfway if that line is flat)."""
+    grow about in proportion to it, so the first scale is ``FILL_AIM`` of the budget over
+    the aligned batch's events; after one too wide, the next is read off the line through
+    the widest kept and the narrowest refused (halfway if that line is flat)."""
     best = align(start, planned, available, times)
     cut = cut_partitions(start, planned, available)
     if best.frontier is None or not cut:
@@ -350,7 +350,7 @@ def _next_scale(
 ) -> float:
     """The scale expected to bring ``aim`` events, strictly between the widest kept and
     the narrowest refused (``fill``)."""
-    (low, low_events) = kept
+    low, low_events = kept
     if refused is None:
         return low * aim / max(low_events, 1.0)
     high, high_events = refused
