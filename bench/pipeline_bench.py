@@ -47,10 +47,10 @@ from typing import Any
 import pandas as pd
 from spy_summary import print_stages  # bench/ is on the path
 from sustained_bench import (
-    SHIPPED_OPTIONS,
     WIRES,
     Probing,
     Summary,
+    add_shipped_options,
     bench_config,
     controller_values,
     fetch_values,
@@ -58,6 +58,7 @@ from sustained_bench import (
     percentile,
     producer,
     send,
+    shipped_option_values,
     shipped_value,
     source_floor,
     wire_of,
@@ -263,8 +264,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--partitions", type=int, default=100_000)
     parser.add_argument("--records", type=int, default=1_000_000)
-    for option, setting in SHIPPED_OPTIONS:  # unset: the shipped configuration's
-        parser.add_argument(option, type=int, default=shipped_value(setting))
+    add_shipped_options(parser)  # unset: the shipped configuration's
     parser.add_argument("--source-format", choices=["python", "kafka"], default="python")
     parser.add_argument(
         "--wire", choices=WIRES, default="packed", help="fetch-responses form (default packed)"
@@ -276,8 +276,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.py_spy is not None and not PY_SPY.exists():  # before minutes of setting up
         parser.error(f"--py-spy: {PY_SPY} is missing; install it with: pip install -e '.[profile]'")
     workdir = Path(tempfile.mkdtemp(prefix="isrwatch-pipeline-"))
-    for option, setting in SHIPPED_OPTIONS:
-        value = getattr(args, option[2:].replace("-", "_"))
+    shipped_options = shipped_option_values(args)
+    for setting, value in shipped_options.items():
         if value != shipped_value(setting):
             print(f"overrides {setting}: {value} (shipped: {shipped_value(setting)})")
     print(
@@ -305,9 +305,7 @@ def main(argv: list[str] | None = None) -> None:
                 "kafka.starting_offsets": "earliest",
                 "kafka.source_format": args.source_format,
                 "streaming.checkpoint_location": str(base.streaming.checkpoint_location),
-                "streaming.state_shards": args.shards,
-                "streaming.trigger_interval_ms": args.trigger_ms,
-                "kafka.max_events_per_partition_per_batch": args.max_per_partition,
+                **shipped_options,
                 "metrics.enabled": False,
                 **overrides,
             },

@@ -2058,6 +2058,24 @@ SHIPPED_OPTIONS = (
 value."""
 
 
+def add_shipped_options(parser: argparse.ArgumentParser) -> None:
+    """:data:`SHIPPED_OPTIONS` on ``parser``, each defaulting to the shipped value."""
+    for option, setting in SHIPPED_OPTIONS:
+        parser.add_argument(
+            option,
+            type=int,
+            default=shipped_value(setting),
+            help=f"{setting} (default: the shipped value)",
+        )
+
+
+def shipped_option_values(args: argparse.Namespace) -> dict[str, Any]:
+    """The setting each of :data:`SHIPPED_OPTIONS` sets, and its value in ``args``."""
+    return {
+        setting: getattr(args, option[2:].replace("-", "_")) for option, setting in SHIPPED_OPTIONS
+    }
+
+
 @cache
 def shipped() -> IsrwatchConfig:
     """The shipped configuration: conf/isrwatch.yaml's defaults, no file, no environment."""
@@ -2076,9 +2094,8 @@ def bench_settings(args: argparse.Namespace, trigger_ms: int | None = None) -> d
     :data:`SHIPPED_OPTIONS` (``trigger_ms`` instead of ``--trigger-ms``), the source format
     and the wire of the run, and no /metrics server."""
     settings = {
-        "streaming.state_shards": args.shards,
+        **shipped_option_values(args),
         "streaming.trigger_interval_ms": trigger_ms or args.trigger_ms,
-        "kafka.max_events_per_partition_per_batch": args.max_per_partition,
         "kafka.source_format": args.source_format,
         "topics.fetch_responses_form": args.wire,
         "metrics.enabled": False,
@@ -2184,13 +2201,7 @@ def main(argv: list[str] | None = None) -> None:
         default=1800,
         help="bound on the cold start and on the failover",
     )
-    for option, setting in SHIPPED_OPTIONS:
-        parser.add_argument(
-            option,
-            type=int,
-            default=shipped_value(setting),
-            help=f"{setting} (default: the shipped value)",
-        )
+    add_shipped_options(parser)
     parser.add_argument("--client-records", type=int, default=500_000)
     parser.add_argument("--reference-records", type=int, default=1_000_000)
     parser.add_argument(
