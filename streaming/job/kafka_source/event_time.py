@@ -66,6 +66,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from state.fetch_pack import is_fetch_pack, pack_time_range
+from streaming.job.kafka_source.planner import records_to_read
 
 __all__ = [
     "FILL_AIM",
@@ -318,9 +319,9 @@ def fill(
     the aligned batch's events; after one too wide, the next is read off the line through
     the widest kept and the narrowest refused (halfway if that line is flat)."""
     best = align(start, planned, available, times)
-    cut = cut_partitions(start, planned, available)
-    if best.frontier is None or not cut:
+    if best.frontier is None:  # nothing cut, or no time to stop at: nothing to widen
         return best
+    cut = cut_partitions(start, planned, available)
     budget, record_budget = events(planned), _records(start, planned)
     aim = FILL_AIM * budget
     kept = (1.0, events(best.ends))  # (scale, events) of the widest alignment kept
@@ -362,4 +363,4 @@ def _next_scale(
 
 
 def _records(start: Mapping[str, int], ends: Mapping[str, int]) -> int:
-    return sum(end - start[key] for key, end in ends.items() if key in start and end > start[key])
+    return sum(records_to_read(start, ends).values())

@@ -111,6 +111,12 @@ def cap_events(
     return capped
 
 
+def records_to_read(start: Mapping[str, int], ends: Mapping[str, int]) -> dict[str, int]:
+    """The records each partition reads from ``start`` to ``ends``, for the partitions
+    that read any (not one only registered, with no start, nor one going back)."""
+    return {key: end - start[key] for key, end in ends.items() if key in start and end > start[key]}
+
+
 def planned_events(
     start: Mapping[str, int],
     ends: Mapping[str, int],
@@ -119,9 +125,8 @@ def planned_events(
     """The events read from ``start`` to ``ends``, estimated: each partition's records
     times its mean events per record (``events_per_record(key)``; one where unknown)."""
     return sum(
-        (end - start[key]) * (events_per_record(key) or 1.0)
-        for key, end in ends.items()
-        if key in start and end > start[key]
+        records * (events_per_record(key) or 1.0)
+        for key, records in records_to_read(start, ends).items()
     )
 
 
@@ -148,9 +153,7 @@ def share_out(start: Mapping[str, int], end: Mapping[str, int], limit: int) -> d
     partition starves; the sum may pass ``limit`` by at most one per partition).
     Partitions with nothing to read (new, or going back to their beginning) are as in
     ``end``."""
-    sizes = {
-        key: stop - start[key] for key, stop in end.items() if key in start and stop > start[key]
-    }
+    sizes = records_to_read(start, end)
     total = sum(sizes.values())
     if total <= limit:
         return dict(end)
