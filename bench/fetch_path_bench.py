@@ -11,8 +11,10 @@ fetch events in all (one micro-batch's: 5 s at 400,000/s is 2,000,000), of which
 ``ODD_ROWS`` breaks the contract and the next is fenced by the model. No broker and
 no Spark; each stage is the job's own function on that batch:
 
-* ``route``: the source's routing of each Kafka partition's records, as one reader
-  batch (``routing.route_arrow``: decode the packs, validate, find the shards, pack per
+* ``route``: the source's routing of each Kafka partition's records, in the reader
+  batches the source's reader cuts them into (``partition_reader.runs_within``, at most
+  ``READ_BATCH_BYTES`` of values a batch; one batch a partition in a revision before it)
+  (``routing.route_arrow``: decode the packs, validate, find the shards, pack per
   shard);
 * ``to pandas``: each shard's routed rows from Arrow to the pandas frame the state
   function gets (what PySpark's worker does for ``applyInPandasWithState``; the JVM's
@@ -26,7 +28,8 @@ The state is every partition elected (one LeaderAndIsr each) and warmed by one r
 whose imports resolve to the export, then this tree (or ``--after``) the same way; both
 outputs (dead letters and health rows) are compared by digest. Printed: CPU seconds
 (``time.process_time``) and microseconds per event, the least of ``--repeat`` runs in
-each of ``--rounds`` processes of each tree, run in turn. With ``--profile FILE`` this
+each of ``--rounds`` processes of each tree, run in turn, and how much the process's
+peak resident memory grew while routing (the least, as the CPU). With ``--profile FILE`` this
 tree's stages run once more under cProfile, written to FILE.
 """
 
@@ -170,8 +173,24 @@ def cpu(action: Callable[[], Any]) -> tuple[float, Any]:
     return time.process_time() - started, result
 
 
+def reader_batches(batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+    """A Kafka partition's records as the source's reader hands them to routing."""
+    try:
+        from streaming.job.kafka_source.partition_reader import READ_BATCH_BYTES, runs_within
+    except ImportError:  # a revision before reader batches were cut by bytes: one batch
+        return [batch]
+    sizes = pc.binary_length(batch.column("value")).fill_null(0).to_numpy()
+    runs = runs_within(np.asarray(sizes, np.int64), READ_BATCH_BYTES)
+    return [batch.slice(start, end - start) for start, end in runs]
+
+
 def route_all(batches: list[pa.RecordBatch], shards: int) -> list[pa.RecordBatch]:
-    return [out for batch in batches for out in route_arrow(batch, SOURCES, shards)]
+    return [
+        out
+        for batch in batches
+        for part in reader_batches(batch)
+        for out in route_arrow(part, SOURCES, shards)
+    ]
 
 
 def by_shard(routed: list[pa.RecordBatch], shards: int) -> dict[int, pa.Table]:
@@ -190,6 +209,20 @@ def step_all(
     return [process(pickle.loads(states[s]), frames.get(s), -1, settings) for s in states]
 
 
+def _memory_kib(field: str) -> int:
+    status = Path("/proc/self/status").read_text(encoding="ascii")
+    return int(next(line for line in status.splitlines() if line.startswith(field)).split()[1])
+
+
+def peak_growth(action: Callable[[], Any]) -> tuple[float, Any]:
+    """How far above what the process held before ``action`` its resident memory rose
+    while it ran (MiB; Linux: the peak is reset first, ``/proc/self/clear_refs``, 5)."""
+    Path("/proc/self/clear_refs").write_text("5", encoding="ascii")
+    held = _memory_kib("VmRSS:")
+    result = action()
+    return (_memory_kib("VmHWM:") - held) / 1024, result
+
+
 def measure(partitions: int, events: int, shards: int, repeat: int, profile: str) -> dict[str, Any]:
     settings = ShardJobSettings(RuleSettings(), shards, 60_000)
     warm = kafka_batches(partitions, 2 * partitions, 0)
@@ -205,9 +238,10 @@ def measure(partitions: int, events: int, shards: int, repeat: int, profile: str
         # the clock of the warm-up round: the measured batch's rows come after it
         states[s] = pickle.dumps(snapshot)
     best: dict[str, float] = {}
+    least_peak = float("inf")
     outputs: list[pd.DataFrame] = []
     for _ in range(repeat):
-        t_route, routed = cpu(lambda: route_all(batches, shards))
+        route_peak, (t_route, routed) = peak_growth(lambda: cpu(lambda: route_all(batches, shards)))
         tables = by_shard(routed, shards)
         t_pandas, frames = cpu(lambda: frames_of(tables))  # noqa: B023
         t_step, outputs = cpu(lambda: step_all(states, frames, settings))  # noqa: B023
@@ -219,6 +253,7 @@ def measure(partitions: int, events: int, shards: int, repeat: int, profile: str
             ("fixed", t_fixed),
         ):
             best[name] = min(best.get(name, spent), spent)
+        least_peak = min(least_peak, route_peak)
     if profile:
         profiler = cProfile.Profile()
         profiler.enable()
@@ -238,6 +273,7 @@ def measure(partitions: int, events: int, shards: int, repeat: int, profile: str
     packed = [batch.column("event") for batch in routed if batch.num_rows]
     return {
         "cpu_s": best,
+        "route_peak_mib": least_peak,
         "pack_bytes": sum(pc.sum(pc.binary_length(column)).as_py() or 0 for column in packed),
         "rows": sum(batch.num_rows for batch in routed),
         "records": sum(batch.num_rows for batch in batches),
@@ -321,6 +357,7 @@ def main() -> None:
                 (now, run_against(now_tree, args, "")),
             ):
                 found["cpu_s"] = {k: min(v, again["cpu_s"][k]) for k, v in found["cpu_s"].items()}
+                found["route_peak_mib"] = min(found["route_peak_mib"], again["route_peak_mib"])
     print(f"  (imports: before {before['tree']}, now {now['tree']})")
     print(f"\n  {'stage':34s} {'before':>15s} {'now':>15s}")
     print(f"  {'':34s} {'CPU s   us/ev':>15s} {'CPU s   us/ev':>15s}")
@@ -338,6 +375,8 @@ def main() -> None:
         f"  {'per event, all but the fixed part':34s} "
         f"{total['before'] / args.events * 1e6:15.3f} {total['now'] / args.events * 1e6:15.3f}"
     )
+    peaks = [found["route_peak_mib"] for found in (before, now)]
+    print(f"  {'route: peak memory growth (MiB)':34s} {peaks[0]:15.0f} {peaks[1]:15.0f}")
     for what in ("records", "rows", "applied", "written"):
         print(f"  {what:34s} {before[what]:15,} {now[what]:15,}")
     per_event = [found["pack_bytes"] / args.events for found in (before, now)]

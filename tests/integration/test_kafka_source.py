@@ -24,6 +24,7 @@ from streaming.job.kafka_source import (
     KafkaStreamReader,
     SourceSettings,
     kafka_source_options,
+    partition_reader,
     read_partition,
     redacted_options,
     register,
@@ -581,6 +582,27 @@ def test_the_reader_recovers_when_the_broker_comes_back(tmp_path: Path) -> None:
             assert read_all(reader, restarted, end) == sent
         finally:
             reader.stop()
+
+
+def test_a_poll_of_large_records_is_read_in_batches_within_the_byte_budget(
+    broker: EmbeddedBroker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    topic = unique("large")
+    broker.create_topics([topic])
+    values = [bytes([65 + i % 26]) * (100 + i) for i in range(20)]  # 100 to 119 bytes
+    sent = produce(broker, [(topic, 0, None, value) for value in values], linger_ms=500)
+    monkeypatch.setattr(partition_reader, "READ_BATCH_BYTES", 250)
+    settings = SourceSettings.from_options(options(broker, [topic]))
+    batches = list(read_partition(settings, KafkaInputPartition(topic, 0, 0, 20)))
+    read = [value for batch in batches for value in batch.column("value").to_pylist()]
+    assert read == values  # every record once, in order
+    offsets = [offset for batch in batches for offset in batch.column("offset").to_pylist()]
+    assert offsets == [row[2] for row in sent] == list(range(20))
+    # 100 to 119 bytes a value, at most 250 a batch: two records a batch (three would be
+    # more than 300), so at least ten batches, however the polls fell
+    sizes = [sum(map(len, batch.column("value").to_pylist())) for batch in batches]
+    assert all(size <= 250 for size in sizes), sizes
+    assert len(batches) >= 10
 
 
 def test_a_read_that_makes_no_progress_raises(broker: EmbeddedBroker) -> None:
