@@ -493,8 +493,8 @@ def test_the_cap_read_under_its_name_before_it_counted_events(
 @pytest.mark.parametrize(
     ("overrides", "expected"),
     [
-        ({"topics.fetch_responses_form": "json"}, 1_000_000),  # one event a record
-        ({}, 1_000_000),  # packed, the default: records, the connector cannot count rows
+        ({"topics.fetch_responses_form": "json"}, 3_000_000),  # one event a record
+        ({}, 3_000_000),  # packed, the default: records, the connector cannot count rows
         ({"topics.fetch_responses_form": "packed", "kafka.max_records_per_batch": 9}, 9),
         ({"kafka.max_events_per_partition_per_batch": 4095}, 4095),
     ],

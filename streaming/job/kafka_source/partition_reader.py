@@ -47,6 +47,10 @@ default); in fetch packs, about 80 bytes an event, that is a few hundred records
 pack per shard, so smaller batches cost the shard step more packs to read
 (``bench/fetch_path_bench.py --events 4000000``). JSON records, about 200 bytes an
 event, meet :data:`READ_BATCH_RECORDS` first."""
+FIRST_POLL_RECORDS = 32
+"""Records the first poll of a read asks for, before it knows how large they are: 32
+records of up to Kafka's default 1 MB (``message.max.bytes``) stay near
+:data:`READ_BATCH_BYTES`."""
 #: Where read tasks report stalled partitions: a directory next to the status file.
 READ_STATUS_SUFFIX = ".reads"
 #: librdkafka errors that say the broker is not reachable (a read reports its stall at once).
@@ -128,7 +132,9 @@ def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
         "allow.auto.create.topics": False,
         "socket.timeout.ms": settings.request_timeout_ms,
         "fetch.wait.max.ms": 100,
-        "queued.max.messages.kbytes": 262144,
+        # librdkafka's default: what a read task fetches ahead of its polls, two polls of
+        # READ_BATCH_BYTES (four times it held a range of the cap's events ahead)
+        "queued.max.messages.kbytes": 65536,
         "log_level": 3,  # errors only: the reader reports its own failures
     }
     config.update(librdkafka_names(settings.client_options))
@@ -165,10 +171,11 @@ def read_records(settings: SourceSettings, part: KafkaInputPartition) -> Iterato
         consumer.assign([ConfluentPartition(part.topic, part.partition, part.start)])
         position = part.start
         progress_at = time.monotonic()
+        records_read = bytes_read = 0
         while position < part.end:
             # consume() returns once it has this many messages or at the timeout: ask for
             # no more than the range holds, so that a short range costs no waiting.
-            wanted = max(1, min(READ_BATCH_RECORDS, part.end - position))
+            wanted = records_wanted(part.end - position, records_read, bytes_read)
             messages = consumer.consume(wanted, timeout=min(1.0, timeout_s))
             records = [m for m in messages if m.error() is None]
             if records:
@@ -184,6 +191,8 @@ def read_records(settings: SourceSettings, part: KafkaInputPartition) -> Iterato
                         np.int64,
                         len(records),
                     )
+                    records_read += len(records)
+                    bytes_read += int(sizes.sum())
                     for start, end in runs_within(sizes, READ_BATCH_BYTES):
                         yield _kafka_records(
                             part.topic, part.partition, records[start:end], offsets[start:end]
@@ -206,6 +215,19 @@ def read_records(settings: SourceSettings, part: KafkaInputPartition) -> Iterato
     finally:
         with contextlib.suppress(Exception):
             consumer.close()
+
+
+def records_wanted(remaining: int, records_read: int, bytes_read: int) -> int:
+    """How many records a poll asks for: what the range still holds (``remaining``), at
+    most :data:`READ_BATCH_RECORDS`, and about :data:`READ_BATCH_BYTES` of values at the
+    mean size of the records read so far (:data:`FIRST_POLL_RECORDS` before the first).
+    The records a poll returns are held until routed: asked for whole, a range of the
+    cap's events in packs was a few hundred MB in each read task."""
+    if records_read:
+        fits = READ_BATCH_BYTES * records_read // max(1, bytes_read)
+    else:
+        fits = FIRST_POLL_RECORDS
+    return max(1, min(READ_BATCH_RECORDS, remaining, fits))
 
 
 def runs_within(sizes: npt.NDArray[np.int64], budget: int) -> Iterator[tuple[int, int]]:
