@@ -39,7 +39,7 @@ READ_BATCH_BYTES = 32 * 1024 * 1024
 """The most bytes of record values in one reader batch (a record larger alone makes one).
 Routing decodes a reader batch whole: its columns, their gather into shard order and the
 packs it writes all grow with the batch's events. A partition's range in a micro-batch
-holds up to the cap's events (``kafka.max_events_per_partition_per_batch``, 1,000,000 by
+holds up to the cap's events (``kafka.max_events_per_partition_per_batch``, 3,000,000 by
 default); in fetch packs, about 80 bytes an event, that is a few hundred records, which
 :data:`READ_BATCH_RECORDS` let through as one batch. In batches of at most 32 MiB (about
 400,000 events of packs) routing 4 partitions of 1,000,000 events grew the process by
