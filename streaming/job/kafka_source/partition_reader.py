@@ -40,7 +40,7 @@ READ_BATCH_BYTES = 32 * 1024 * 1024
 Routing decodes a reader batch whole: its columns, their gather into shard order and the
 packs it writes all grow with the batch's events. A partition's range in a micro-batch
 holds up to the cap's events (``kafka.max_events_per_partition_per_batch``, 3,000,000 by
-default); in fetch packs, about 80 bytes an event, that is a few hundred records, which
+default); in fetch packs, about 80 bytes an event, that is hundreds of records, which
 :data:`READ_BATCH_RECORDS` let through as one batch. In batches of at most 32 MiB (about
 400,000 events of packs) routing 4 partitions of 1,000,000 events grew the process by
 166 MiB instead of 357, at 0.32 instead of 0.38 us of CPU an event; each batch writes a
@@ -132,8 +132,8 @@ def librdkafka_config(settings: SourceSettings) -> dict[str, Any]:
         "allow.auto.create.topics": False,
         "socket.timeout.ms": settings.request_timeout_ms,
         "fetch.wait.max.ms": 100,
-        # librdkafka's default: what a read task fetches ahead of its polls, two polls of
-        # READ_BATCH_BYTES (four times it held a range of the cap's events ahead)
+        # librdkafka's default, what a read task fetches ahead of its polls: two polls of
+        # READ_BATCH_BYTES (at 256 MB it held a whole range of the cap's events ahead)
         "queued.max.messages.kbytes": 65536,
         "log_level": 3,  # errors only: the reader reports its own failures
     }
