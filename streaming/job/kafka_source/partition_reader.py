@@ -186,16 +186,17 @@ def read_records(settings: SourceSettings, part: KafkaInputPartition) -> Iterato
                     offsets = offsets[keep]
                 if records:
                     stall.progressed()
-                    sizes = np.fromiter(
-                        (len(value or b"") for value in map(Message.value, records)),
-                        np.int64,
-                        len(records),
-                    )
+                    values = list(map(Message.value, records))
+                    sizes = np.fromiter((len(v or b"") for v in values), np.int64, len(values))
                     records_read += len(records)
                     bytes_read += int(sizes.sum())
                     for start, end in runs_within(sizes, READ_BATCH_BYTES):
                         yield _kafka_records(
-                            part.topic, part.partition, records[start:end], offsets[start:end]
+                            part.topic,
+                            part.partition,
+                            records[start:end],
+                            offsets[start:end],
+                            values[start:end],
                         )
                     position = int(offsets[-1]) + 1
                     progress_at = time.monotonic()
@@ -254,10 +255,15 @@ def _unreachable(messages: Sequence[Any]) -> str | None:
 
 
 def _kafka_records(
-    topic: str, partition: int, messages: Sequence[Any], offsets: npt.NDArray[np.int64]
+    topic: str,
+    partition: int,
+    messages: Sequence[Any],
+    offsets: npt.NDArray[np.int64],
+    values: list[bytes | None],
 ) -> KafkaRecords:
-    """confluent-kafka messages as the source's columns, the values as Python bytes (one
-    C call per field and record)."""
+    """confluent-kafka messages as the source's columns, with their ``values`` (Python
+    bytes, taken once by the caller, which sized the reader batch by them; one C call per
+    field and record)."""
     from confluent_kafka import TIMESTAMP_NOT_AVAILABLE, Message
 
     count = len(messages)
@@ -277,7 +283,7 @@ def _kafka_records(
         ],
         schema=schema.remove(schema.get_field_index(VALUE)),
     )
-    return KafkaRecords(coordinates, list(map(Message.value, messages)))
+    return KafkaRecords(coordinates, values)
 
 
 def _with_values(records: KafkaRecords) -> pa.RecordBatch:
